@@ -1,0 +1,53 @@
+//! Collective agreement on the outcome of a step, so that every rank returns the
+//! same status and no rank is left waiting in an exchange another rank skipped.
+
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+
+/// Longest error detail shared with the other ranks, in bytes.
+const MESSAGE_BYTES: usize = 1024;
+
+/// Agrees over `comm` on whether any rank failed. Returns `Ok` on every rank when
+/// no rank has a `local` error; otherwise every rank returns the error of the
+/// lowest failing rank, with that rank's message. `piggyback` values are
+/// max-reduced in the same collective (pass an empty vector when there are none).
+pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut Vec<i64>) -> Result<()> {
+    let key = local.map_or(0, |e| {
+        (comm.size() - comm.rank()) as i64 * 16 + i64::from(e.code())
+    });
+    piggyback.push(key);
+    comm.allreduce_max(piggyback)?;
+    let key = piggyback.pop().unwrap_or(0);
+    if key == 0 {
+        return Ok(());
+    }
+    let root = comm.size() - (key / 16) as usize;
+    let mut message = [0u8; MESSAGE_BYTES];
+    if let (true, Some(error)) = (comm.rank() == root, local) {
+        let detail = truncate(error.detail(), MESSAGE_BYTES);
+        message[..detail.len()].copy_from_slice(detail.as_bytes());
+    }
+    comm.broadcast(&mut message, root)?;
+    let end = message
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(MESSAGE_BYTES);
+    let mut detail = String::from_utf8_lossy(&message[..end]).into_owned();
+    match local {
+        Some(own) if comm.rank() != root => {
+            detail += &format!("; rank {} also found: {own}", comm.rank());
+        }
+        None => detail += &format!(" (reported to rank {})", comm.rank()),
+        _ => {}
+    }
+    Err(Error::from_code((key % 16) as i32, detail))
+}
+
+/// The longest prefix of `s` that fits in `max` bytes and ends on a char boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

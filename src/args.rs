@@ -1,0 +1,388 @@
+//! The arguments of a reshape and their validation: the local checks each rank can
+//! make alone, the fingerprint that lets ranks compare their global arguments, and
+//! the checks on the gathered slab lengths. Pure, no MPI.
+
+use crate::error::{Error, Result};
+
+/// Most dimensions a shape may have.
+pub const MAX_DIMS: usize = 32;
+
+/// The slab length this rank wants along the new split axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The balanced distribution (Heat's formula).
+    Balanced,
+    /// This rank's own row count; the counts of all ranks must add up to the extent.
+    Len(i64),
+}
+
+/// What a caller asks for on one rank. Everything except `local_len` and a
+/// [`Target::Len`] value must be the same on every rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReshapeArgs {
+    /// Bytes per element (> 0).
+    pub elem_size: usize,
+    /// Global shape of the input, C order.
+    pub gshape: Vec<i64>,
+    /// Axis the input is split along, or `None` when every rank holds all of it.
+    pub split: Option<usize>,
+    /// This rank's slab length along `split` (ignored when not split).
+    pub local_len: i64,
+    /// Global shape of the output; may hold one `-1`, inferred as in NumPy.
+    pub new_shape: Vec<i64>,
+    /// Axis the output is split along, or `None` for every rank to get all of it.
+    pub new_split: Option<usize>,
+    /// How the output rows are distributed (ignored when the output is not split).
+    pub target: Target,
+}
+
+impl ReshapeArgs {
+    /// Arguments for a reshape to the balanced distribution.
+    pub fn new(
+        elem_size: usize,
+        gshape: &[i64],
+        split: Option<usize>,
+        local_len: i64,
+        new_shape: &[i64],
+        new_split: Option<usize>,
+    ) -> ReshapeArgs {
+        ReshapeArgs {
+            elem_size,
+            gshape: gshape.to_vec(),
+            split,
+            local_len,
+            new_shape: new_shape.to_vec(),
+            new_split,
+            target: Target::Balanced,
+        }
+    }
+
+    /// The same arguments asking for `len` output rows on this rank.
+    pub fn with_target_len(mut self, len: i64) -> ReshapeArgs {
+        self.target = Target::Len(len);
+        self
+    }
+
+    /// The global arguments as a fixed-length vector, for collective comparison.
+    pub fn fingerprint(&self) -> Vec<i64> {
+        let mut fp = Vec::with_capacity(FINGERPRINT_LEN);
+        fp.push(self.elem_size as i64);
+        push_shape(&mut fp, &self.gshape);
+        fp.push(axis_code(self.split));
+        push_shape(&mut fp, &self.new_shape);
+        fp.push(axis_code(self.new_split));
+        fp.push(i64::from(matches!(self.target, Target::Len(_))));
+        fp
+    }
+}
+
+/// Length of [`ReshapeArgs::fingerprint`].
+pub const FINGERPRINT_LEN: usize = 6 + 2 * MAX_DIMS;
+
+fn push_shape(fp: &mut Vec<i64>, shape: &[i64]) {
+    fp.push(shape.len() as i64);
+    fp.extend((0..MAX_DIMS).map(|i| shape.get(i).copied().unwrap_or(0)));
+}
+
+fn axis_code(axis: Option<usize>) -> i64 {
+    axis.map_or(-1, |a| a as i64)
+}
+
+/// Names the first global argument whose fingerprint entries differ between ranks,
+/// given the element-wise minimum and maximum over ranks.
+pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Option<Error> {
+    let i = (0..FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
+    let (name, mine) = match i {
+        0 => ("element size", args.elem_size.to_string()),
+        1..=33 => ("gshape", format!("{:?}", args.gshape)),
+        34 => ("split", format!("{:?}", args.split)),
+        35..=67 => ("new_shape", format!("{:?}", args.new_shape)),
+        68 => ("new_split", format!("{:?}", args.new_split)),
+        _ => (
+            "target (balanced or explicit new_local_len)",
+            format!("{:?}", args.target),
+        ),
+    };
+    Some(Error::InconsistentArguments(format!(
+        "ranks passed different {name} (values range from {} to {} across ranks); rank {rank} passed {mine}",
+        min[i], max[i]
+    )))
+}
+
+/// The arguments after local validation, with the new shape resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// Input global shape.
+    pub gshape: Vec<u64>,
+    /// Input split axis.
+    pub split: Option<usize>,
+    /// This rank's input slab length (0 when not split).
+    pub local_len: u64,
+    /// Output global shape, `-1` resolved.
+    pub new_shape: Vec<u64>,
+    /// Output split axis.
+    pub new_split: Option<usize>,
+    /// This rank's requested output rows, when not balanced and the output is split.
+    pub target_len: Option<u64>,
+}
+
+impl Checked {
+    /// Number of elements in the array.
+    pub fn total(&self) -> u64 {
+        self.gshape.iter().product()
+    }
+}
+
+/// Everything one rank can check alone.
+pub fn check_local(args: &ReshapeArgs, rank: usize) -> Result<Checked> {
+    let at = |what: String| format!("{what} (rank {rank})");
+    if args.elem_size == 0 {
+        return Err(Error::InvalidDtype(at("element size is 0 bytes".into())));
+    }
+    let gshape = check_extents("gshape", &args.gshape, rank)?;
+    let total = checked_product(&gshape)
+        .filter(|n| {
+            n.checked_mul(args.elem_size as u64)
+                .is_some_and(|b| b <= i64::MAX as u64)
+        })
+        .ok_or_else(|| {
+            Error::InvalidShape(at(format!(
+                "gshape {:?} holds more elements of {} bytes than fit in int64",
+                args.gshape, args.elem_size
+            )))
+        })?;
+    let new_shape = resolve_new_shape(&args.new_shape, total, &args.gshape)
+        .map_err(|e| Error::InvalidShape(at(e)))?;
+    check_axis("split", args.split, gshape.len(), rank)?;
+    check_axis("new_split", args.new_split, new_shape.len(), rank)?;
+    let local_len = match args.split {
+        None => 0,
+        Some(axis) => check_rows("local_len", args.local_len, gshape[axis], rank)?,
+    };
+    let target_len = match (args.new_split, args.target) {
+        (Some(axis), Target::Len(len)) => {
+            Some(check_rows("new_local_len", len, new_shape[axis], rank)?)
+        }
+        _ => None,
+    };
+    Ok(Checked {
+        elem_size: args.elem_size,
+        gshape,
+        split: args.split,
+        local_len,
+        new_shape,
+        new_split: args.new_split,
+        target_len,
+    })
+}
+
+fn check_extents(name: &str, shape: &[i64], rank: usize) -> Result<Vec<u64>> {
+    if shape.len() > MAX_DIMS {
+        return Err(Error::InvalidShape(format!(
+            "{name} has {} dimensions, more than the maximum {MAX_DIMS} (rank {rank})",
+            shape.len()
+        )));
+    }
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            u64::try_from(n).map_err(|_| {
+                Error::InvalidShape(format!("{name}[{i}] = {n} is negative (rank {rank})"))
+            })
+        })
+        .collect()
+}
+
+fn checked_product(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
+}
+
+/// Resolves a NumPy-style new shape (at most one `-1`) for `total` elements.
+pub fn resolve_new_shape(
+    new_shape: &[i64],
+    total: u64,
+    gshape: &[i64],
+) -> std::result::Result<Vec<u64>, String> {
+    if new_shape.len() > MAX_DIMS {
+        return Err(format!(
+            "new_shape has {} dimensions, more than the maximum {MAX_DIMS}",
+            new_shape.len()
+        ));
+    }
+    if let Some(i) = new_shape.iter().position(|&n| n < -1) {
+        return Err(format!("new_shape[{i}] = {} is negative", new_shape[i]));
+    }
+    let inferred: Vec<usize> = (0..new_shape.len())
+        .filter(|&i| new_shape[i] == -1)
+        .collect();
+    if inferred.len() > 1 {
+        return Err(format!("new_shape {new_shape:?} has more than one -1"));
+    }
+    let known = checked_product(
+        &new_shape
+            .iter()
+            .filter(|&&n| n >= 0)
+            .map(|&n| n as u64)
+            .collect::<Vec<_>>(),
+    )
+    .ok_or_else(|| format!("the extents of new_shape {new_shape:?} overflow int64"))?;
+    let mut resolved: Vec<u64> = new_shape.iter().map(|&n| n.max(0) as u64).collect();
+    match inferred.first() {
+        Some(_) if known == 0 => {
+            return Err(format!(
+                "cannot infer the -1 in new_shape {new_shape:?}: the other extents multiply to 0"
+            ));
+        }
+        Some(&i) if total.is_multiple_of(known) => resolved[i] = total / known,
+        None if known == total => {}
+        _ => {
+            return Err(format!(
+                "cannot reshape gshape {gshape:?} ({total} elements) into new_shape {new_shape:?}"
+            ));
+        }
+    }
+    Ok(resolved)
+}
+
+fn check_axis(name: &str, axis: Option<usize>, ndims: usize, rank: usize) -> Result<()> {
+    match axis {
+        Some(a) if a >= ndims => Err(Error::InvalidSplit(format!(
+            "{name} = {a} is out of range for {ndims} dimensions (rank {rank})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn check_rows(name: &str, len: i64, extent: u64, rank: usize) -> Result<u64> {
+    u64::try_from(len).ok().filter(|&l| l <= extent).ok_or_else(|| {
+        Error::InvalidDistribution(format!(
+            "{name} = {len} on rank {rank} is outside [0, {extent}], the extent of the split axis"
+        ))
+    })
+}
+
+/// Checks that the gathered per-rank row counts add up to the split extent.
+pub fn check_rows_add_up(name: &str, lens: &[u64], extent: u64) -> Result<()> {
+    let sum = lens.iter().try_fold(0u64, |acc, &l| acc.checked_add(l));
+    if sum == Some(extent) {
+        return Ok(());
+    }
+    let shown: Vec<String> = lens
+        .iter()
+        .enumerate()
+        .take(8)
+        .map(|(r, l)| format!("rank {r}: {l}"))
+        .collect();
+    let more = if lens.len() > 8 { ", ..." } else { "" };
+    Err(Error::InvalidDistribution(format!(
+        "the {name} values of all ranks add up to {}, but the split extent is {extent} ({}{more})",
+        sum.map_or("more than 2^64".to_string(), |s| s.to_string()),
+        shown.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_shape_follows_numpy() {
+        let r = |s: &[i64], n| resolve_new_shape(s, n, &[]);
+        assert_eq!(r(&[4, -1], 64).unwrap(), vec![4, 16]);
+        assert_eq!(r(&[-1, 2, 4, 2], 64).unwrap(), vec![4, 2, 4, 2]);
+        assert_eq!(r(&[-1], 0).unwrap(), vec![0]);
+        assert_eq!(r(&[-1, 2], 0).unwrap(), vec![0, 2]);
+        assert_eq!(r(&[], 1).unwrap(), Vec::<u64>::new());
+        assert!(r(&[-1, 0], 0).unwrap_err().contains("multiply to 0"));
+        assert!(r(&[-1, -1], 4).unwrap_err().contains("more than one -1"));
+        assert!(r(&[3, -1], 64).unwrap_err().contains("cannot reshape"));
+        assert!(r(&[3, 5], 16).unwrap_err().contains("cannot reshape"));
+        assert!(r(&[-2, 8], 16).unwrap_err().contains("new_shape[0] = -2"));
+        assert!(r(&[i64::MAX, 4], 16).unwrap_err().contains("overflow"));
+    }
+
+    #[test]
+    fn local_checks_name_argument_value_and_rank() {
+        let ok = ReshapeArgs::new(8, &[4, 4], Some(0), 2, &[16], Some(0));
+        assert!(check_local(&ok, 0).is_ok());
+        let cases = [
+            (
+                ReshapeArgs {
+                    gshape: vec![4, -4],
+                    ..ok.clone()
+                },
+                "gshape[1] = -4",
+            ),
+            (
+                ReshapeArgs {
+                    split: Some(2),
+                    ..ok.clone()
+                },
+                "split = 2",
+            ),
+            (
+                ReshapeArgs {
+                    new_split: Some(1),
+                    ..ok.clone()
+                },
+                "new_split = 1",
+            ),
+            (
+                ReshapeArgs {
+                    local_len: -1,
+                    ..ok.clone()
+                },
+                "local_len = -1",
+            ),
+            (ok.clone().with_target_len(17), "new_local_len = 17"),
+            (
+                ReshapeArgs {
+                    gshape: vec![i64::MAX, 4],
+                    ..ok.clone()
+                },
+                "int64",
+            ),
+            (
+                ReshapeArgs {
+                    elem_size: 0,
+                    ..ok.clone()
+                },
+                "element size",
+            ),
+        ];
+        for (args, needle) in cases {
+            let msg = check_local(&args, 3).unwrap_err().to_string();
+            assert!(msg.contains(needle) && msg.contains("rank 3"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn rows_must_add_up() {
+        assert!(check_rows_add_up("local_len", &[1, 2, 3], 6).is_ok());
+        let msg = check_rows_add_up("local_len", &[1, 2], 6)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("add up to 3") && msg.contains("rank 1: 2"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn fingerprint_mismatch_names_the_argument() {
+        let a = ReshapeArgs::new(8, &[4, 4], Some(0), 2, &[16], Some(0));
+        let b = ReshapeArgs {
+            new_split: None,
+            ..a.clone()
+        };
+        let (fa, fb) = (a.fingerprint(), b.fingerprint());
+        let min: Vec<i64> = fa.iter().zip(&fb).map(|(x, y)| *x.min(y)).collect();
+        let max: Vec<i64> = fa.iter().zip(&fb).map(|(x, y)| *x.max(y)).collect();
+        let msg = mismatch(&a, &min, &max, 1).unwrap().to_string();
+        assert!(msg.contains("new_split") && msg.contains("rank 1"), "{msg}");
+        assert!(mismatch(&a, &fa, &fa, 0).is_none());
+    }
+}

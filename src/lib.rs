@@ -1,0 +1,41 @@
+//! # DistReshape
+//!
+//! Reshapes distributed N-dimensional arrays across the ranks of an MPI communicator.
+//!
+//! An array of global shape `gshape` (C order) is split along one axis: each rank
+//! holds a contiguous slab of that axis (any lengths, in rank order), or, with no
+//! split, the whole array. A reshape gives the same elements with a new global shape
+//! (NumPy semantics, one `-1` allowed), split along a new axis in the balanced
+//! distribution (rank `r` of `p` gets `n/p + (r < n%p)` rows; see [`balanced_slab`])
+//! or in row counts the caller chooses.
+//!
+//! When the split axis survives the reshape ([`Path::Local`]) no data moves for the
+//! reshape itself, and only rows that change owner move, between the ranks whose
+//! slabs overlap. Every other reshape ([`Path::Exchange`]) moves each element once,
+//! straight to its owner, described by MPI datatypes over the caller's buffers, so
+//! the extra memory stays bounded whatever the array size.
+//!
+//! The layers: [`layout`] and [`runs`] (distribution maths), [`args`] (validation),
+//! [`planner`] (pure planning, simulated for all ranks in tests), `exchange`
+//! (the MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed
+//! `ndarray` API) and `ffi` (the C ABI).
+
+mod agree;
+pub mod args;
+mod array;
+mod comm;
+mod error;
+mod exchange;
+pub mod ffi;
+pub mod layout;
+mod plan;
+pub mod planner;
+pub mod runs;
+
+pub use args::{MAX_DIMS, ReshapeArgs, Target};
+pub use array::{Element, reshape_array};
+pub use comm::RawComm;
+pub use error::{Error, Result};
+pub use layout::balanced_slab;
+pub use plan::{Plan, PlanOptions, reshape};
+pub use planner::{Path, PlanStats};

@@ -1,0 +1,249 @@
+//! The pure planner: from the checked arguments and every rank's slab length, one
+//! rank's complete plan (path, peers, volumes). No MPI: every rank's plan can be built
+//! in one process, which is how the tests simulate whole exchanges.
+
+use std::fmt;
+
+use crate::args::Checked;
+use crate::layout::{Layout, Pattern};
+use crate::runs::{SharedRuns, shared_elements};
+
+/// How a reshape moves data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// The split axis survives: every slab reshapes in place, and only the rows that
+    /// change owner move, between the ranks whose slabs overlap.
+    Local,
+    /// The general exchange: each element moves once, straight to its new owner.
+    Exchange,
+}
+
+/// Elements exchanged with one peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The other rank.
+    pub peer: usize,
+    /// Elements sent to it or received from it.
+    pub elems: u64,
+}
+
+/// What a plan will do on one rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanStats {
+    /// The path taken (the same on every rank).
+    pub path: Path,
+    /// Bytes this rank sends.
+    pub bytes_sent: u64,
+    /// Bytes this rank receives.
+    pub bytes_received: u64,
+    /// Bytes this rank copies from its input to its output without MPI.
+    pub bytes_copied_locally: u64,
+    /// Ranks this rank sends to.
+    pub peers_sent: usize,
+    /// Ranks this rank receives from.
+    pub peers_received: usize,
+}
+
+/// One rank's plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPlan {
+    /// This rank.
+    pub rank: usize,
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// The path taken.
+    pub path: Path,
+    /// How the input is spread.
+    pub input: Layout,
+    /// How the output is spread.
+    pub output: Layout,
+    /// Resolved output global shape.
+    pub new_shape: Vec<u64>,
+    /// Peers this rank sends to, in rank order.
+    pub sends: Vec<Transfer>,
+    /// Peers this rank receives from, in rank order.
+    pub recvs: Vec<Transfer>,
+    /// Elements copied locally.
+    pub local_elems: u64,
+}
+
+impl RankPlan {
+    /// Plans `rank`'s part of the reshape `args`, given every rank's input slab length
+    /// (`lens`) and, for an explicit target distribution, every rank's output length.
+    pub fn new(args: &Checked, lens: &[u64], targets: Option<&[u64]>, rank: usize) -> RankPlan {
+        let nranks = lens.len();
+        let input = match args.split {
+            None => Layout::replicated(args.total()),
+            Some(axis) => Layout::split(&args.gshape, axis, lens.iter().copied()),
+        };
+        let output = match (args.new_split, targets) {
+            (None, _) => Layout::replicated(args.total()),
+            (Some(axis), Some(t)) => Layout::split(&args.new_shape, axis, t.iter().copied()),
+            (Some(axis), None) => Layout::balanced(&args.new_shape, axis, nranks as u64),
+        };
+        let path = if split_survives(&input, &output) {
+            Path::Local
+        } else {
+            Path::Exchange
+        };
+        let mut plan = RankPlan {
+            rank,
+            elem_size: args.elem_size,
+            path,
+            input,
+            output,
+            new_shape: args.new_shape.clone(),
+            sends: Vec::new(),
+            recvs: Vec::new(),
+            local_elems: 0,
+        };
+        plan.local_elems = shared_elements(&plan.input_pattern(), &plan.output_pattern());
+        if !plan.input.is_replicated() {
+            plan.sends = plan.transfers(nranks, |p, peer| {
+                (p.input_pattern(), p.output.pattern(peer))
+            });
+            plan.recvs = plan.transfers(nranks, |p, peer| {
+                (p.input.pattern(peer), p.output_pattern())
+            });
+        }
+        plan
+    }
+
+    fn transfers(
+        &self,
+        nranks: usize,
+        patterns: impl Fn(&RankPlan, usize) -> (Pattern, Pattern),
+    ) -> Vec<Transfer> {
+        (0..nranks)
+            .filter(|&peer| peer != self.rank)
+            .filter_map(|peer| {
+                let (from, to) = patterns(self, peer);
+                let elems = shared_elements(&from, &to);
+                (elems > 0).then_some(Transfer { peer, elems })
+            })
+            .collect()
+    }
+
+    /// The global elements this rank holds on input.
+    pub fn input_pattern(&self) -> Pattern {
+        self.input.pattern(self.rank)
+    }
+
+    /// The global elements this rank holds on output.
+    pub fn output_pattern(&self) -> Pattern {
+        self.output.pattern(self.rank)
+    }
+
+    /// Runs this rank sends to `peer`, in global order.
+    pub fn send_runs(&self, peer: usize) -> SharedRuns {
+        SharedRuns::new(&self.input_pattern(), &self.output.pattern(peer))
+    }
+
+    /// Runs this rank receives from `peer`, in global order.
+    pub fn recv_runs(&self, peer: usize) -> SharedRuns {
+        SharedRuns::new(&self.input.pattern(peer), &self.output_pattern())
+    }
+
+    /// Runs this rank copies from its input to its output.
+    pub fn local_runs(&self) -> SharedRuns {
+        SharedRuns::new(&self.input_pattern(), &self.output_pattern())
+    }
+
+    /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
+    /// this rank's input and output), merging runs contiguous on both sides.
+    pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
+        let (from, to) = (self.input_pattern(), self.output_pattern());
+        let size = self.elem_size;
+        let mut pending: Option<(usize, usize, usize)> = None;
+        let mut flush = |(src, dst, len): (usize, usize, usize)| {
+            output[dst..dst + len].copy_from_slice(&input[src..src + len]);
+        };
+        for run in self.local_runs() {
+            let src = from.local_offset(run.global) as usize * size;
+            let dst = to.local_offset(run.global) as usize * size;
+            let len = run.len as usize * size;
+            pending = match pending {
+                Some((s, d, l)) if s + l == src && d + l == dst => Some((s, d, l + len)),
+                Some(done) => {
+                    flush(done);
+                    Some((src, dst, len))
+                }
+                None => Some((src, dst, len)),
+            };
+        }
+        pending.into_iter().for_each(flush);
+    }
+
+    /// Elements in this rank's input buffer.
+    pub fn input_elems(&self) -> u64 {
+        self.input_pattern().len()
+    }
+
+    /// Elements in this rank's output buffer.
+    pub fn output_elems(&self) -> u64 {
+        self.output_pattern().len()
+    }
+
+    /// This rank's output rows along the new split axis, or `None` when not split.
+    pub fn output_rows(&self) -> Option<u64> {
+        self.output.rows(self.rank).map(|(_, len)| len)
+    }
+
+    /// True when the output buffer equals the input buffer: nothing is sent or
+    /// received, so both hold the same elements in the same (global) order.
+    pub fn is_identity(&self) -> bool {
+        self.sends.is_empty() && self.recvs.is_empty() && self.input_elems() == self.output_elems()
+    }
+
+    /// Volumes and peers of this plan.
+    pub fn stats(&self) -> PlanStats {
+        let bytes = |t: &[Transfer]| t.iter().map(|t| t.elems).sum::<u64>() * self.elem_size as u64;
+        PlanStats {
+            path: self.path,
+            bytes_sent: bytes(&self.sends),
+            bytes_received: bytes(&self.recvs),
+            bytes_copied_locally: self.local_elems * self.elem_size as u64,
+            peers_sent: self.sends.len(),
+            peers_received: self.recvs.len(),
+        }
+    }
+}
+
+/// The split-preserving condition: both sides split, the same product of extents
+/// before the split axes, and every input slab a whole number of output rows.
+fn split_survives(input: &Layout, output: &Layout) -> bool {
+    if input.is_replicated() || output.is_replicated() || input.outer != output.outer {
+        return false;
+    }
+    // `is_multiple_of(0)` holds only for 0: an empty inner size takes only empty slabs.
+    input
+        .offsets
+        .windows(2)
+        .all(|w| ((w[1] - w[0]) * input.inner).is_multiple_of(output.inner))
+}
+
+impl fmt::Display for RankPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.stats();
+        let path = match self.path {
+            Path::Local => "local (split-preserving reshape + balance)",
+            Path::Exchange => "exchange (general)",
+        };
+        write!(
+            f,
+            "rank {}: path {path}; new shape {:?}; sends {} B to {} peers, receives {} B from {} peers, copies {} B locally{}",
+            self.rank,
+            self.new_shape,
+            s.bytes_sent,
+            s.peers_sent,
+            s.bytes_received,
+            s.peers_received,
+            s.bytes_copied_locally,
+            if self.is_identity() {
+                "; output buffer = input buffer (in place moves nothing)"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -1,0 +1,250 @@
+//! Intersections of block patterns: how many elements two ranks share, the maximal
+//! runs they share in global order, and the cutting of those runs into bounded
+//! messages. Computed analytically from the patterns, never per element.
+
+use crate::layout::Pattern;
+
+/// A maximal run of consecutive global indices shared by two patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Global flat index of the first element.
+    pub global: u64,
+    /// Number of elements.
+    pub len: u64,
+}
+
+/// Orders two patterns as (fewer blocks, more blocks): iterating the blocks of the
+/// first and locating the second's by arithmetic costs O(min(blocks) + runs).
+fn by_block_count(a: Pattern, b: Pattern) -> (Pattern, Pattern) {
+    if a.count <= b.count { (a, b) } else { (b, a) }
+}
+
+/// Number of elements two patterns share.
+pub fn shared_elements(a: &Pattern, b: &Pattern) -> u64 {
+    if a.is_empty() || b.is_empty() {
+        return 0;
+    }
+    if same_period(a, b) {
+        return a.count * overlap(a.block(0), b.block(0));
+    }
+    let (few, many) = by_block_count(*a, *b);
+    few.blocks_overlapping(many.start, many.end())
+        .map(|o| {
+            let block = few.block(o);
+            many.elements_below(block.end) - many.elements_below(block.start)
+        })
+        .sum()
+}
+
+/// True when the patterns repeat with the same period and a block of one can only
+/// meet the block of the same index in the other (slabs of one layout family).
+fn same_period(a: &Pattern, b: &Pattern) -> bool {
+    a.count > 1
+        && a.count == b.count
+        && a.stride == b.stride
+        && a.start + a.block_len <= b.start + b.stride
+        && b.start + b.block_len <= a.start + a.stride
+}
+
+fn overlap(a: std::ops::Range<u64>, b: std::ops::Range<u64>) -> u64 {
+    a.end.min(b.end).saturating_sub(a.start.max(b.start))
+}
+
+/// Iterator over the maximal runs shared by two patterns, in increasing global order.
+#[derive(Clone, Debug)]
+pub struct SharedRuns {
+    few: Pattern,
+    many: Pattern,
+    block: u64,
+    end_block: u64,
+    other: u64,
+}
+
+impl SharedRuns {
+    /// The runs shared by `a` and `b`.
+    pub fn new(a: &Pattern, b: &Pattern) -> SharedRuns {
+        let (few, many) = by_block_count(*a, *b);
+        let blocks = if many.is_empty() {
+            0..0
+        } else {
+            few.blocks_overlapping(many.start, many.end())
+        };
+        SharedRuns {
+            few,
+            many,
+            block: blocks.start,
+            end_block: blocks.end,
+            other: 0,
+        }
+    }
+}
+
+impl Iterator for SharedRuns {
+    type Item = Run;
+
+    fn next(&mut self) -> Option<Run> {
+        while self.block < self.end_block {
+            let outer = self.few.block(self.block);
+            self.other = self
+                .other
+                .max(self.many.first_block_ending_after(outer.start));
+            if self.other < self.many.count {
+                let inner = self.many.block(self.other);
+                if inner.start < outer.end {
+                    let start = outer.start.max(inner.start);
+                    let end = outer.end.min(inner.end);
+                    if inner.end <= outer.end {
+                        self.other += 1;
+                    } else {
+                        self.block += 1;
+                    }
+                    return Some(Run {
+                        global: start,
+                        len: end - start,
+                    });
+                }
+            }
+            self.block += 1;
+        }
+        None
+    }
+}
+
+/// A contiguous piece of a local buffer, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Byte offset from the start of the local buffer.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// Limits on one message: bytes (MPI counts are 32-bit) and blocks (the size of the
+/// MPI datatype that describes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageLimits {
+    /// Most bytes in one message.
+    pub max_bytes: usize,
+    /// Most runs in one message.
+    pub max_runs: usize,
+}
+
+/// Cuts the shared runs of a pair of ranks into messages. Sender and receiver cut the
+/// same global runs with the same limits, so their messages match one for one; each
+/// side maps the runs to its own buffer with its own pattern.
+#[derive(Clone, Debug)]
+pub struct MessageCutter {
+    runs: SharedRuns,
+    pending: Option<Run>,
+    max_elems: u64,
+    max_runs: usize,
+    elem_size: usize,
+}
+
+impl MessageCutter {
+    /// Cuts `runs` of elements of `elem_size` bytes within `limits`.
+    pub fn new(runs: SharedRuns, elem_size: usize, limits: MessageLimits) -> MessageCutter {
+        let max_elems = (limits.max_bytes / elem_size).max(1) as u64;
+        MessageCutter {
+            runs,
+            pending: None,
+            max_elems,
+            max_runs: limits.max_runs.max(1),
+            elem_size,
+        }
+    }
+
+    /// Replaces `segments` with the next message as coalesced byte segments of the
+    /// buffer whose elements `local` describes. Returns false when no message is left.
+    pub fn next_message(&mut self, local: &Pattern, segments: &mut Vec<Segment>) -> bool {
+        segments.clear();
+        let mut elems = 0;
+        let mut runs = 0;
+        while elems < self.max_elems && runs < self.max_runs {
+            let Some(run) = self.pending.take().or_else(|| self.runs.next()) else {
+                break;
+            };
+            let take = run.len.min(self.max_elems - elems);
+            if take < run.len {
+                self.pending = Some(Run {
+                    global: run.global + take,
+                    len: run.len - take,
+                });
+            }
+            push_coalesced(segments, self.segment(local, run.global, take));
+            elems += take;
+            runs += 1;
+        }
+        !segments.is_empty()
+    }
+
+    fn segment(&self, local: &Pattern, global: u64, len: u64) -> Segment {
+        Segment {
+            offset: local.local_offset(global) as usize * self.elem_size,
+            len: len as usize * self.elem_size,
+        }
+    }
+}
+
+/// Appends `seg`, merging it into the last segment when they are adjacent.
+pub fn push_coalesced(segments: &mut Vec<Segment>, seg: Segment) {
+    match segments.last_mut() {
+        Some(last) if last.offset + last.len == seg.offset => last.len += seg.len,
+        _ => segments.push(seg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn members(p: &Pattern) -> Vec<u64> {
+        (0..p.count).flat_map(|o| p.block(o)).collect()
+    }
+
+    fn pattern() -> impl Strategy<Value = Pattern> {
+        (0u64..12, 0u64..6, 1u64..9, 0u64..6)
+            .prop_map(|(start, len, gap, count)| Pattern::blocks(start, len, len + gap, count))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn shared_runs_are_the_exact_maximal_intersection(a in pattern(), b in pattern()) {
+            let bset = members(&b);
+            let want: Vec<u64> = members(&a).into_iter().filter(|g| bset.contains(g)).collect();
+            let runs: Vec<Run> = SharedRuns::new(&a, &b).collect();
+            let got: Vec<u64> = runs.iter().flat_map(|r| r.global..r.global + r.len).collect();
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(shared_elements(&a, &b), want.len() as u64);
+            for w in runs.windows(2) {
+                prop_assert!(w[0].global + w[0].len < w[1].global, "runs not maximal: {:?}", w);
+            }
+        }
+
+        #[test]
+        fn messages_respect_limits_and_cover_the_runs(
+            a in pattern(), b in pattern(), max_bytes in 1usize..40, max_runs in 1usize..4
+        ) {
+            let limits = MessageLimits { max_bytes, max_runs };
+            let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), 4, limits);
+            let mut segs = Vec::new();
+            let mut covered = Vec::new();
+            while cutter.next_message(&a, &mut segs) {
+                let bytes: usize = segs.iter().map(|s| s.len).sum();
+                prop_assert!(bytes <= max_bytes.max(4));
+                prop_assert!(segs.len() <= max_runs);
+                covered.extend(segs.iter().flat_map(|s| (s.offset / 4)..(s.offset + s.len) / 4));
+            }
+            let bset = members(&b);
+            let want: Vec<usize> = members(&a)
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| bset.contains(g))
+                .map(|(i, _)| i)
+                .collect();
+            prop_assert_eq!(covered, want);
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Simulates whole reshapes in one process: every rank's plan is built by the pure
+//! planner, the messages are cut exactly as the MPI exchange cuts them, and the bytes
+//! are moved in memory. Checks every output element, that each arrives exactly once,
+//! that only elements changing owner move, and when the split-preserving path applies.
+
+// The oracles spell out `%` on purpose, independent of the library's arithmetic.
+#![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
+
+use std::collections::BTreeSet;
+
+use distreshape::args::{ReshapeArgs, check_local};
+use distreshape::planner::{Path, RankPlan};
+use distreshape::runs::{MessageCutter, MessageLimits, Segment};
+use distreshape::{Target, balanced_slab};
+use proptest::prelude::*;
+
+/// One random reshape on `lens.len()` ranks.
+#[derive(Clone, Debug)]
+struct Case {
+    gshape: Vec<i64>,
+    split: Option<usize>,
+    lens: Vec<u64>,
+    new_shape: Vec<i64>,
+    new_split: Option<usize>,
+    targets: Option<Vec<u64>>,
+    limits: MessageLimits,
+}
+
+/// Global flat indices of rows `[off, off+len)` of `axis` (all when `None`), C order,
+/// enumerated with plain loops as the independent oracle.
+fn slab_indices(shape: &[u64], axis: Option<usize>, off: u64, len: u64) -> Vec<u64> {
+    let total: u64 = shape.iter().product();
+    let Some(axis) = axis else {
+        return (0..total).collect();
+    };
+    let outer: u64 = shape[..axis].iter().product();
+    let inner: u64 = shape[axis + 1..].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for row in off..off + len {
+            for i in 0..inner {
+                out.push((o * shape[axis] + row) * inner + i);
+            }
+        }
+    }
+    out
+}
+
+/// Splits `n` into `p` non-negative parts from random weights.
+fn parts(n: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u64 = weights.iter().sum::<u64>().max(1);
+    let mut out: Vec<u64> = weights.iter().map(|w| n * w / sum).collect();
+    let short = n - out.iter().sum::<u64>();
+    out[0] += short;
+    out
+}
+
+fn offsets(lens: &[u64]) -> Vec<u64> {
+    lens.iter()
+        .scan(0, |acc, &l| {
+            let o = *acc;
+            *acc += l;
+            Some(o)
+        })
+        .collect()
+}
+
+/// A random factorization of `total` into `dims` extents (zeros allowed when empty).
+fn factorize(total: u64, dims: usize, picks: &[u64]) -> Vec<u64> {
+    if dims == 0 {
+        return Vec::new();
+    }
+    let mut rest = total;
+    let mut shape = Vec::new();
+    for &pick in picks.iter().take(dims - 1) {
+        let divisors: Vec<u64> = if rest == 0 {
+            vec![0, 1, 2, 3]
+        } else {
+            (1..=rest).filter(|d| rest % d == 0).collect()
+        };
+        let d = divisors[pick as usize % divisors.len()];
+        shape.push(d);
+        rest = rest.checked_div(d).unwrap_or(0);
+    }
+    shape.push(rest);
+    shape
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(0u64..7, 0..=5),
+        1usize..=9,
+        any::<u64>(),
+        prop::collection::vec(0u64..5, 9),
+        prop::collection::vec(0u64..5, 9),
+        (0usize..=5, prop::collection::vec(any::<u64>(), 5)),
+        (
+            any::<u64>(),
+            any::<bool>(),
+            any::<u64>(),
+            1usize..64,
+            1usize..5,
+        ),
+    )
+        .prop_filter_map(
+            "0-d arrays need 1 element",
+            |(
+                gshape,
+                p,
+                pick,
+                w_in,
+                w_out,
+                (new_dims, picks),
+                (s2, explicit, infer, max_bytes, max_runs),
+            )| {
+                let total: u64 = gshape.iter().product();
+                let new_dims = if total != 1 && new_dims == 0 {
+                    1
+                } else {
+                    new_dims
+                };
+                let new_shape = factorize(total, new_dims, &picks);
+                let split =
+                    (!gshape.is_empty() && pick % 4 != 0).then(|| pick as usize % gshape.len());
+                let new_split =
+                    (!new_shape.is_empty() && s2 % 4 != 0).then(|| s2 as usize % new_shape.len());
+                let lens = split.map_or(vec![0; p], |a| parts(gshape[a], &w_in[..p]));
+                let targets = new_split
+                    .filter(|_| explicit)
+                    .map(|a| parts(new_shape[a], &w_out[..p]));
+                let mut new_shape: Vec<i64> = new_shape.iter().map(|&n| n as i64).collect();
+                let known: u64 = new_shape
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != infer as usize % 6)
+                    .map(|(_, &n)| n as u64)
+                    .product();
+                if let Some(slot) = new_shape.get_mut(infer as usize % 6).filter(|_| known > 0) {
+                    *slot = -1;
+                }
+                Some(Case {
+                    gshape: gshape.iter().map(|&n| n as i64).collect(),
+                    split,
+                    lens,
+                    new_shape,
+                    new_split,
+                    targets,
+                    limits: MessageLimits {
+                        max_bytes: max_bytes * 8,
+                        max_runs,
+                    },
+                })
+            },
+        )
+}
+
+/// Every rank's plan of `case`.
+fn plans(case: &Case) -> Vec<RankPlan> {
+    let p = case.lens.len();
+    (0..p)
+        .map(|rank| {
+            let mut args = ReshapeArgs::new(
+                8,
+                &case.gshape,
+                case.split,
+                case.lens[rank] as i64,
+                &case.new_shape,
+                case.new_split,
+            );
+            if let Some(t) = &case.targets {
+                args.target = Target::Len(t[rank] as i64);
+            }
+            let checked = check_local(&args, rank).expect("valid case");
+            RankPlan::new(&checked, &case.lens, case.targets.as_deref(), rank)
+        })
+        .collect()
+}
+
+/// The global elements each rank holds on input and must hold on output.
+fn oracle_sets(case: &Case, new_shape: &[u64]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+    let gshape: Vec<u64> = case.gshape.iter().map(|&n| n as u64).collect();
+    let p = case.lens.len() as u64;
+    let offs = offsets(&case.lens);
+    let inputs = (0..p as usize)
+        .map(|r| slab_indices(&gshape, case.split, offs[r], case.lens[r]))
+        .collect();
+    let outputs = (0..p)
+        .map(|r| match (case.new_split, &case.targets) {
+            (None, _) => slab_indices(new_shape, None, 0, 0),
+            (Some(a), Some(t)) => {
+                slab_indices(new_shape, Some(a), offsets(t)[r as usize], t[r as usize])
+            }
+            (Some(a), None) => {
+                let (len, off) = balanced_slab(new_shape[a], p, r);
+                slab_indices(new_shape, Some(a), off, len)
+            }
+        })
+        .collect();
+    (inputs, outputs)
+}
+
+/// The split-preserving condition, straight from its definition.
+fn local_condition(case: &Case, new_shape: &[u64]) -> bool {
+    let (Some(s), Some(t)) = (case.split, case.new_split) else {
+        return false;
+    };
+    let g: Vec<u64> = case.gshape.iter().map(|&n| n as u64).collect();
+    let inner_in: u64 = g[s + 1..].iter().product();
+    let inner_out: u64 = new_shape[t + 1..].iter().product();
+    g[..s].iter().product::<u64>() == new_shape[..t].iter().product::<u64>()
+        && case.lens.iter().all(|l| {
+            let e = l * inner_in;
+            if inner_out == 0 {
+                e == 0
+            } else {
+                e % inner_out == 0
+            }
+        })
+}
+
+fn to_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+fn gather(buf: &[u8], segs: &[Segment]) -> Vec<u8> {
+    segs.iter()
+        .flat_map(|s| buf[s.offset..s.offset + s.len].iter().copied())
+        .collect()
+}
+
+/// Moves every message of every pair, as the MPI exchange does, and every local copy.
+fn simulate(
+    plans: &[RankPlan],
+    inputs: &[Vec<u8>],
+    outputs: &mut [Vec<u8>],
+    writes: &mut [Vec<u32>],
+    limits: MessageLimits,
+) {
+    for (q, plan) in plans.iter().enumerate() {
+        plan.copy_local(&inputs[q], &mut outputs[q]);
+        for send in &plan.sends {
+            let r = send.peer;
+            let recv = plans[r]
+                .recvs
+                .iter()
+                .find(|t| t.peer == q)
+                .expect("matching receive");
+            assert_eq!(recv.elems, send.elems, "volumes of {q}->{r} disagree");
+            let mut tx = MessageCutter::new(plan.send_runs(r), 8, limits);
+            let mut rx = MessageCutter::new(plans[r].recv_runs(q), 8, limits);
+            let (mut ts, mut rs) = (Vec::new(), Vec::new());
+            loop {
+                let (more_t, more_r) = (
+                    tx.next_message(&plan.input_pattern(), &mut ts),
+                    rx.next_message(&plans[r].output_pattern(), &mut rs),
+                );
+                assert_eq!(more_t, more_r, "message counts of {q}->{r} disagree");
+                if !more_t {
+                    break;
+                }
+                let bytes = gather(&inputs[q], &ts);
+                assert!(
+                    bytes.len() <= limits.max_bytes
+                        && ts.len() <= limits.max_runs
+                        && rs.len() <= limits.max_runs
+                );
+                let mut at = 0;
+                for s in &rs {
+                    outputs[r][s.offset..s.offset + s.len].copy_from_slice(&bytes[at..at + s.len]);
+                    (s.offset / 8..(s.offset + s.len) / 8).for_each(|i| writes[r][i] += 1);
+                    at += s.len;
+                }
+                assert_eq!(at, bytes.len(), "message sizes of {q}->{r} disagree");
+            }
+        }
+    }
+}
+
+fn check_case(case: &Case) {
+    let plans = plans(case);
+    let new_shape = plans[0].new_shape.clone();
+    let (inputs, outputs) = oracle_sets(case, &new_shape);
+    let p = plans.len();
+    let path = if local_condition(case, &new_shape) {
+        Path::Local
+    } else {
+        Path::Exchange
+    };
+    let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
+    let mut out_bufs: Vec<Vec<u8>> = outputs.iter().map(|v| vec![0xEE; v.len() * 8]).collect();
+    let mut writes: Vec<Vec<u32>> = outputs.iter().map(|v| vec![0; v.len()]).collect();
+    simulate(&plans, &in_bufs, &mut out_bufs, &mut writes, case.limits);
+    for r in 0..p {
+        let plan = &plans[r];
+        assert_eq!(plan.path, path, "rank {r}: path");
+        assert_eq!(plan.input_elems() as usize, inputs[r].len());
+        assert_eq!(plan.output_elems() as usize, outputs[r].len());
+        // Local copies count once each; received elements were counted in simulate.
+        let kept: BTreeSet<u64> = inputs[r].iter().copied().collect::<BTreeSet<_>>();
+        for (i, g) in outputs[r].iter().enumerate() {
+            let total_writes = writes[r][i] + u32::from(case.split.is_none() || kept.contains(g));
+            assert_eq!(
+                total_writes, 1,
+                "rank {r}: output element {i} (global {g}) written {total_writes} times"
+            );
+        }
+        assert_eq!(
+            out_bufs[r],
+            to_bytes(&outputs[r]),
+            "rank {r}: output values"
+        );
+        // Only elements changing owner move; with a split input nothing is sent twice.
+        let wanted: BTreeSet<u64> = outputs[r].iter().copied().collect();
+        let stats = plan.stats();
+        if case.split.is_none() {
+            assert_eq!(
+                stats.bytes_sent + stats.bytes_received,
+                0,
+                "replicated input needs no messages"
+            );
+        } else {
+            let leaving = inputs[r].iter().filter(|g| !wanted.contains(g)).count() as u64;
+            let arriving = outputs[r].iter().filter(|g| !kept.contains(g)).count() as u64;
+            if case.new_split.is_some() {
+                assert_eq!(stats.bytes_sent, leaving * 8, "rank {r}: bytes sent");
+            }
+            assert_eq!(
+                stats.bytes_received,
+                arriving * 8,
+                "rank {r}: bytes received"
+            );
+        }
+    }
+    if path == Path::Local {
+        // Each input slab is exactly a row slab of the output: nothing moves but rows.
+        let new_split = case.new_split.unwrap();
+        let inner: u64 = new_shape[new_split + 1..].iter().product();
+        for r in 0..p {
+            let rows = inputs[r].len() as u64
+                / (inner * new_shape[..new_split].iter().product::<u64>()).max(1);
+            let first_row = inputs[r]
+                .first()
+                .map_or(0, |g| (g / inner.max(1)) % new_shape[new_split].max(1));
+            let slab = slab_indices(
+                &new_shape,
+                Some(new_split),
+                first_row,
+                if inputs[r].is_empty() { 0 } else { rows },
+            );
+            assert_eq!(
+                inputs[r], slab,
+                "rank {r}: local path but the input is no output slab"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn simulated_reshapes_deliver_every_element_once(case in case()) {
+        check_case(&case);
+    }
+}
+
+#[test]
+fn seed_case_moves_nothing_when_balanced() {
+    for p in [1u64, 2, 5] {
+        let lens: Vec<u64> = (0..p).map(|r| balanced_slab(100, p, r).0).collect();
+        let case = Case {
+            gshape: vec![10, 100, 10],
+            split: Some(1),
+            lens,
+            new_shape: vec![10, -1],
+            new_split: Some(1),
+            targets: None,
+            limits: MessageLimits {
+                max_bytes: 1 << 20,
+                max_runs: 1 << 10,
+            },
+        };
+        check_case(&case);
+        for plan in plans(&case) {
+            assert_eq!(plan.path, Path::Local);
+            assert!(plan.is_identity(), "{plan}");
+        }
+    }
+}
+
+#[test]
+fn non_divisible_same_split_falls_back_to_exchange() {
+    // (3, 4) split 1 -> (3, 2, 2) split 1: slabs of 1 column are not whole rows of 2.
+    let case = Case {
+        gshape: vec![3, 4],
+        split: Some(1),
+        lens: vec![1, 3],
+        new_shape: vec![3, 2, 2],
+        new_split: Some(1),
+        targets: None,
+        limits: MessageLimits {
+            max_bytes: 64,
+            max_runs: 2,
+        },
+    };
+    check_case(&case);
+    assert_eq!(plans(&case)[0].path, Path::Exchange);
+    let even = Case {
+        lens: vec![2, 2],
+        ..case
+    };
+    check_case(&even);
+    assert_eq!(plans(&even)[0].path, Path::Local);
+}
