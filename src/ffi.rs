@@ -1,1 +1,576 @@
-//! C ABI (to come).
+//! The C ABI: argument conversion, the panic boundary and status codes over the
+//! engine. No logic of its own. The header `include/distreshape.h` is generated from
+//! this file by cbindgen (see `tests/header.rs`).
+#![allow(non_camel_case_types)]
+
+use std::cell::RefCell;
+use std::ffi::{CString, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::args::{MAX_DIMS, ReshapeArgs, Target};
+use crate::error::{Error, Result};
+use crate::plan::{Plan, PlanOptions};
+use crate::planner::Path;
+
+/// The MPI communicator type of the `mpi.h` DistReshape was built with.
+pub type MPI_Comm = mpi::ffi::MPI_Comm;
+
+/// `split` / `new_split` value meaning "not split": every rank holds the whole array.
+/// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
+pub const DR_SPLIT_NONE: i32 = -1;
+/// Most dimensions of a global shape.
+pub const DR_MAX_DIMS: i32 = 32;
+
+/// Element types.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_dtype {
+    /// `int8_t`
+    DR_DTYPE_INT8,
+    /// `int16_t`
+    DR_DTYPE_INT16,
+    /// `int32_t`
+    DR_DTYPE_INT32,
+    /// `int64_t`
+    DR_DTYPE_INT64,
+    /// `uint8_t`
+    DR_DTYPE_UINT8,
+    /// `uint16_t`
+    DR_DTYPE_UINT16,
+    /// `uint32_t`
+    DR_DTYPE_UINT32,
+    /// `uint64_t`
+    DR_DTYPE_UINT64,
+    /// `float`
+    DR_DTYPE_FLOAT32,
+    /// `double`
+    DR_DTYPE_FLOAT64,
+    /// `float _Complex` (two floats)
+    DR_DTYPE_COMPLEX64,
+    /// `double _Complex` (two doubles)
+    DR_DTYPE_COMPLEX128,
+    /// `bool` (one byte)
+    DR_DTYPE_BOOL,
+}
+
+/// Status of every call. Collective calls return the same status on every rank.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_status {
+    /// The call succeeded.
+    DR_SUCCESS = 0,
+    /// A required pointer was NULL.
+    DR_ERROR_NULL_POINTER,
+    /// `dtype` is not a `dr_dtype` value.
+    DR_ERROR_INVALID_DTYPE,
+    /// A shape is malformed, does not match the element count, or overflows int64.
+    DR_ERROR_INVALID_SHAPE,
+    /// A split axis is out of range.
+    DR_ERROR_INVALID_SPLIT,
+    /// Slab lengths are negative or do not add up to the extent of the split axis.
+    DR_ERROR_INVALID_DISTRIBUTION,
+    /// Ranks passed different global arguments (shapes, splits, dtype).
+    DR_ERROR_INCONSISTENT_ARGUMENTS,
+    /// `out_capacity` (or the input) is smaller than this rank needs.
+    DR_ERROR_BUFFER_TOO_SMALL,
+    /// Input and output buffers partially overlap (identical pointers are in place).
+    DR_ERROR_ALIASING,
+    /// An allocation inside the library failed.
+    DR_ERROR_OUT_OF_MEMORY,
+    /// An MPI call failed.
+    DR_ERROR_MPI,
+    /// MPI is not initialized, or already finalized.
+    DR_ERROR_MPI_NOT_INITIALIZED,
+    /// The communicator is MPI_COMM_NULL or an intercommunicator.
+    DR_ERROR_INVALID_COMMUNICATOR,
+    /// A bug inside the library (a caught panic); please report it.
+    DR_ERROR_INTERNAL,
+}
+
+/// How a plan moves data.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_path {
+    /// Split-preserving local reshape + balance: only rows that change owner move.
+    DR_PATH_LOCAL,
+    /// General exchange: every element moves at most once, straight to its owner.
+    DR_PATH_EXCHANGE,
+}
+
+/// A dtype as passed by C: read as an integer so that invalid values are caught.
+pub type DtypeCode = i32;
+/// A status as passed by C to `dr_status_string`: read as an integer.
+pub type StatusCode = i32;
+
+/// A reshape planned on every rank of a communicator (opaque).
+pub struct dr_plan {
+    plan: Plan,
+}
+
+/// What a plan does on this rank.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct dr_plan_stats {
+    /// The path taken (the same on every rank).
+    pub path: dr_path,
+    /// Bytes this rank sends.
+    pub bytes_sent: i64,
+    /// Bytes this rank receives.
+    pub bytes_received: i64,
+    /// Bytes this rank copies from input to output without MPI.
+    pub bytes_copied_locally: i64,
+    /// Number of ranks this rank sends to.
+    pub peers_sent: i32,
+    /// Number of ranks this rank receives from.
+    pub peers_received: i32,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Runs `body`, turning errors and panics into a status and this thread's message.
+fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
+    let outcome = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::Internal(format!("panic inside DistReshape: {what}")))
+    });
+    match outcome {
+        Ok(()) => dr_status::DR_SUCCESS,
+        Err(error) => {
+            let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
+            LAST_ERROR.with(|last| *last.borrow_mut() = text);
+            status_of(&error)
+        }
+    }
+}
+
+fn status_of(error: &Error) -> dr_status {
+    use dr_status::*;
+    const BY_CODE: [dr_status; 14] = [
+        DR_SUCCESS,
+        DR_ERROR_NULL_POINTER,
+        DR_ERROR_INVALID_DTYPE,
+        DR_ERROR_INVALID_SHAPE,
+        DR_ERROR_INVALID_SPLIT,
+        DR_ERROR_INVALID_DISTRIBUTION,
+        DR_ERROR_INCONSISTENT_ARGUMENTS,
+        DR_ERROR_BUFFER_TOO_SMALL,
+        DR_ERROR_ALIASING,
+        DR_ERROR_OUT_OF_MEMORY,
+        DR_ERROR_MPI,
+        DR_ERROR_MPI_NOT_INITIALIZED,
+        DR_ERROR_INVALID_COMMUNICATOR,
+        DR_ERROR_INTERNAL,
+    ];
+    BY_CODE[error.code() as usize]
+}
+
+/// Bytes per element of a dtype code.
+fn elem_size(dtype: DtypeCode) -> Result<usize> {
+    const SIZES: [usize; 13] = [1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16, 1];
+    usize::try_from(dtype)
+        .ok()
+        .and_then(|i| SIZES.get(i).copied())
+        .ok_or_else(|| Error::InvalidDtype(format!("dtype = {dtype} is not a dr_dtype value")))
+}
+
+/// Reads a C shape array.
+///
+/// # Safety
+/// `shape` must point to `ndims` values when `ndims > 0`.
+unsafe fn shape_arg(name: &str, ndims: i32, shape: *const i64) -> Result<Vec<i64>> {
+    match usize::try_from(ndims) {
+        Ok(0) => Ok(Vec::new()),
+        Ok(n) if n <= MAX_DIMS && !shape.is_null() => {
+            // SAFETY: the caller passes n values.
+            Ok(unsafe { std::slice::from_raw_parts(shape, n) }.to_vec())
+        }
+        Ok(n) if n <= MAX_DIMS => Err(Error::NullPointer(format!(
+            "{name} is NULL with {n} dimensions"
+        ))),
+        _ => Err(Error::InvalidShape(format!(
+            "{name}: ndims = {ndims} is outside [0, {MAX_DIMS}]"
+        ))),
+    }
+}
+
+fn split_arg(name: &str, split: i32) -> Result<Option<usize>> {
+    match split {
+        -1 => Ok(None),
+        s if s >= 0 => Ok(Some(s as usize)),
+        s => Err(Error::InvalidSplit(format!(
+            "{name} = {s} is negative and not DR_SPLIT_NONE"
+        ))),
+    }
+}
+
+/// The arguments shared by `dr_reshape` and `dr_plan_create`, decoded.
+///
+/// # Safety
+/// Shape pointers must be valid for their dimension counts.
+#[allow(clippy::too_many_arguments)]
+unsafe fn decode_args(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+) -> Result<ReshapeArgs> {
+    let target = match new_local_len {
+        -1 => Target::Balanced,
+        n => Target::Len(n),
+    };
+    Ok(ReshapeArgs {
+        elem_size: elem_size(dtype)?,
+        // SAFETY: forwarded from the caller.
+        gshape: unsafe { shape_arg("gshape", ndims, gshape) }?,
+        split: split_arg("split", split)?,
+        local_len,
+        // SAFETY: forwarded from the caller.
+        new_shape: unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?,
+        new_split: split_arg("new_split", new_split)?,
+        target,
+    })
+}
+
+/// The output capacity in bytes, or the error to agree on.
+fn capacity_bytes(plan: &Plan, out_capacity: i64) -> Result<usize> {
+    usize::try_from(out_capacity)
+        .map(|n| n.saturating_mul(plan.elem_size()))
+        .map_err(|_| Error::BufferTooSmall(format!("out_capacity = {out_capacity} is negative")))
+}
+
+/// Reshapes in one call (collective over `comm`).
+///
+/// `buf` holds this rank's slab of the array of global shape `gshape` (`ndims`
+/// extents, C order) split along `split` (or the whole array with
+/// `DR_SPLIT_NONE`); `local_len` is this rank's slab length along `split` (ignored
+/// when not split). `new_gshape` may hold one -1. The result, balanced along
+/// `new_split`, is written to `out`, which holds `out_capacity` elements and may
+/// equal `buf` (in place; the buffer must then hold both). On success
+/// `*new_local_elems` is the number of elements written. Pointers to zero elements
+/// may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_reshape(
+    buf: *const c_void,
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    out: *mut c_void,
+    out_capacity: i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: shape pointers as documented.
+        let args = unsafe {
+            decode_args(
+                dtype, ndims, gshape, split, local_len, new_ndims, new_gshape, new_split, -1,
+            )
+        };
+        let plan = Plan::create(comm, args, PlanOptions::default())?;
+        let missing = new_local_elems
+            .is_null()
+            .then(|| Error::NullPointer("new_local_elems is NULL".into()));
+        let capacity = capacity_bytes(&plan, out_capacity);
+        let pre = missing.or(capacity.as_ref().err().cloned());
+        let in_bytes = plan.input_elems() * plan.elem_size();
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        unsafe {
+            plan.execute_checked(buf.cast(), in_bytes, out.cast(), capacity.unwrap_or(0), pre)?;
+            *new_local_elems = plan.output_elems() as i64;
+        }
+        Ok(())
+    })
+}
+
+/// Plans a reshape (collective over `comm`); arguments as in `dr_reshape`, plus
+/// `new_local_len`: -1 for the balanced distribution, else this rank's number of
+/// rows along `new_split` (the values of all ranks must add up). On success `*plan`
+/// holds a plan to execute any number of times and to free with `dr_plan_destroy`.
+/// `comm` is duplicated, never freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: shape pointers as documented.
+        let args = unsafe {
+            decode_args(
+                dtype,
+                ndims,
+                gshape,
+                split,
+                local_len,
+                new_ndims,
+                new_gshape,
+                new_split,
+                new_local_len,
+            )
+        };
+        let args = args.and_then(|a| match plan.is_null() {
+            true => Err(Error::NullPointer(
+                "plan (the output pointer) is NULL".into(),
+            )),
+            false => Ok(a),
+        });
+        let created = Plan::create(comm, args, PlanOptions::default())?;
+        // SAFETY: plan is non-null (checked and agreed above).
+        unsafe { *plan = Box::into_raw(Box::new(dr_plan { plan: created })) };
+        Ok(())
+    })
+}
+
+/// Borrows the plan behind a C pointer.
+///
+/// # Safety
+/// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
+unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
+    // SAFETY: as documented.
+    unsafe { plan.as_ref() }
+        .map(|p| &p.plan)
+        .ok_or_else(|| Error::NullPointer("plan is NULL".into()))
+}
+
+/// The plan's output (local, not collective): the resolved new global shape
+/// (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
+/// not split) and this rank's number of output elements. Any output pointer may be
+/// NULL to skip it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_output(
+    plan: *const dr_plan,
+    new_gshape: *mut i64,
+    new_local_len: *mut i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let shape = plan.new_shape();
+        // SAFETY: non-null outputs are writable (new_gshape for new_ndims values).
+        unsafe {
+            if !new_gshape.is_null() {
+                for (i, &n) in shape.iter().enumerate() {
+                    *new_gshape.add(i) = n as i64;
+                }
+            }
+            if !new_local_len.is_null() {
+                *new_local_len = plan.output_rows().map_or(-1, |r| r as i64);
+            }
+            if !new_local_elems.is_null() {
+                *new_local_elems = plan.output_elems() as i64;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Executes a plan (collective over the plan's ranks): reads this rank's input from
+/// `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
+/// `in` (in place: the buffer must hold both); when nothing moves on this rank, in
+/// place touches nothing. A NULL plan is reported locally only (no rank can be told).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    out: *mut c_void,
+    out_capacity: i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let capacity = capacity_bytes(plan, out_capacity);
+        let in_bytes = plan.input_elems() * plan.elem_size();
+        let pre = capacity.as_ref().err().cloned();
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        unsafe {
+            plan.execute_checked(
+                r#in.cast(),
+                in_bytes,
+                out.cast(),
+                capacity.unwrap_or(0),
+                pre,
+            )
+        }
+    })
+}
+
+/// What the plan does on this rank (local).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_stats_get(
+    plan: *const dr_plan,
+    stats: *mut dr_plan_stats,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let s = plan.stats();
+        let out = dr_plan_stats {
+            path: match s.path {
+                Path::Local => dr_path::DR_PATH_LOCAL,
+                Path::Exchange => dr_path::DR_PATH_EXCHANGE,
+            },
+            bytes_sent: s.bytes_sent as i64,
+            bytes_received: s.bytes_received as i64,
+            bytes_copied_locally: s.bytes_copied_locally as i64,
+            peers_sent: s.peers_sent as i32,
+            peers_received: s.peers_received as i32,
+        };
+        // SAFETY: stats is writable when non-null.
+        unsafe { stats.as_mut() }
+            .map(|slot| *slot = out)
+            .ok_or_else(|| Error::NullPointer("stats is NULL".into()))
+    })
+}
+
+/// A human-readable description of what the plan does on this rank (local), written
+/// NUL-terminated into `buf` of `len` bytes, truncated if it does not fit.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_describe(
+    plan: *const dr_plan,
+    buf: *mut c_char,
+    len: usize,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        if buf.is_null() || len == 0 {
+            return Err(Error::NullPointer(format!(
+                "buf is NULL or len = {len} is 0"
+            )));
+        }
+        let text = plan.to_string();
+        let n = text.len().min(len - 1);
+        // SAFETY: buf is writable for len bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+        Ok(())
+    })
+}
+
+/// Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
+/// rank of the plan (freeing a communicator is collective in MPI).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
+    if !plan.is_null() {
+        // SAFETY: plan came from Box::into_raw in dr_plan_create and is freed once.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(plan) })));
+    }
+}
+
+/// The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
+/// `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
+/// min(rank, extent%nranks)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_balanced_slab(
+    extent: i64,
+    nranks: i32,
+    rank: i32,
+    len: *mut i64,
+    offset: *mut i64,
+) -> dr_status {
+    guard(|| {
+        if len.is_null() || offset.is_null() {
+            return Err(Error::NullPointer("len or offset is NULL".into()));
+        }
+        if extent < 0 {
+            return Err(Error::InvalidShape(format!(
+                "extent = {extent} is negative"
+            )));
+        }
+        if nranks < 1 || rank < 0 || rank >= nranks {
+            return Err(Error::InvalidDistribution(format!(
+                "rank = {rank} is not in [0, nranks = {nranks})"
+            )));
+        }
+        let (l, o) = crate::balanced_slab(extent as u64, nranks as u64, rank as u64);
+        // SAFETY: both pointers are non-null and writable.
+        unsafe {
+            *len = l as i64;
+            *offset = o as i64;
+        }
+        Ok(())
+    })
+}
+
+/// A static description of a status (never NULL).
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_status_string(status: StatusCode) -> *const c_char {
+    let text: &'static [u8] = match status {
+        0 => b"success\0",
+        1 => b"null pointer\0",
+        2 => b"invalid dtype\0",
+        3 => b"invalid shape\0",
+        4 => b"invalid split\0",
+        5 => b"invalid distribution\0",
+        6 => b"inconsistent arguments across ranks\0",
+        7 => b"buffer too small\0",
+        8 => b"input and output buffers partially overlap\0",
+        9 => b"out of memory\0",
+        10 => b"MPI error\0",
+        11 => b"MPI not initialized\0",
+        12 => b"invalid communicator\0",
+        13 => b"internal error\0",
+        _ => b"unknown status\0",
+    };
+    text.as_ptr().cast()
+}
+
+/// The message of this thread's last failed call, naming the argument, its value
+/// and the rank (empty if no call failed). Valid until the next failing call on
+/// this thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// The library version, e.g. "0.1.0".
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_match_the_engine() {
+        assert_eq!(DR_MAX_DIMS as usize, MAX_DIMS);
+        assert_eq!(DR_SPLIT_NONE, -1);
+    }
+
+    #[test]
+    fn every_error_maps_to_its_status() {
+        for code in 1..=13 {
+            let status = status_of(&Error::from_code(code, String::new()));
+            assert_eq!(status as i32, code);
+        }
+    }
+}
