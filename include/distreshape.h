@@ -202,6 +202,10 @@ extern "C" {
  equal `buf` (in place; the buffer must then hold both). On success
  `*new_local_elems` is the number of elements written. Pointers to zero elements
  may be NULL.
+
+ # Safety
+ `buf` readable for this rank's input, `out` writable for `out_capacity` elements,
+ shapes readable for their dimension counts.
  */
 enum dr_status dr_reshape(const void *buf,
                           dr_dtype dtype,
@@ -223,6 +227,9 @@ enum dr_status dr_reshape(const void *buf,
  rows along `new_split` (the values of all ranks must add up). On success `*plan`
  holds a plan to execute any number of times and to free with `dr_plan_destroy`.
  `comm` is duplicated, never freed.
+
+ # Safety
+ Shapes readable for their dimension counts; `plan` writable.
  */
 enum dr_status dr_plan_create(dr_dtype dtype,
                               int32_t ndims,
@@ -241,6 +248,10 @@ enum dr_status dr_plan_create(dr_dtype dtype,
  (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
  not split) and this rank's number of output elements. Any output pointer may be
  NULL to skip it.
+
+ # Safety
+ `plan` from `dr_plan_create`; non-NULL outputs writable (`new_gshape` for
+ `new_ndims` values).
  */
 enum dr_status dr_plan_output(const struct dr_plan *plan,
                               int64_t *new_gshape,
@@ -252,6 +263,10 @@ enum dr_status dr_plan_output(const struct dr_plan *plan,
  `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
  `in` (in place: the buffer must hold both); when nothing moves on this rank, in
  place touches nothing. A NULL plan is reported locally only (no rank can be told).
+
+ # Safety
+ `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`
+ writable for `out_capacity` elements.
  */
 enum dr_status dr_plan_execute(const struct dr_plan *plan,
                                const void *in,
@@ -260,18 +275,27 @@ enum dr_status dr_plan_execute(const struct dr_plan *plan,
 
 /*
  What the plan does on this rank (local).
+
+ # Safety
+ `plan` from `dr_plan_create`; `stats` writable.
  */
 enum dr_status dr_plan_stats_get(const struct dr_plan *plan, struct dr_plan_stats *stats);
 
 /*
  A human-readable description of what the plan does on this rank (local), written
  NUL-terminated into `buf` of `len` bytes, truncated if it does not fit.
+
+ # Safety
+ `plan` from `dr_plan_create`; `buf` writable for `len` bytes.
  */
 enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t len);
 
 /*
  Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
  rank of the plan (freeing a communicator is collective in MPI).
+
+ # Safety
+ `plan` from `dr_plan_create`, destroyed once.
  */
 void dr_plan_destroy(struct dr_plan *plan);
 
@@ -279,6 +303,9 @@ void dr_plan_destroy(struct dr_plan *plan);
  The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
  `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
  min(rank, extent%nranks)`.
+
+ # Safety
+ `len` and `offset` writable.
  */
 enum dr_status dr_balanced_slab(int64_t extent,
                                 int32_t nranks,

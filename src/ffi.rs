@@ -259,6 +259,10 @@ fn capacity_bytes(plan: &Plan, out_capacity: i64) -> Result<usize> {
 /// equal `buf` (in place; the buffer must then hold both). On success
 /// `*new_local_elems` is the number of elements written. Pointers to zero elements
 /// may be NULL.
+///
+/// # Safety
+/// `buf` readable for this rank's input, `out` writable for `out_capacity` elements,
+/// shapes readable for their dimension counts.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_reshape(
     buf: *const c_void,
@@ -303,6 +307,9 @@ pub unsafe extern "C" fn dr_reshape(
 /// rows along `new_split` (the values of all ranks must add up). On success `*plan`
 /// holds a plan to execute any number of times and to free with `dr_plan_destroy`.
 /// `comm` is duplicated, never freed.
+///
+/// # Safety
+/// Shapes readable for their dimension counts; `plan` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_create(
     dtype: DtypeCode,
@@ -360,6 +367,10 @@ unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
 /// (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
 /// not split) and this rank's number of output elements. Any output pointer may be
 /// NULL to skip it.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable (`new_gshape` for
+/// `new_ndims` values).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_output(
     plan: *const dr_plan,
@@ -393,6 +404,10 @@ pub unsafe extern "C" fn dr_plan_output(
 /// `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
 /// `in` (in place: the buffer must hold both); when nothing moves on this rank, in
 /// place touches nothing. A NULL plan is reported locally only (no rank can be told).
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`
+/// writable for `out_capacity` elements.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_execute(
     plan: *const dr_plan,
@@ -420,6 +435,9 @@ pub unsafe extern "C" fn dr_plan_execute(
 }
 
 /// What the plan does on this rank (local).
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `stats` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_stats_get(
     plan: *const dr_plan,
@@ -449,6 +467,9 @@ pub unsafe extern "C" fn dr_plan_stats_get(
 
 /// A human-readable description of what the plan does on this rank (local), written
 /// NUL-terminated into `buf` of `len` bytes, truncated if it does not fit.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `buf` writable for `len` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_describe(
     plan: *const dr_plan,
@@ -476,6 +497,9 @@ pub unsafe extern "C" fn dr_plan_describe(
 
 /// Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
 /// rank of the plan (freeing a communicator is collective in MPI).
+///
+/// # Safety
+/// `plan` from `dr_plan_create`, destroyed once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
     if !plan.is_null() {
@@ -487,6 +511,9 @@ pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
 /// The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
 /// `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
 /// min(rank, extent%nranks)`.
+///
+/// # Safety
+/// `len` and `offset` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_balanced_slab(
     extent: i64,
