@@ -153,9 +153,17 @@ impl Comm {
         )
     }
 
-    /// Gathers `mine` (the same length on every rank) from every rank, in rank order.
-    pub fn allgather(&self, mine: &[i64]) -> Result<Vec<i64>> {
-        let mut all = vec![0i64; mine.len() * self.size];
+    /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
+    /// into `all`, whose capacity must already hold them (so nothing allocates here).
+    pub fn allgather_into(&self, mine: &[i64], all: &mut Vec<i64>) -> Result<()> {
+        let n = mine.len() * self.size;
+        if all.capacity() < n {
+            return Err(Error::Internal(format!(
+                "allgather buffer holds {} < {n}",
+                all.capacity()
+            )));
+        }
+        all.resize(n, 0);
         // SAFETY: all holds mine.len() values per rank.
         check(
             unsafe {
@@ -170,8 +178,7 @@ impl Comm {
                 )
             },
             "MPI_Allgather",
-        )?;
-        Ok(all)
+        )
     }
 
     /// Broadcasts `bytes` from `root`.

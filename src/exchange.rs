@@ -10,9 +10,10 @@ use mpi::ffi;
 
 use crate::comm::{Comm, check, count};
 use crate::error::Result;
+use crate::faults::try_vec;
 use crate::layout::Pattern;
-use crate::planner::RankPlan;
-use crate::runs::{MessageCutter, MessageLimits, Segment, SharedRuns};
+use crate::planner::{RankPlan, Transfer};
+use crate::runs::{MessageCutter, MessageLimits, Segment};
 
 /// One direction of the traffic with one peer.
 struct Stream {
@@ -24,22 +25,35 @@ struct Stream {
     displacements: Vec<ffi::MPI_Aint>,
 }
 
+/// Which way a stream's messages go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Send,
+    Receive,
+}
+
 impl Stream {
     fn new(
-        peer: usize,
-        runs: SharedRuns,
-        local: Pattern,
+        transfer: &Transfer,
+        side: Side,
         plan: &RankPlan,
         limits: MessageLimits,
-    ) -> Stream {
-        Stream {
-            peer: peer as c_int,
+    ) -> Result<Stream> {
+        let (runs, local) = match side {
+            Side::Send => (plan.send_runs(transfer.peer), plan.input_pattern()),
+            Side::Receive => (plan.recv_runs(transfer.peer), plan.output_pattern()),
+        };
+        let most = limits
+            .max_runs
+            .min(usize::try_from(transfer.elems).unwrap_or(usize::MAX));
+        Ok(Stream {
+            peer: transfer.peer as c_int,
             cutter: MessageCutter::new(runs, plan.elem_size, limits),
             local,
-            segments: Vec::new(),
-            lengths: Vec::new(),
-            displacements: Vec::new(),
-        }
+            segments: try_vec(most, "the message segments", plan.rank)?,
+            lengths: try_vec(most, "the datatype block lengths", plan.rank)?,
+            displacements: try_vec(most, "the datatype displacements", plan.rank)?,
+        })
     }
 
     /// Cuts the next message; false when the stream is exhausted.
@@ -85,18 +99,47 @@ impl Stream {
 }
 
 /// The requests and derived datatypes of one round.
-#[derive(Default)]
 struct Round {
     requests: Vec<ffi::MPI_Request>,
     datatypes: Vec<ffi::MPI_Datatype>,
 }
 
 impl Round {
-    fn keep(&mut self, datatype: ffi::MPI_Datatype) {
+    /// Posts the current message of `stream` on `buffer`.
+    ///
+    /// # Safety
+    /// The message must lie inside `buffer`.
+    unsafe fn post(
+        &mut self,
+        stream: &mut Stream,
+        comm: &Comm,
+        buffer: *mut u8,
+        side: Side,
+    ) -> Result<()> {
+        let (offset, n, datatype) = stream.describe()?;
         // SAFETY: reading an MPI constant handle.
         if datatype != unsafe { ffi::RSMPI_UINT8_T } {
             self.datatypes.push(datatype);
         }
+        // SAFETY: reading an MPI constant handle.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: the caller guarantees the message lies inside buffer.
+        let (code, call) = unsafe {
+            let at = buffer.add(offset).cast::<c_void>();
+            match side {
+                Side::Send => (
+                    ffi::MPI_Isend(at, n, datatype, stream.peer, 0, comm.raw(), &mut request),
+                    "MPI_Isend",
+                ),
+                Side::Receive => (
+                    ffi::MPI_Irecv(at, n, datatype, stream.peer, 0, comm.raw(), &mut request),
+                    "MPI_Irecv",
+                ),
+            }
+        };
+        check(code, call)?;
+        self.requests.push(request);
+        Ok(())
     }
 
     fn wait(&mut self) -> Result<()> {
@@ -130,108 +173,81 @@ impl Drop for Round {
     }
 }
 
-/// Runs `plan` on this rank: the local copy and every message.
-///
-/// # Safety
-/// `input` and `output` must be valid for the plan's input and output sizes and must
-/// not overlap; every rank of `comm` must run its own plan of the same reshape.
-pub unsafe fn execute(
-    plan: &RankPlan,
-    comm: &Comm,
-    limits: MessageLimits,
-    input: *const u8,
-    output: *mut u8,
-) -> Result<()> {
-    let mut recvs: Vec<Stream> = plan
-        .recvs
-        .iter()
-        .map(|t| {
-            Stream::new(
-                t.peer,
-                plan.recv_runs(t.peer),
-                plan.output_pattern(),
-                plan,
-                limits,
-            )
+/// One execution of a plan on this rank, with every buffer it needs allocated up
+/// front (so an allocation failure is found, and agreed, before any message).
+pub struct Exchange<'a> {
+    plan: &'a RankPlan,
+    recvs: Vec<Stream>,
+    sends: Vec<Stream>,
+    round: Round,
+}
+
+impl<'a> Exchange<'a> {
+    /// Allocates the message descriptions of `plan` within `limits`.
+    pub fn prepare(plan: &'a RankPlan, limits: MessageLimits) -> Result<Exchange<'a>> {
+        let streams = |transfers: &[Transfer], side: Side| -> Result<Vec<Stream>> {
+            let mut out = try_vec(transfers.len(), "the message streams", plan.rank)?;
+            for t in transfers {
+                out.push(Stream::new(t, side, plan, limits)?);
+            }
+            Ok(out)
+        };
+        let peers = plan.recvs.len() + plan.sends.len();
+        Ok(Exchange {
+            plan,
+            recvs: streams(&plan.recvs, Side::Receive)?,
+            sends: streams(&plan.sends, Side::Send)?,
+            round: Round {
+                requests: try_vec(peers, "the MPI requests", plan.rank)?,
+                datatypes: try_vec(peers, "the MPI datatypes", plan.rank)?,
+            },
         })
-        .collect();
-    let mut sends: Vec<Stream> = plan
-        .sends
-        .iter()
-        .map(|t| {
-            Stream::new(
-                t.peer,
-                plan.send_runs(t.peer),
-                plan.input_pattern(),
-                plan,
-                limits,
+    }
+
+    /// Runs the local copy and every message (collective over `comm`).
+    ///
+    /// # Safety
+    /// `input` and `output` must be valid for the plan's input and output sizes and
+    /// must not overlap; every rank of `comm` must run its own plan of the same reshape.
+    pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
+        let mut first = true;
+        loop {
+            self.recvs.retain_mut(Stream::advance);
+            self.sends.retain_mut(Stream::advance);
+            for stream in &mut self.recvs {
+                // SAFETY: the message lies inside the output buffer (planner invariant).
+                unsafe { self.round.post(stream, comm, output, Side::Receive) }?;
+            }
+            for stream in &mut self.sends {
+                // SAFETY: the message lies inside the input buffer (planner invariant).
+                unsafe { self.round.post(stream, comm, input.cast_mut(), Side::Send) }?;
+            }
+            if first {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.copy_local(input, output) };
+                first = false;
+            }
+            if self.round.requests.is_empty() {
+                return Ok(());
+            }
+            self.round.wait()?;
+        }
+    }
+
+    /// # Safety
+    /// As [`Exchange::run`].
+    unsafe fn copy_local(&self, input: *const u8, output: *mut u8) {
+        let size = self.plan.elem_size;
+        let in_bytes = self.plan.input_elems() as usize * size;
+        let out_bytes = self.plan.output_elems() as usize * size;
+        // SAFETY: the caller guarantees both buffers' sizes and that they are disjoint.
+        let (from, to) = unsafe {
+            (
+                slice_or_empty(input, in_bytes),
+                slice_or_empty_mut(output, out_bytes),
             )
-        })
-        .collect();
-    let mut round = Round::default();
-    let mut first = true;
-    loop {
-        recvs.retain_mut(Stream::advance);
-        sends.retain_mut(Stream::advance);
-        for stream in &mut recvs {
-            let (offset, n, datatype) = stream.describe()?;
-            round.keep(datatype);
-            let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-            // SAFETY: the message lies inside the output buffer (planner invariant).
-            check(
-                unsafe {
-                    ffi::MPI_Irecv(
-                        output.add(offset).cast::<c_void>(),
-                        n,
-                        datatype,
-                        stream.peer,
-                        0,
-                        comm.raw(),
-                        &mut request,
-                    )
-                },
-                "MPI_Irecv",
-            )?;
-            round.requests.push(request);
-        }
-        for stream in &mut sends {
-            let (offset, n, datatype) = stream.describe()?;
-            round.keep(datatype);
-            let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-            // SAFETY: the message lies inside the input buffer (planner invariant).
-            check(
-                unsafe {
-                    ffi::MPI_Isend(
-                        input.add(offset).cast::<c_void>(),
-                        n,
-                        datatype,
-                        stream.peer,
-                        0,
-                        comm.raw(),
-                        &mut request,
-                    )
-                },
-                "MPI_Isend",
-            )?;
-            round.requests.push(request);
-        }
-        if first {
-            let in_bytes = plan.input_elems() as usize * plan.elem_size;
-            let out_bytes = plan.output_elems() as usize * plan.elem_size;
-            // SAFETY: the caller guarantees both buffers' sizes and that they are disjoint.
-            let (from, to) = unsafe {
-                (
-                    slice_or_empty(input, in_bytes),
-                    slice_or_empty_mut(output, out_bytes),
-                )
-            };
-            plan.copy_local(from, to);
-            first = false;
-        }
-        if round.requests.is_empty() {
-            return Ok(());
-        }
-        round.wait()?;
+        };
+        self.plan.copy_local(from, to);
     }
 }
 

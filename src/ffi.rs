@@ -9,6 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::args::{MAX_DIMS, ReshapeArgs, Target};
 use crate::error::{Error, Result};
+use crate::faults::{contain_panic, set_allocation_limit, set_panic_in_planning};
 use crate::plan::{Plan, PlanOptions};
 use crate::planner::Path;
 
@@ -131,14 +132,7 @@ thread_local! {
 
 /// Runs `body`, turning errors and panics into a status and this thread's message.
 fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
-    let outcome = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(Error::Internal(format!("panic inside DistReshape: {what}")))
-    });
+    let outcome = contain_panic(body);
     match outcome {
         Ok(()) => dr_status::DR_SUCCESS,
         Err(error) => {
@@ -581,6 +575,20 @@ pub extern "C" fn dr_last_error_message() -> *const c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Test hook: makes every allocation of the library larger than `bytes` fail as if
+/// memory were exhausted, on this process (a negative value removes the limit).
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_test_set_allocation_limit(bytes: i64) {
+    set_allocation_limit(u64::try_from(bytes).ok());
+}
+
+/// Test hook: when `enabled` is non-zero, plan creation panics inside the library on
+/// this process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere).
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_test_set_panic(enabled: i32) {
+    set_panic_in_planning(enabled != 0);
 }
 
 #[cfg(test)]

@@ -161,30 +161,15 @@ impl Layout {
         }
     }
 
-    /// Split along `axis` of `shape` with the given per-rank row counts.
-    pub fn split(shape: &[u64], axis: usize, lens: impl IntoIterator<Item = u64>) -> Layout {
-        let mut offsets = vec![0];
-        let mut end = 0;
-        for len in lens {
-            end += len;
-            offsets.push(end);
-        }
+    /// Split along `axis` of `shape`, rank `r` holding rows
+    /// `[offsets[r], offsets[r + 1])` (`offsets` has one entry more than ranks).
+    pub fn from_offsets(shape: &[u64], axis: usize, offsets: Vec<u64>) -> Layout {
         Layout {
             outer: shape[..axis].iter().product(),
             extent: shape[axis],
             inner: shape[axis + 1..].iter().product(),
             offsets,
         }
-    }
-
-    /// Split along `axis` of `shape`, balanced over `nranks` ranks.
-    pub fn balanced(shape: &[u64], axis: usize, nranks: u64) -> Layout {
-        let extent = shape[axis];
-        Layout::split(
-            shape,
-            axis,
-            (0..nranks).map(|r| balanced_slab(extent, nranks, r).0),
-        )
     }
 
     /// True when every rank holds the whole array.

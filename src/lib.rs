@@ -26,6 +26,7 @@ mod array;
 mod comm;
 mod error;
 mod exchange;
+pub mod faults;
 pub mod ffi;
 pub mod layout;
 mod plan;

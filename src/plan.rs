@@ -11,7 +11,8 @@ use crate::args::{
 };
 use crate::comm::{Comm, RawComm};
 use crate::error::{Error, Result};
-use crate::exchange;
+use crate::exchange::Exchange;
+use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::planner::{Path, PlanStats, RankPlan};
 use crate::runs::MessageLimits;
 
@@ -70,10 +71,12 @@ impl Plan {
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
         let comm = Comm::duplicate(comm, "")?;
-        let checked = args
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|a| check_local(a, comm.rank()));
+        let rank = comm.rank();
+        let checked = contain_panic(|| {
+            injected_panic_point();
+            check_local(args.as_ref().map_err(Clone::clone)?, rank)
+        });
+        let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
         let fingerprint = args
             .as_ref()
             .map_or_else(|_| vec![0; FINGERPRINT_LEN], ReshapeArgs::fingerprint);
@@ -82,20 +85,29 @@ impl Plan {
             .copied()
             .chain(fingerprint.iter().map(|x| !x))
             .collect();
-        agree(&comm, checked.as_ref().err(), &mut piggyback)?;
-        let (checked, args) = (checked?, args?);
+        agree(&comm, local.as_ref().err(), &mut piggyback)?;
+        let ((checked, mut gathered), args) = (local?, args?);
         let min: Vec<i64> = piggyback[FINGERPRINT_LEN..].iter().map(|x| !x).collect();
-        if let Some(e) = mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], comm.rank()) {
+        if let Some(e) = mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], rank) {
             return Err(e);
         }
-        let plan = plan_from_gathered(&comm, &checked)?;
-        let mut peers = vec![plan.sends.len().max(plan.recvs.len()).max(1) as i64];
-        comm.allreduce_max(&mut peers)?;
+        gathered.exchange(&comm, &checked)?;
+        let targets = gathered.check(&checked)?;
+        let planned = contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, rank));
+        let peers = planned
+            .as_ref()
+            .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
+        let mut piggyback = vec![peers as i64];
+        agree(&comm, planned.as_ref().err(), &mut piggyback)?;
         let limits = MessageLimits {
             max_bytes: options.max_message_bytes.max(1),
-            max_runs: (options.run_budget / peers[0] as usize).max(1),
+            max_runs: (options.run_budget / piggyback[0] as usize).max(1),
         };
-        Ok(Plan { comm, plan, limits })
+        Ok(Plan {
+            comm,
+            plan: planned?,
+            limits,
+        })
     }
 
     /// The statistics of what this rank will do.
@@ -208,25 +220,24 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
-        let buffers = Buffers::new(
-            &self.plan,
-            input,
-            input_len,
-            output,
-            output_capacity,
-            self.comm.rank(),
-        );
-        let local = pre
-            .map_or(buffers, Err)
-            .and_then(|b| b.snapshot_if_needed(&self.plan));
+        let rank = self.comm.rank();
+        let buffers = Buffers::new(&self.plan, input, input_len, output, output_capacity, rank);
+        let local = pre.map_or(buffers, Err).and_then(|b| {
+            let b = b.snapshot_if_needed(&self.plan)?;
+            let skip = b.in_place && self.plan.is_identity();
+            let exchange = (!skip)
+                .then(|| Exchange::prepare(&self.plan, self.limits))
+                .transpose()?;
+            Ok((b, exchange))
+        });
         agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
-        let buffers = local?;
-        if buffers.in_place && self.plan.is_identity() {
+        let (buffers, exchange) = local?;
+        let Some(exchange) = exchange else {
             return Ok(());
-        }
+        };
         let source = buffers.snapshot.as_ref().map_or(input, |s| s.as_ptr());
         // SAFETY: Buffers checked sizes and overlap; a snapshot separates in-place buffers.
-        unsafe { exchange::execute(&self.plan, &self.comm, self.limits, source, output) }
+        unsafe { exchange.run(&self.comm, source, output) }
     }
 }
 
@@ -298,13 +309,7 @@ impl Buffers {
         if !self.in_place || plan.is_identity() {
             return Ok(self);
         }
-        let mut copy = Vec::new();
-        copy.try_reserve_exact(self.in_bytes).map_err(|_| {
-            Error::OutOfMemory(format!(
-                "cannot allocate {} bytes for the in-place copy of the input on rank {}",
-                self.in_bytes, plan.rank
-            ))
-        })?;
+        let mut copy = try_vec(self.in_bytes, "the in-place copy of the input", plan.rank)?;
         // SAFETY: input is readable for in_bytes (checked by the caller's contract).
         copy.extend_from_slice(unsafe { std::slice::from_raw_parts(self.input, self.in_bytes) });
         self.snapshot = Some(copy);
@@ -312,28 +317,49 @@ impl Buffers {
     }
 }
 
-/// Allgathers the slab lengths (and explicit targets), checks they add up, and plans.
-fn plan_from_gathered(comm: &Comm, checked: &Checked) -> Result<RankPlan> {
-    let mine = [
-        checked.local_len as i64,
-        checked.target_len.map_or(0, |t| t as i64),
-    ];
-    let all = comm.allgather(&mine)?;
-    let lens: Vec<u64> = all.iter().step_by(2).map(|&l| l as u64).collect();
-    let targets: Vec<u64> = all.iter().skip(1).step_by(2).map(|&l| l as u64).collect();
-    if let Some(axis) = checked.split {
-        check_rows_add_up("local_len", &lens, checked.gshape[axis])?;
+/// Every rank's input slab length and requested output length, in buffers
+/// allocated before the ranks agree, so that an allocation failure is agreed too.
+struct Gathered {
+    raw: Vec<i64>,
+    lens: Vec<u64>,
+    targets: Vec<u64>,
+}
+
+impl Gathered {
+    fn allocate(nranks: usize, rank: usize) -> Result<Gathered> {
+        Ok(Gathered {
+            raw: try_vec(2 * nranks, "the gathered slab lengths", rank)?,
+            lens: try_vec(nranks, "the slab lengths", rank)?,
+            targets: try_vec(nranks, "the target lengths", rank)?,
+        })
     }
-    let explicit = checked.new_split.filter(|_| checked.target_len.is_some());
-    if let Some(axis) = explicit {
-        check_rows_add_up("new_local_len", &targets, checked.new_shape[axis])?;
+
+    /// Allgathers this rank's `[local_len, target_len]`.
+    fn exchange(&mut self, comm: &Comm, checked: &Checked) -> Result<()> {
+        let mine = [
+            checked.local_len as i64,
+            checked.target_len.map_or(0, |t| t as i64),
+        ];
+        comm.allgather_into(&mine, &mut self.raw)?;
+        self.lens
+            .extend(self.raw.iter().step_by(2).map(|&l| l as u64));
+        self.targets
+            .extend(self.raw.iter().skip(1).step_by(2).map(|&l| l as u64));
+        Ok(())
     }
-    Ok(RankPlan::new(
-        checked,
-        &lens,
-        explicit.map(|_| targets.as_slice()),
-        comm.rank(),
-    ))
+
+    /// Checks that the lengths add up (the same outcome on every rank); returns the
+    /// explicit targets, if any.
+    fn check(&self, checked: &Checked) -> Result<Option<&[u64]>> {
+        if let Some(axis) = checked.split {
+            check_rows_add_up("local_len", &self.lens, checked.gshape[axis])?;
+        }
+        let explicit = checked.new_split.filter(|_| checked.target_len.is_some());
+        if let Some(axis) = explicit {
+            check_rows_add_up("new_local_len", &self.targets, checked.new_shape[axis])?;
+        }
+        Ok(explicit.map(|_| self.targets.as_slice()))
+    }
 }
 
 impl fmt::Display for Plan {
@@ -355,18 +381,13 @@ pub fn reshape<T: crate::Element, C: AsRaw<Raw = RawComm>>(
 /// Executes `plan` from `input` into a newly allocated output (collective); a failed
 /// allocation is agreed like any other error.
 pub(crate) fn reshape_with<T: crate::Element>(plan: &Plan, input: &[T]) -> Result<Vec<T>> {
-    let mut output: Vec<T> = Vec::new();
-    let pre = output
-        .try_reserve_exact(plan.output_elems())
+    let allocated = try_vec::<T>(plan.output_elems(), "the output", plan.comm.rank());
+    let pre = allocated
+        .as_ref()
         .err()
-        .map(|_| {
-            Error::OutOfMemory(format!(
-                "cannot allocate the output of {} elements on rank {}",
-                plan.output_elems(),
-                plan.comm.rank()
-            ))
-        });
-    let pre = pre.or_else(|| plan.check_type::<T>().err());
+        .cloned()
+        .or_else(|| plan.check_type::<T>().err());
+    let mut output = allocated.unwrap_or_default();
     let bytes = plan.output_elems() * size_of::<T>();
     let (src, src_len) = (input.as_ptr().cast(), size_of_val(input));
     // SAFETY: the capacity is reserved (or an error is agreed before anything is

@@ -5,7 +5,9 @@
 use std::fmt;
 
 use crate::args::Checked;
-use crate::layout::{Layout, Pattern};
+use crate::error::Result;
+use crate::faults::try_vec;
+use crate::layout::{Layout, Pattern, balanced_slab};
 use crate::runs::{SharedRuns, shared_elements};
 
 /// How a reshape moves data.
@@ -70,16 +72,27 @@ pub struct RankPlan {
 impl RankPlan {
     /// Plans `rank`'s part of the reshape `args`, given every rank's input slab length
     /// (`lens`) and, for an explicit target distribution, every rank's output length.
-    pub fn new(args: &Checked, lens: &[u64], targets: Option<&[u64]>, rank: usize) -> RankPlan {
+    /// Fails only when an allocation fails.
+    pub fn new(
+        args: &Checked,
+        lens: &[u64],
+        targets: Option<&[u64]>,
+        rank: usize,
+    ) -> Result<RankPlan> {
         let nranks = lens.len();
         let input = match args.split {
             None => Layout::replicated(args.total()),
-            Some(axis) => Layout::split(&args.gshape, axis, lens.iter().copied()),
+            Some(axis) => split_layout(&args.gshape, axis, lens.iter().copied(), rank)?,
         };
         let output = match (args.new_split, targets) {
             (None, _) => Layout::replicated(args.total()),
-            (Some(axis), Some(t)) => Layout::split(&args.new_shape, axis, t.iter().copied()),
-            (Some(axis), None) => Layout::balanced(&args.new_shape, axis, nranks as u64),
+            (Some(axis), Some(t)) => split_layout(&args.new_shape, axis, t.iter().copied(), rank)?,
+            (Some(axis), None) => {
+                let extent = args.new_shape[axis];
+                let balanced =
+                    (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).0);
+                split_layout(&args.new_shape, axis, balanced, rank)?
+            }
         };
         let path = if split_survives(&input, &output) {
             Path::Local
@@ -101,27 +114,28 @@ impl RankPlan {
         if !plan.input.is_replicated() {
             plan.sends = plan.transfers(nranks, |p, peer| {
                 (p.input_pattern(), p.output.pattern(peer))
-            });
+            })?;
             plan.recvs = plan.transfers(nranks, |p, peer| {
                 (p.input.pattern(peer), p.output_pattern())
-            });
+            })?;
         }
-        plan
+        Ok(plan)
     }
 
     fn transfers(
         &self,
         nranks: usize,
         patterns: impl Fn(&RankPlan, usize) -> (Pattern, Pattern),
-    ) -> Vec<Transfer> {
-        (0..nranks)
-            .filter(|&peer| peer != self.rank)
-            .filter_map(|peer| {
-                let (from, to) = patterns(self, peer);
-                let elems = shared_elements(&from, &to);
-                (elems > 0).then_some(Transfer { peer, elems })
-            })
-            .collect()
+    ) -> Result<Vec<Transfer>> {
+        let mut transfers = try_vec(nranks.saturating_sub(1), "the peer list", self.rank)?;
+        for peer in (0..nranks).filter(|&peer| peer != self.rank) {
+            let (from, to) = patterns(self, peer);
+            let elems = shared_elements(&from, &to);
+            if elems > 0 {
+                transfers.push(Transfer { peer, elems });
+            }
+        }
+        Ok(transfers)
     }
 
     /// The global elements this rank holds on input.
@@ -207,6 +221,21 @@ impl RankPlan {
             peers_received: self.recvs.len(),
         }
     }
+}
+
+/// A split layout from per-rank row counts, its offsets allocated fallibly.
+fn split_layout(
+    shape: &[u64],
+    axis: usize,
+    lens: impl ExactSizeIterator<Item = u64>,
+    rank: usize,
+) -> Result<Layout> {
+    let mut offsets = try_vec(lens.len() + 1, "the slab offsets", rank)?;
+    offsets.push(0);
+    for len in lens {
+        offsets.push(offsets[offsets.len() - 1] + len);
+    }
+    Ok(Layout::from_offsets(shape, axis, offsets))
 }
 
 /// The split-preserving condition: both sides split, the same product of extents

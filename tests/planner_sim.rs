@@ -171,7 +171,7 @@ fn plans(case: &Case) -> Vec<RankPlan> {
                 args.target = Target::Len(t[rank] as i64);
             }
             let checked = check_local(&args, rank).expect("valid case");
-            RankPlan::new(&checked, &case.lens, case.targets.as_deref(), rank)
+            RankPlan::new(&checked, &case.lens, case.targets.as_deref(), rank).expect("plan")
         })
         .collect()
 }

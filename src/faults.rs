@@ -1,0 +1,54 @@
+//! Fallible allocation and the fault-injection switches tests use to prove that
+//! allocation failures and internal panics come back as errors on every rank.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+static ALLOCATION_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
+
+/// Test hook: makes every allocation of the library larger than `bytes` fail as if
+/// the machine were out of memory (`None` removes the limit). Process-wide.
+pub fn set_allocation_limit(bytes: Option<u64>) {
+    ALLOCATION_LIMIT.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// Test hook: makes the validation step of plan creation panic on this process.
+pub fn set_panic_in_planning(enabled: bool) {
+    PANIC_IN_PLANNING.store(enabled, Ordering::Relaxed);
+}
+
+/// Panics when the test hook asks for it.
+pub(crate) fn injected_panic_point() {
+    if PANIC_IN_PLANNING.load(Ordering::Relaxed) {
+        panic!("panic injected by the test hook set_panic_in_planning");
+    }
+}
+
+/// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`].
+pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
+    let bytes = capacity.saturating_mul(size_of::<T>());
+    let mut v = Vec::new();
+    let within_limit = bytes as u64 <= ALLOCATION_LIMIT.load(Ordering::Relaxed);
+    if within_limit && v.try_reserve_exact(capacity).is_ok() {
+        return Ok(v);
+    }
+    Err(Error::OutOfMemory(format!(
+        "cannot allocate {bytes} bytes for {what} on rank {rank}"
+    )))
+}
+
+/// Runs a step that holds no MPI state, turning a panic into [`Error::Internal`] so
+/// that it can be agreed with the other ranks instead of unwinding through them.
+pub(crate) fn contain_panic<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(step)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::Internal(format!("panic inside DistReshape: {what}")))
+    })
+}
