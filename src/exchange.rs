@@ -3,6 +3,10 @@
 //! staging copy, no all-to-all). Sender and receiver cut the same global runs into
 //! the same messages, so the k-th message of a pair is posted in round k on both
 //! sides, which keeps the rounds deadlock-free.
+//!
+//! In place, the data this rank sends is first packed into a staging buffer (its
+//! only extra memory: exactly the bytes that leave), the kept elements are moved to
+//! their output positions, and the receives then land directly in the buffer.
 
 use std::os::raw::{c_int, c_void};
 
@@ -11,15 +15,13 @@ use mpi::ffi;
 use crate::comm::{Comm, check, count};
 use crate::error::Result;
 use crate::faults::try_vec;
-use crate::layout::Pattern;
 use crate::planner::{RankPlan, Transfer};
-use crate::runs::{MessageCutter, MessageLimits, Segment};
+use crate::runs::{MessageCutter, MessageLimits, Placement, Segment};
 
 /// One direction of the traffic with one peer.
 struct Stream {
     peer: c_int,
     cutter: MessageCutter,
-    local: Pattern,
     segments: Vec<Segment>,
     lengths: Vec<c_int>,
     displacements: Vec<ffi::MPI_Aint>,
@@ -36,20 +38,20 @@ impl Stream {
     fn new(
         transfer: &Transfer,
         side: Side,
+        placement: Placement,
         plan: &RankPlan,
         limits: MessageLimits,
     ) -> Result<Stream> {
-        let (runs, local) = match side {
-            Side::Send => (plan.send_runs(transfer.peer), plan.input_pattern()),
-            Side::Receive => (plan.recv_runs(transfer.peer), plan.output_pattern()),
+        let runs = match side {
+            Side::Send => plan.send_runs(transfer.peer),
+            Side::Receive => plan.recv_runs(transfer.peer),
         };
         let most = limits
             .max_runs
             .min(usize::try_from(transfer.elems).unwrap_or(usize::MAX));
         Ok(Stream {
             peer: transfer.peer as c_int,
-            cutter: MessageCutter::new(runs, plan.elem_size, limits),
-            local,
+            cutter: MessageCutter::new(runs, placement, plan.elem_size, limits),
             segments: try_vec(most, "the message segments", plan.rank)?,
             lengths: try_vec(most, "the datatype block lengths", plan.rank)?,
             displacements: try_vec(most, "the datatype displacements", plan.rank)?,
@@ -58,7 +60,7 @@ impl Stream {
 
     /// Cuts the next message; false when the stream is exhausted.
     fn advance(&mut self) -> bool {
-        self.cutter.next_message(&self.local, &mut self.segments)
+        self.cutter.next_message(&mut self.segments)
     }
 
     /// The current message as (offset, count, datatype); the datatype must be freed
@@ -180,36 +182,69 @@ pub struct Exchange<'a> {
     recvs: Vec<Stream>,
     sends: Vec<Stream>,
     round: Round,
+    /// The packed sends, in place only.
+    staging: Option<Vec<u8>>,
 }
 
 impl<'a> Exchange<'a> {
-    /// Allocates the message descriptions of `plan` within `limits`.
-    pub fn prepare(plan: &'a RankPlan, limits: MessageLimits) -> Result<Exchange<'a>> {
-        let streams = |transfers: &[Transfer], side: Side| -> Result<Vec<Stream>> {
-            let mut out = try_vec(transfers.len(), "the message streams", plan.rank)?;
-            for t in transfers {
-                out.push(Stream::new(t, side, plan, limits)?);
-            }
-            Ok(out)
-        };
+    /// Allocates the message descriptions of `plan` within `limits`, and for an
+    /// in-place execution the staging buffer of the sends.
+    pub fn prepare(
+        plan: &'a RankPlan,
+        limits: MessageLimits,
+        in_place: bool,
+    ) -> Result<Exchange<'a>> {
+        let size = plan.elem_size;
+        let mut recvs = try_vec(plan.recvs.len(), "the receive streams", plan.rank)?;
+        for t in &plan.recvs {
+            recvs.push(Stream::new(
+                t,
+                Side::Receive,
+                Placement::Pattern(plan.output_pattern()),
+                plan,
+                limits,
+            )?);
+        }
+        let mut sends = try_vec(plan.sends.len(), "the send streams", plan.rank)?;
+        let mut packed = 0;
+        for t in &plan.sends {
+            let placement = match in_place {
+                true => Placement::Packed { next: packed },
+                false => Placement::Pattern(plan.input_pattern()),
+            };
+            sends.push(Stream::new(t, Side::Send, placement, plan, limits)?);
+            packed += t.elems as usize * size;
+        }
+        let staging = in_place
+            .then(|| try_vec(packed, "the in-place send staging", plan.rank))
+            .transpose()?;
         let peers = plan.recvs.len() + plan.sends.len();
         Ok(Exchange {
             plan,
-            recvs: streams(&plan.recvs, Side::Receive)?,
-            sends: streams(&plan.sends, Side::Send)?,
+            recvs,
+            sends,
             round: Round {
                 requests: try_vec(peers, "the MPI requests", plan.rank)?,
                 datatypes: try_vec(peers, "the MPI datatypes", plan.rank)?,
             },
+            staging,
         })
     }
 
     /// Runs the local copy and every message (collective over `comm`).
     ///
     /// # Safety
-    /// `input` and `output` must be valid for the plan's input and output sizes and
-    /// must not overlap; every rank of `comm` must run its own plan of the same reshape.
+    /// `input` must be readable for the plan's input size and `output` writable for
+    /// its output size. Out of place (as prepared) they must not overlap; in place they
+    /// must be equal and the buffer hold the larger of both sizes. Every rank of `comm`
+    /// must run its own plan of the same reshape.
     pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
+        let plan = self.plan;
+        let send_base = match self.staging.as_mut() {
+            // SAFETY: forwarded from the caller.
+            Some(staging) => unsafe { stage_in_place(plan, staging, output) },
+            None => input,
+        };
         let mut first = true;
         loop {
             self.recvs.retain_mut(Stream::advance);
@@ -219,14 +254,17 @@ impl<'a> Exchange<'a> {
                 unsafe { self.round.post(stream, comm, output, Side::Receive) }?;
             }
             for stream in &mut self.sends {
-                // SAFETY: the message lies inside the input buffer (planner invariant).
-                unsafe { self.round.post(stream, comm, input.cast_mut(), Side::Send) }?;
+                // SAFETY: the message lies inside the send buffer (planner invariant).
+                unsafe {
+                    self.round
+                        .post(stream, comm, send_base.cast_mut(), Side::Send)
+                }?;
             }
-            if first {
+            if first && self.staging.is_none() {
                 // SAFETY: forwarded from the caller.
                 unsafe { self.copy_local(input, output) };
-                first = false;
             }
+            first = false;
             if self.round.requests.is_empty() {
                 return Ok(());
             }
@@ -235,7 +273,7 @@ impl<'a> Exchange<'a> {
     }
 
     /// # Safety
-    /// As [`Exchange::run`].
+    /// As [`Exchange::run`], out of place.
     unsafe fn copy_local(&self, input: *const u8, output: *mut u8) {
         let size = self.plan.elem_size;
         let in_bytes = self.plan.input_elems() as usize * size;
@@ -249,6 +287,23 @@ impl<'a> Exchange<'a> {
         };
         self.plan.copy_local(from, to);
     }
+}
+
+/// Packs the sends into `staging` and moves the kept elements within `buffer`;
+/// returns where the sends are read from.
+///
+/// # Safety
+/// `buffer` must hold the larger of the plan's input and output sizes.
+unsafe fn stage_in_place(plan: &RankPlan, staging: &mut Vec<u8>, buffer: *mut u8) -> *const u8 {
+    let size = plan.elem_size;
+    let in_bytes = plan.input_elems() as usize * size;
+    let len = in_bytes.max(plan.output_elems() as usize * size);
+    staging.resize(staging.capacity(), 0);
+    // SAFETY: as documented.
+    let buffer = unsafe { slice_or_empty_mut(buffer, len) };
+    plan.pack_sends(&buffer[..in_bytes], staging);
+    plan.move_kept_in_place(buffer);
+    staging.as_ptr()
 }
 
 /// The slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.

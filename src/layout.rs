@@ -124,14 +124,22 @@ impl Pattern {
         }
     }
 
+    /// Number of blocks that start before global index `g`.
+    pub fn blocks_starting_before(&self, g: u64) -> u64 {
+        if self.is_empty() || g <= self.start {
+            0
+        } else {
+            ((g - 1 - self.start) / self.stride + 1).min(self.count)
+        }
+    }
+
     /// The blocks that overlap the global range `[lo, hi)`.
     pub fn blocks_overlapping(&self, lo: u64, hi: u64) -> Range<u64> {
-        if self.is_empty() || hi <= self.start || lo >= hi {
+        if lo >= hi {
             return 0..0;
         }
         let first = self.first_block_ending_after(lo);
-        let last = ((hi - 1 - self.start) / self.stride + 1).min(self.count);
-        first..last.max(first)
+        first..self.blocks_starting_before(hi).max(first)
     }
 }
 

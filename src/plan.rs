@@ -221,100 +221,83 @@ impl Plan {
         pre: Option<Error>,
     ) -> Result<()> {
         let rank = self.comm.rank();
-        let buffers = Buffers::new(&self.plan, input, input_len, output, output_capacity, rank);
-        let local = pre.map_or(buffers, Err).and_then(|b| {
-            let b = b.snapshot_if_needed(&self.plan)?;
-            let skip = b.in_place && self.plan.is_identity();
-            let exchange = (!skip)
-                .then(|| Exchange::prepare(&self.plan, self.limits))
-                .transpose()?;
-            Ok((b, exchange))
+        let buffers = check_buffers(
+            &self.plan,
+            (input, input_len),
+            (output, output_capacity),
+            rank,
+        );
+        let local = pre.map_or(buffers, Err).and_then(|in_place| {
+            let skip = in_place && self.plan.is_identity();
+            (!skip)
+                .then(|| Exchange::prepare(&self.plan, self.limits, in_place))
+                .transpose()
         });
         agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
-        let (buffers, exchange) = local?;
-        let Some(exchange) = exchange else {
+        let Some(exchange) = local? else {
             return Ok(());
         };
-        let source = buffers.snapshot.as_ref().map_or(input, |s| s.as_ptr());
-        // SAFETY: Buffers checked sizes and overlap; a snapshot separates in-place buffers.
-        unsafe { exchange.run(&self.comm, source, output) }
+        // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
+        // stages what it sends before rewriting the buffer.
+        unsafe { exchange.run(&self.comm, input, output) }
     }
 }
 
-/// The buffers of one execution, checked against the plan.
-struct Buffers {
-    in_place: bool,
-    snapshot: Option<Vec<u8>>,
-    input: *const u8,
-    in_bytes: usize,
-}
-
-impl Buffers {
-    fn new(
-        plan: &RankPlan,
-        input: *const u8,
-        input_len: usize,
-        output: *mut u8,
-        capacity: usize,
-        rank: usize,
-    ) -> Result<Buffers> {
-        let size = plan.elem_size;
-        let (in_bytes, out_bytes) = (
-            plan.input_elems() as usize * size,
-            plan.output_elems() as usize * size,
-        );
-        let null = |name: &str, elems: u64| {
-            Error::NullPointer(format!(
-                "{name} is NULL but rank {rank} has {elems} elements there"
-            ))
-        };
-        if input.is_null() && in_bytes > 0 {
-            return Err(null("the input buffer", plan.input_elems()));
-        }
-        if output.is_null() && out_bytes > 0 {
-            return Err(null("the output buffer", plan.output_elems()));
-        }
-        if input_len < in_bytes {
-            return Err(Error::BufferTooSmall(format!(
-                "the input buffer holds {} elements but rank {rank} holds {} input elements",
-                input_len / size,
-                plan.input_elems()
-            )));
-        }
-        if capacity < out_bytes {
-            return Err(Error::BufferTooSmall(format!(
-                "out_capacity = {} elements but rank {rank} receives {} output elements",
-                capacity / size,
-                plan.output_elems()
-            )));
-        }
-        let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
-        let (a, b) = (input as usize, output as usize);
-        if !in_place && in_bytes > 0 && out_bytes > 0 && a < b + out_bytes && b < a + in_bytes {
-            return Err(Error::Aliasing(format!(
-                "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) partially overlap on rank {rank}; pass the same pointer for in place"
-            )));
-        }
-        Ok(Buffers {
-            in_place,
-            snapshot: None,
-            input,
-            in_bytes,
-        })
+/// Checks one execution's buffers against the plan; returns whether it is in place.
+fn check_buffers(
+    plan: &RankPlan,
+    (input, input_len): (*const u8, usize),
+    (output, capacity): (*mut u8, usize),
+    rank: usize,
+) -> Result<bool> {
+    let size = plan.elem_size;
+    let (in_bytes, out_bytes) = (
+        plan.input_elems() as usize * size,
+        plan.output_elems() as usize * size,
+    );
+    let null = |name: &str, elems: u64| {
+        Error::NullPointer(format!(
+            "{name} is NULL but rank {rank} has {elems} elements there"
+        ))
+    };
+    if input.is_null() && in_bytes > 0 {
+        return Err(null("the input buffer", plan.input_elems()));
     }
-
-    /// In place with data to move: keeps a copy of the input to read from while the
-    /// buffer is overwritten.
-    fn snapshot_if_needed(mut self, plan: &RankPlan) -> Result<Buffers> {
-        if !self.in_place || plan.is_identity() {
-            return Ok(self);
-        }
-        let mut copy = try_vec(self.in_bytes, "the in-place copy of the input", plan.rank)?;
-        // SAFETY: input is readable for in_bytes (checked by the caller's contract).
-        copy.extend_from_slice(unsafe { std::slice::from_raw_parts(self.input, self.in_bytes) });
-        self.snapshot = Some(copy);
-        Ok(self)
+    if output.is_null() && out_bytes > 0 {
+        return Err(null("the output buffer", plan.output_elems()));
     }
+    if input_len < in_bytes {
+        return Err(Error::BufferTooSmall(format!(
+            "the input buffer holds {} elements but rank {rank} holds {} input elements",
+            input_len / size,
+            plan.input_elems()
+        )));
+    }
+    let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
+    let needed = if in_place {
+        in_bytes.max(out_bytes)
+    } else {
+        out_bytes
+    };
+    if capacity < needed {
+        return Err(Error::BufferTooSmall(format!(
+            "out_capacity = {} elements but rank {rank} needs {}{}",
+            capacity / size,
+            needed / size,
+            if in_place {
+                " (in place the buffer holds both input and output)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let (a, b) = (input as usize, output as usize);
+    if !in_place && in_bytes > 0 && out_bytes > 0 && a < b + out_bytes && b < a + in_bytes {
+        return Err(Error::Aliasing(format!(
+            "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) partially overlap on rank {rank}; pass the same pointer for in place"
+        )));
+    }
+    Ok(in_place)
 }
 
 /// Every rank's input slab length and requested output length, in buffers

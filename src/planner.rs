@@ -8,7 +8,7 @@ use crate::args::Checked;
 use crate::error::Result;
 use crate::faults::try_vec;
 use crate::layout::{Layout, Pattern, balanced_slab};
-use crate::runs::{SharedRuns, shared_elements};
+use crate::runs::{Run, SharedRuns, shared_elements};
 
 /// How a reshape moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +186,44 @@ impl RankPlan {
             };
         }
         pending.into_iter().for_each(flush);
+    }
+
+    /// Copies what this rank sends from its input into `staging`, peer after peer (in
+    /// the order of `sends`), each peer's runs in global order: in place, the sends
+    /// are read from there while the buffer is rewritten.
+    pub fn pack_sends(&self, input: &[u8], staging: &mut [u8]) {
+        let (from, size) = (self.input_pattern(), self.elem_size);
+        let mut at = 0;
+        for run in self.sends.iter().flat_map(|t| self.send_runs(t.peer)) {
+            let src = from.local_offset(run.global) as usize * size;
+            let len = run.len as usize * size;
+            staging[at..at + len].copy_from_slice(&input[src..src + len]);
+            at += len;
+        }
+    }
+
+    /// Moves the elements this rank keeps from their input to their output positions
+    /// within one buffer. Both positions grow with the global index, so moving the runs
+    /// that go down in ascending order, then those that go up in descending order,
+    /// never overwrites a run before it has moved.
+    pub fn move_kept_in_place(&self, buffer: &mut [u8]) {
+        let (from, to, size) = (self.input_pattern(), self.output_pattern(), self.elem_size);
+        let place = |run: Run| {
+            let len = run.len as usize * size;
+            let src = from.local_offset(run.global) as usize * size;
+            (src..src + len, to.local_offset(run.global) as usize * size)
+        };
+        for (src, dst) in self.local_runs().map(place).filter(|(s, d)| *d < s.start) {
+            buffer.copy_within(src, dst);
+        }
+        for (src, dst) in self
+            .local_runs()
+            .descending()
+            .map(place)
+            .filter(|(s, d)| *d > s.start)
+        {
+            buffer.copy_within(src, dst);
+        }
     }
 
     /// Elements in this rank's input buffer.

@@ -110,6 +110,53 @@ impl Iterator for SharedRuns {
     }
 }
 
+impl SharedRuns {
+    /// The same runs in decreasing global order.
+    pub fn descending(self) -> SharedRunsDescending {
+        let other = self.many.count;
+        SharedRunsDescending { runs: self, other }
+    }
+}
+
+/// Iterator over the maximal runs shared by two patterns, in decreasing global order
+/// (see [`SharedRuns::descending`]).
+#[derive(Clone, Debug)]
+pub struct SharedRunsDescending {
+    runs: SharedRuns,
+    /// One past the index of the inner block to look at next.
+    other: u64,
+}
+
+impl Iterator for SharedRunsDescending {
+    type Item = Run;
+
+    fn next(&mut self) -> Option<Run> {
+        let r = &mut self.runs;
+        while r.end_block > r.block {
+            let outer = r.few.block(r.end_block - 1);
+            self.other = self.other.min(r.many.blocks_starting_before(outer.end));
+            if self.other > 0 {
+                let inner = r.many.block(self.other - 1);
+                if inner.end > outer.start {
+                    let start = outer.start.max(inner.start);
+                    let end = outer.end.min(inner.end);
+                    if inner.start >= outer.start {
+                        self.other -= 1;
+                    } else {
+                        r.end_block -= 1;
+                    }
+                    return Some(Run {
+                        global: start,
+                        len: end - start,
+                    });
+                }
+            }
+            r.end_block -= 1;
+        }
+        None
+    }
+}
+
 /// A contiguous piece of a local buffer, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
@@ -129,12 +176,38 @@ pub struct MessageLimits {
     pub max_runs: usize,
 }
 
+/// Where the runs of a stream lie in a local buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Where the rank's elements lie in its input or output buffer.
+    Pattern(Pattern),
+    /// Back to back from a byte offset (a packed staging buffer).
+    Packed {
+        /// Byte offset of the next run.
+        next: usize,
+    },
+}
+
+impl Placement {
+    /// Byte offset of the run starting at `global`, `bytes` long.
+    fn place(&mut self, global: u64, bytes: usize, elem_size: usize) -> usize {
+        match self {
+            Placement::Pattern(p) => p.local_offset(global) as usize * elem_size,
+            Placement::Packed { next } => {
+                *next += bytes;
+                *next - bytes
+            }
+        }
+    }
+}
+
 /// Cuts the shared runs of a pair of ranks into messages. Sender and receiver cut the
 /// same global runs with the same limits, so their messages match one for one; each
-/// side maps the runs to its own buffer with its own pattern.
+/// side places the runs in its own buffer.
 #[derive(Clone, Debug)]
 pub struct MessageCutter {
     runs: SharedRuns,
+    placement: Placement,
     pending: Option<Run>,
     max_elems: u64,
     max_runs: usize,
@@ -142,11 +215,18 @@ pub struct MessageCutter {
 }
 
 impl MessageCutter {
-    /// Cuts `runs` of elements of `elem_size` bytes within `limits`.
-    pub fn new(runs: SharedRuns, elem_size: usize, limits: MessageLimits) -> MessageCutter {
+    /// Cuts `runs` of elements of `elem_size` bytes, placed by `placement`, within
+    /// `limits`.
+    pub fn new(
+        runs: SharedRuns,
+        placement: Placement,
+        elem_size: usize,
+        limits: MessageLimits,
+    ) -> MessageCutter {
         let max_elems = (limits.max_bytes / elem_size).max(1) as u64;
         MessageCutter {
             runs,
+            placement,
             pending: None,
             max_elems,
             max_runs: limits.max_runs.max(1),
@@ -155,8 +235,8 @@ impl MessageCutter {
     }
 
     /// Replaces `segments` with the next message as coalesced byte segments of the
-    /// buffer whose elements `local` describes. Returns false when no message is left.
-    pub fn next_message(&mut self, local: &Pattern, segments: &mut Vec<Segment>) -> bool {
+    /// local buffer. Returns false when no message is left.
+    pub fn next_message(&mut self, segments: &mut Vec<Segment>) -> bool {
         segments.clear();
         let mut elems = 0;
         let mut runs = 0;
@@ -171,18 +251,13 @@ impl MessageCutter {
                     len: run.len - take,
                 });
             }
-            push_coalesced(segments, self.segment(local, run.global, take));
+            let len = take as usize * self.elem_size;
+            let offset = self.placement.place(run.global, len, self.elem_size);
+            push_coalesced(segments, Segment { offset, len });
             elems += take;
             runs += 1;
         }
         !segments.is_empty()
-    }
-
-    fn segment(&self, local: &Pattern, global: u64, len: u64) -> Segment {
-        Segment {
-            offset: local.local_offset(global) as usize * self.elem_size,
-            len: len as usize * self.elem_size,
-        }
     }
 }
 
@@ -218,6 +293,9 @@ mod tests {
             let got: Vec<u64> = runs.iter().flat_map(|r| r.global..r.global + r.len).collect();
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(shared_elements(&a, &b), want.len() as u64);
+            let mut reversed: Vec<Run> = SharedRuns::new(&a, &b).descending().collect();
+            reversed.reverse();
+            prop_assert_eq!(&reversed, &runs);
             for w in runs.windows(2) {
                 prop_assert!(w[0].global + w[0].len < w[1].global, "runs not maximal: {:?}", w);
             }
@@ -228,10 +306,10 @@ mod tests {
             a in pattern(), b in pattern(), max_bytes in 1usize..40, max_runs in 1usize..4
         ) {
             let limits = MessageLimits { max_bytes, max_runs };
-            let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), 4, limits);
+            let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
-            while cutter.next_message(&a, &mut segs) {
+            while cutter.next_message(&mut segs) {
                 let bytes: usize = segs.iter().map(|s| s.len).sum();
                 prop_assert!(bytes <= max_bytes.max(4));
                 prop_assert!(segs.len() <= max_runs);

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::planner::{Path, RankPlan};
-use distreshape::runs::{MessageCutter, MessageLimits, Segment};
+use distreshape::runs::{MessageCutter, MessageLimits, Placement, Segment};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
@@ -228,16 +228,23 @@ fn gather(buf: &[u8], segs: &[Segment]) -> Vec<u8> {
         .collect()
 }
 
-/// Moves every message of every pair, as the MPI exchange does, and every local copy.
-fn simulate(
+/// Where each rank reads what it sends: its input buffer, or (in place) the staging
+/// buffer holding its sends packed peer after peer.
+enum Sources<'a> {
+    Input(&'a [Vec<u8>]),
+    Staged(&'a [Vec<u8>]),
+}
+
+/// Moves every message of every pair, cut as the MPI exchange cuts them.
+fn deliver(
     plans: &[RankPlan],
-    inputs: &[Vec<u8>],
+    sources: Sources,
     outputs: &mut [Vec<u8>],
     writes: &mut [Vec<u32>],
     limits: MessageLimits,
 ) {
     for (q, plan) in plans.iter().enumerate() {
-        plan.copy_local(&inputs[q], &mut outputs[q]);
+        let mut packed = 0;
         for send in &plan.sends {
             let r = send.peer;
             let recv = plans[r]
@@ -246,19 +253,22 @@ fn simulate(
                 .find(|t| t.peer == q)
                 .expect("matching receive");
             assert_eq!(recv.elems, send.elems, "volumes of {q}->{r} disagree");
-            let mut tx = MessageCutter::new(plan.send_runs(r), 8, limits);
-            let mut rx = MessageCutter::new(plans[r].recv_runs(q), 8, limits);
+            let (from, placement) = match sources {
+                Sources::Input(bufs) => (&bufs[q], Placement::Pattern(plan.input_pattern())),
+                Sources::Staged(bufs) => (&bufs[q], Placement::Packed { next: packed }),
+            };
+            packed += send.elems as usize * 8;
+            let mut tx = MessageCutter::new(plan.send_runs(r), placement, 8, limits);
+            let to = Placement::Pattern(plans[r].output_pattern());
+            let mut rx = MessageCutter::new(plans[r].recv_runs(q), to, 8, limits);
             let (mut ts, mut rs) = (Vec::new(), Vec::new());
             loop {
-                let (more_t, more_r) = (
-                    tx.next_message(&plan.input_pattern(), &mut ts),
-                    rx.next_message(&plans[r].output_pattern(), &mut rs),
-                );
+                let (more_t, more_r) = (tx.next_message(&mut ts), rx.next_message(&mut rs));
                 assert_eq!(more_t, more_r, "message counts of {q}->{r} disagree");
                 if !more_t {
                     break;
                 }
-                let bytes = gather(&inputs[q], &ts);
+                let bytes = gather(from, &ts);
                 assert!(
                     bytes.len() <= limits.max_bytes
                         && ts.len() <= limits.max_runs
@@ -274,6 +284,49 @@ fn simulate(
             }
         }
     }
+}
+
+/// The out-of-place execution: local copies, then the messages.
+fn simulate(
+    plans: &[RankPlan],
+    inputs: &[Vec<u8>],
+    outputs: &mut [Vec<u8>],
+    writes: &mut [Vec<u32>],
+    limits: MessageLimits,
+) {
+    for (q, plan) in plans.iter().enumerate() {
+        plan.copy_local(&inputs[q], &mut outputs[q]);
+    }
+    deliver(plans, Sources::Input(inputs), outputs, writes, limits);
+}
+
+/// The in-place execution: every rank packs its sends and moves its kept elements
+/// within its one buffer, then the messages land in the buffers.
+fn simulate_in_place(
+    plans: &[RankPlan],
+    inputs: &[Vec<u8>],
+    limits: MessageLimits,
+) -> Vec<Vec<u8>> {
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
+    let mut staged: Vec<Vec<u8>> = Vec::new();
+    for (plan, input) in plans.iter().zip(inputs) {
+        let mut buffer = input.clone();
+        buffer.resize(input.len().max(plan.output_elems() as usize * 8), 0xEE);
+        let mut staging = vec![0; plan.stats().bytes_sent as usize];
+        plan.pack_sends(&buffer[..input.len()], &mut staging);
+        plan.move_kept_in_place(&mut buffer);
+        buffers.push(buffer);
+        staged.push(staging);
+    }
+    let mut writes: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len() / 8]).collect();
+    deliver(
+        plans,
+        Sources::Staged(&staged),
+        &mut buffers,
+        &mut writes,
+        limits,
+    );
+    buffers
 }
 
 fn check_case(case: &Case) {
@@ -330,6 +383,16 @@ fn check_case(case: &Case) {
                 "rank {r}: bytes received"
             );
         }
+    }
+    for (r, buffer) in simulate_in_place(&plans, &in_bufs, case.limits)
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(
+            &buffer[..outputs[r].len() * 8],
+            &to_bytes(&outputs[r])[..],
+            "rank {r}: in-place output"
+        );
     }
     if path == Path::Local {
         // Each input slab is exactly a row slab of the output: nothing moves but rows.
