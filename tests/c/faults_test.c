@@ -1,0 +1,131 @@
+/* Faults on one rank only: an allocation failure (through the test hook's limit) and
+ * a panic inside the library must give the same status on every rank, never an abort
+ * or a hang, and leave the communicator usable. Several plans alive at once on one
+ * communicator, executed in any order, must each give the right result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distreshape.h"
+
+static int rank, size, failures;
+
+static void expect(int ok, const char *what) {
+  if (!ok) {
+    fprintf(stderr, "rank %d: FAILED: %s (last message: %s)\n", rank, what, dr_last_error_message());
+    failures++;
+  }
+}
+
+/* Same status on every rank? */
+static int agreed(dr_status s) {
+  int mine = (int)s, lo, hi;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+/* (rows, cols) split 0 -> (cols, rows) split new_split, values checked. */
+struct transpose_like {
+  int64_t gshape[2], new_shape[2];
+  int new_split;
+  double *in, *out;
+  int64_t in_len, in_off, capacity;
+  dr_plan *plan;
+};
+
+static dr_status make(struct transpose_like *t, int64_t rows, int64_t cols, int new_split) {
+  t->gshape[0] = rows, t->gshape[1] = cols, t->new_shape[0] = cols, t->new_shape[1] = rows;
+  t->new_split = new_split;
+  dr_balanced_slab(rows, size, rank, &t->in_len, &t->in_off);
+  t->capacity = rows * cols;
+  t->in = malloc(sizeof(double) * (size_t)(t->in_len * cols + 1));
+  t->out = malloc(sizeof(double) * (size_t)(t->capacity + 1));
+  for (int64_t i = 0; i < t->in_len * cols; i++) t->in[i] = (double)(t->in_off * cols + i);
+  t->plan = NULL;
+  return dr_plan_create(DR_DTYPE_FLOAT64, 2, t->gshape, 0, MPI_COMM_WORLD, t->in_len, 2,
+                        t->new_shape, new_split, -1, &t->plan);
+}
+
+/* The output is the same flat sequence, balanced along new_split. */
+static int correct(const struct transpose_like *t) {
+  int64_t len, elems, shape[2];
+  dr_plan_output(t->plan, shape, &len, &elems);
+  int64_t extent = t->new_shape[t->new_split], off, l;
+  dr_balanced_slab(extent, size, rank, &l, &off);
+  for (int64_t i = 0; i < elems; i++) {
+    int64_t r = t->new_split == 0 ? off + i / t->new_shape[1] : i / l;
+    int64_t c = t->new_split == 0 ? i % t->new_shape[1] : off + i % l;
+    if (t->out[i] != (double)(r * t->new_shape[1] + c)) return 0;
+  }
+  return 1;
+}
+
+static void release(struct transpose_like *t) {
+  dr_plan_destroy(t->plan);
+  free(t->in);
+  free(t->out);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int victim = size - 1; /* not rank 0 when there are several ranks */
+
+  /* Several plans alive at once, executed in mixed order, twice. */
+  struct transpose_like a, b, c;
+  expect(make(&a, 23, 7, 0) == DR_SUCCESS, "plan a");
+  expect(make(&b, 5, 40, 1) == DR_SUCCESS, "plan b");
+  expect(make(&c, 64, 3, 1) == DR_SUCCESS, "plan c");
+  struct transpose_like *order[6] = {&c, &a, &b, &b, &c, &a};
+  for (int i = 0; i < 6; i++) {
+    dr_status s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
+    expect(s == DR_SUCCESS && correct(order[i]), "interleaved plans give the right result");
+  }
+
+  /* Allocation failure on one rank: the plan needs O(nranks) memory, so a 1-byte
+   * limit fails its allocation; every rank must report DR_ERROR_OUT_OF_MEMORY. */
+  if (rank == victim) dr_test_set_allocation_limit(1);
+  struct transpose_like d;
+  dr_status s = make(&d, 10, 10, 1);
+  dr_test_set_allocation_limit(-1);
+  expect(agreed(s) && s == DR_ERROR_OUT_OF_MEMORY, "out of memory on one rank is agreed");
+  expect(d.plan == NULL, "no plan is returned on failure");
+  expect(strstr(dr_last_error_message(), "out of memory") != NULL, "message names out of memory");
+  release(&d);
+
+  /* Out of memory during execution (the in-place staging of the sends). */
+  if (rank == victim) dr_test_set_allocation_limit(1);
+  double *buf = malloc(sizeof(double) * (size_t)(a.capacity + 1));
+  memcpy(buf, a.in, sizeof(double) * (size_t)(a.in_len * a.gshape[1]));
+  s = dr_plan_execute(a.plan, buf, buf, a.capacity);
+  dr_test_set_allocation_limit(-1);
+  expect(agreed(s) && (size == 1 ? s == DR_SUCCESS : s == DR_ERROR_OUT_OF_MEMORY),
+         "out of memory while executing on one rank is agreed");
+  free(buf);
+
+  /* A panic inside the library on one rank. */
+  if (rank == victim) dr_test_set_panic(1);
+  struct transpose_like e;
+  s = make(&e, 10, 10, 1);
+  dr_test_set_panic(0);
+  expect(agreed(s) && s == DR_ERROR_INTERNAL, "a panic on one rank is agreed as internal error");
+  expect(strstr(dr_last_error_message(), "panic") != NULL, "message names the panic");
+  release(&e);
+
+  /* The communicator still works, and the old plans too. */
+  for (int i = 0; i < 3; i++) {
+    s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
+    expect(s == DR_SUCCESS && correct(order[i]), "plans still work after the faults");
+  }
+  release(&a);
+  release(&b);
+  release(&c);
+
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("faults test on %d ranks: %d failures\n", size, all);
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}
