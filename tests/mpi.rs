@@ -1,0 +1,1014 @@
+//! MPI integration test of distributed reshapes (`harness = false`).
+//!
+//! Run without `DISTRESHAPE_MPI_WORKER`, this binary is the launcher: it starts itself
+//! under `mpiexec` on 1 to 5 ranks and reports one test per rank count. Run with it,
+//! it is an MPI worker that executes every case below and exits with code 1 on the
+//! first wrong value, so that mpiexec aborts the other ranks.
+//!
+//! Every case fills the input with the global C-order flat index of each element and
+//! checks every output element against indices computed here, independently of the
+//! crate's layout code, by plain nested loops over each slab. The plan statistics are
+//! checked the same way: the path must be [`Path::Local`] exactly when the split axis
+//! survives, and the bytes sent and received must be exactly the elements that change
+//! owner.
+//!
+//! Environment of the launcher: `DISTRESHAPE_MPIEXEC` (default `mpiexec`),
+//! `DISTRESHAPE_MPIEXEC_PREFLAGS` (flags before `-n`, split on whitespace, e.g.
+//! `--oversubscribe` for Open MPI) and `DISTRESHAPE_MPI_TIMEOUT` (seconds per run,
+//! default 300).
+
+use std::fmt::Debug;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use distreshape::{Element, Path, Plan, PlanOptions, ReshapeArgs, reshape, reshape_array};
+use mpi::collective::CommunicatorCollectives;
+use mpi::raw::AsRaw;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+use num_complex::Complex;
+
+/// Rank counts the launcher runs the workers with.
+const RANK_COUNTS: [usize; 5] = [1, 2, 3, 4, 5];
+
+fn main() -> ExitCode {
+    if std::env::var_os("DISTRESHAPE_MPI_WORKER").is_some() {
+        worker();
+        ExitCode::SUCCESS
+    } else {
+        launcher()
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Launcher
+// ---------------------------------------------------------------------------------
+
+/// Runs the workers once per rank count and prints a libtest-like summary.
+fn launcher() -> ExitCode {
+    let mpiexec = std::env::var("DISTRESHAPE_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+    let preflags = std::env::var("DISTRESHAPE_MPIEXEC_PREFLAGS").unwrap_or_default();
+    let timeout = std::env::var("DISTRESHAPE_MPI_TIMEOUT")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .map_or(Duration::from_secs(300), Duration::from_secs);
+    let exe = std::env::current_exe().expect("the path of this test binary");
+    println!("\nrunning {} tests", RANK_COUNTS.len());
+    let mut failed = 0;
+    for p in RANK_COUNTS {
+        let mut cmd = Command::new(&mpiexec);
+        cmd.args(preflags.split_whitespace())
+            .arg("-n")
+            .arg(p.to_string())
+            .arg(&exe)
+            .env("DISTRESHAPE_MPI_WORKER", "1");
+        match run_with_timeout(cmd, timeout, p) {
+            Ok(()) => println!("test mpi_ranks_{p} ... ok"),
+            Err(output) => {
+                failed += 1;
+                println!("test mpi_ranks_{p} ... FAILED\n---- mpi_ranks_{p} output ----\n{output}");
+            }
+        }
+    }
+    println!("{} passed, {failed} failed", RANK_COUNTS.len() - failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs `cmd` in its own process group with stdout and stderr captured in a file,
+/// killing the whole group (mpiexec and its ranks) after `timeout`. Returns the
+/// captured output as the error when the run could not start, timed out or failed.
+fn run_with_timeout(mut cmd: Command, timeout: Duration, p: usize) -> Result<(), String> {
+    let log_path =
+        std::env::temp_dir().join(format!("distreshape-mpi-{}-{p}.log", std::process::id()));
+    let log = File::create(&log_path)
+        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| format!("cannot duplicate the log file: {e}"))?;
+    let mut child = cmd
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let start = Instant::now();
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break Ok(()),
+            Ok(Some(status)) => break Err(format!("{cmd:?} exited with {status}")),
+            Ok(None) if start.elapsed() > timeout => {
+                // SAFETY: signals the process group we created for this child only.
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                let _ = child.wait();
+                break Err(format!(
+                    "{cmd:?} timed out after {timeout:?} and was killed"
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => break Err(format!("waiting for {cmd:?} failed: {e}")),
+        }
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&log_path);
+    outcome.map_err(|why| format!("{output}\n{why}"))
+}
+
+// ---------------------------------------------------------------------------------
+// Worker
+// ---------------------------------------------------------------------------------
+
+/// The communicator and this process's place in it.
+struct World {
+    comm: SimpleCommunicator,
+    rank: usize,
+    size: usize,
+}
+
+impl World {
+    /// Reports a failure of `case` on this rank and exits, which makes mpiexec abort
+    /// the other ranks.
+    fn fail(&self, case: &str, msg: impl std::fmt::Display) -> ! {
+        eprintln!(
+            "FAILED case {case} on rank {} of {}: {msg}",
+            self.rank, self.size
+        );
+        std::process::exit(1)
+    }
+
+    /// Prints a progress line from rank 0.
+    fn passed(&self, case: &str) {
+        if self.rank == 0 {
+            println!("  ok {case} (P = {})", self.size);
+        }
+    }
+}
+
+/// Runs every case on this rank.
+fn worker() {
+    let universe = mpi::initialize().expect("MPI is initialized once, by this test");
+    let comm = universe.world();
+    let (rank, size) = (comm.rank() as usize, comm.size() as usize);
+    let w = World { comm, rank, size };
+    for case in cases() {
+        case.run(&w);
+        w.passed(case.name);
+    }
+    chained(&w);
+    ndarray_api(&w);
+    error_agreement(&w);
+}
+
+// ---------------------------------------------------------------------------------
+// The oracle: distributions and global indices, computed with plain loops
+// ---------------------------------------------------------------------------------
+
+/// How the rows of a split axis are spread over the ranks.
+#[derive(Clone, Copy, Debug)]
+enum Rows {
+    /// `n/p + (r < n%p)` rows on rank `r` (Heat's formula).
+    Balanced,
+    /// Every row on rank 0.
+    First,
+    /// Every row on the last rank.
+    Last,
+    /// Proportional to the weights 3, 1, 0, 2, 3, ..., with the rounding left-over on
+    /// the last rank: rank 2 holds no rows unless it is the last.
+    Uneven,
+}
+
+impl Rows {
+    /// The row count of every rank for `n` rows over `p` ranks.
+    fn lens(self, n: u64, p: usize) -> Vec<u64> {
+        let last = p - 1;
+        match self {
+            Rows::Balanced => (0..p as u64)
+                .map(|r| n / p as u64 + u64::from(r < n % p as u64))
+                .collect(),
+            Rows::First => (0..p).map(|r| if r == 0 { n } else { 0 }).collect(),
+            Rows::Last => (0..p).map(|r| if r == last { n } else { 0 }).collect(),
+            Rows::Uneven => {
+                let weight = |r: usize| [3u64, 1, 0, 2][r % 4];
+                let total: u64 = (0..p).map(weight).sum();
+                let mut lens: Vec<u64> = (0..p).map(|r| n * weight(r) / total).collect();
+                lens[last] = n - lens[..last].iter().sum::<u64>();
+                lens
+            }
+        }
+    }
+}
+
+/// One side (input or output) of a reshape: global shape, split axis, and the row
+/// count of every rank along it (empty when not split).
+#[derive(Clone, Debug)]
+struct Side {
+    shape: Vec<u64>,
+    split: Option<usize>,
+    lens: Vec<u64>,
+    nranks: usize,
+}
+
+impl Side {
+    fn new(shape: Vec<u64>, split: Option<usize>, rows: Rows, p: usize) -> Side {
+        let lens = split.map_or_else(Vec::new, |axis| rows.lens(shape[axis], p));
+        Side {
+            shape,
+            split,
+            lens,
+            nranks: p,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// `(outer, extent, inner)`: the array viewed around the split axis.
+    fn dims(&self, axis: usize) -> (u64, u64, u64) {
+        let outer = self.shape[..axis].iter().product();
+        let inner = self.shape[axis + 1..].iter().product();
+        (outer, self.shape[axis], inner)
+    }
+
+    /// Rows `(offset, len)` of `rank` along the split axis.
+    fn rows(&self, rank: usize) -> (u64, u64) {
+        (self.lens[..rank].iter().sum(), self.lens[rank])
+    }
+
+    /// The global flat indices `rank` holds, in C order (its local order).
+    fn indices(&self, rank: usize) -> Vec<u64> {
+        let Some(axis) = self.split else {
+            return (0..self.total()).collect();
+        };
+        let (outer, extent, inner) = self.dims(axis);
+        let (off, len) = self.rows(rank);
+        let mut indices = Vec::with_capacity((outer * len * inner) as usize);
+        for o in 0..outer {
+            for row in off..off + len {
+                for i in 0..inner {
+                    indices.push((o * extent + row) * inner + i);
+                }
+            }
+        }
+        indices
+    }
+
+    /// The shape of `rank`'s local part.
+    fn local_shape(&self, rank: usize) -> Vec<u64> {
+        let mut shape = self.shape.clone();
+        if let Some(axis) = self.split {
+            shape[axis] = self.lens[rank];
+        }
+        shape
+    }
+
+    /// True when `rank` holds global index `g`.
+    fn holds(&self, rank: usize, g: u64) -> bool {
+        let Some(axis) = self.split else { return true };
+        let (_, extent, inner) = self.dims(axis);
+        let row = g / inner % extent;
+        let (off, len) = self.rows(rank);
+        (off..off + len).contains(&row)
+    }
+
+    /// The number of ranks other than `rank` that hold global index `g`.
+    fn other_holders(&self, rank: usize, g: u64) -> u64 {
+        (0..self.nranks)
+            .filter(|&r| r != rank && self.holds(r, g))
+            .count() as u64
+    }
+}
+
+/// The resolved NumPy-style shape (one `-1` inferred) for `total` elements.
+fn resolve(new_shape: &[i64], total: u64) -> Vec<u64> {
+    let known: u64 = new_shape
+        .iter()
+        .filter(|&&n| n >= 0)
+        .map(|&n| n as u64)
+        .product();
+    new_shape
+        .iter()
+        .map(|&n| if n < 0 { total / known } else { n as u64 })
+        .collect()
+}
+
+/// What one rank's plan must report, derived from the two sides.
+struct ExpectedStats {
+    /// The split axis survives: both sides split, the same product of extents before
+    /// the split axes, and every input slab a whole number of output rows.
+    local: bool,
+    /// Every input slab is exactly its rank's output slab (so nothing may move).
+    aligned: bool,
+    /// Elements this rank sends: each element it holds, once per other rank that
+    /// holds it on output (nothing when every rank holds the whole input).
+    sent: u64,
+    /// Elements of this rank's output it does not hold on input.
+    received: u64,
+    /// Elements of this rank's output it holds on input.
+    copied: u64,
+}
+
+impl ExpectedStats {
+    fn new(inp: &Side, out: &Side, rank: usize) -> ExpectedStats {
+        let (local, aligned) = match (inp.split, out.split) {
+            (Some(s), Some(t)) => {
+                let ((in_outer, _, in_inner), (out_outer, _, out_inner)) =
+                    (inp.dims(s), out.dims(t));
+                let whole_rows = |l: &u64| {
+                    if out_inner == 0 {
+                        l * in_inner == 0
+                    } else {
+                        (l * in_inner).is_multiple_of(out_inner)
+                    }
+                };
+                let local = in_outer == out_outer && inp.lens.iter().all(whole_rows);
+                let same = inp
+                    .lens
+                    .iter()
+                    .zip(&out.lens)
+                    .all(|(a, b)| a * in_inner == b * out_inner);
+                (local, local && same)
+            }
+            _ => (false, false),
+        };
+        let out_indices = out.indices(rank);
+        let copied = out_indices.iter().filter(|&&g| inp.holds(rank, g)).count() as u64;
+        let (sent, received) = match inp.split {
+            None => (0, 0),
+            Some(_) => (
+                inp.indices(rank)
+                    .iter()
+                    .map(|&g| out.other_holders(rank, g))
+                    .sum(),
+                out_indices.len() as u64 - copied,
+            ),
+        };
+        ExpectedStats {
+            local,
+            aligned,
+            sent,
+            received,
+            copied,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Element types
+// ---------------------------------------------------------------------------------
+
+/// Element types the cases run with.
+#[derive(Clone, Copy, Debug)]
+enum Ty {
+    Bool,
+    U8,
+    U16,
+    U32,
+    F32,
+    U64,
+    F64,
+    C64,
+}
+
+/// An element type whose value encodes a global flat index.
+trait Value: Element + PartialEq + Debug + Default {
+    /// The value stored at global flat index `g` (wrapping for narrow types, so `u8`
+    /// compares indices modulo 256 and `u16` modulo 65536).
+    fn at(g: u64) -> Self;
+}
+
+impl Value for bool {
+    fn at(g: u64) -> bool {
+        g % 2 == 1
+    }
+}
+impl Value for u8 {
+    fn at(g: u64) -> u8 {
+        g as u8
+    }
+}
+impl Value for u16 {
+    fn at(g: u64) -> u16 {
+        g as u16
+    }
+}
+impl Value for u32 {
+    fn at(g: u64) -> u32 {
+        g as u32
+    }
+}
+impl Value for f32 {
+    fn at(g: u64) -> f32 {
+        g as f32
+    }
+}
+impl Value for u64 {
+    fn at(g: u64) -> u64 {
+        g
+    }
+}
+impl Value for f64 {
+    fn at(g: u64) -> f64 {
+        g as f64
+    }
+}
+impl Value for Complex<f64> {
+    fn at(g: u64) -> Complex<f64> {
+        Complex::new(g as f64, -(g as f64))
+    }
+}
+
+/// The values of the given global indices.
+fn fill<T: Value>(indices: &[u64]) -> Vec<T> {
+    indices.iter().map(|&g| T::at(g)).collect()
+}
+
+/// Checks that `got` holds exactly the values of the global indices `want`.
+fn check_values<T: Value>(w: &World, case: &str, how: &str, got: &[T], want: &[u64]) {
+    if got.len() != want.len() {
+        w.fail(
+            case,
+            format!(
+                "{how}: {} output elements, expected {}",
+                got.len(),
+                want.len()
+            ),
+        );
+    }
+    if let Some(i) = (0..want.len()).find(|&i| got[i] != T::at(want[i])) {
+        w.fail(
+            case,
+            format!(
+                "{how}: output position {i} holds {:?}, expected {:?} (global index {})",
+                got[i],
+                T::at(want[i]),
+                want[i]
+            ),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Reshape cases
+// ---------------------------------------------------------------------------------
+
+/// One reshape, run on every rank count.
+#[derive(Clone, Debug)]
+struct Case {
+    name: &'static str,
+    ty: Ty,
+    gshape: &'static [u64],
+    split: Option<usize>,
+    /// Input rows per rank along `split`.
+    input: Rows,
+    new_shape: &'static [i64],
+    new_split: Option<usize>,
+    /// `None`: the library's balanced default; `Some`: explicit `with_target_len`.
+    target: Option<Rows>,
+    /// Lowered message limits (through [`Plan::create`]); `None` for the defaults.
+    limits: Option<PlanOptions>,
+}
+
+/// A balanced-to-balanced case with the default limits.
+fn case(
+    name: &'static str,
+    ty: Ty,
+    gshape: &'static [u64],
+    split: Option<usize>,
+    new_shape: &'static [i64],
+    new_split: Option<usize>,
+) -> Case {
+    Case {
+        name,
+        ty,
+        gshape,
+        split,
+        input: Rows::Balanced,
+        new_shape,
+        new_split,
+        target: None,
+        limits: None,
+    }
+}
+
+impl Case {
+    fn input(self, input: Rows) -> Case {
+        Case { input, ..self }
+    }
+
+    fn target(self, target: Rows) -> Case {
+        Case {
+            target: Some(target),
+            ..self
+        }
+    }
+
+    fn limits(self, max_message_bytes: usize, run_budget: usize) -> Case {
+        Case {
+            limits: Some(PlanOptions {
+                max_message_bytes,
+                run_budget,
+            }),
+            ..self
+        }
+    }
+
+    /// The input and output sides over `p` ranks.
+    fn sides(&self, p: usize) -> (Side, Side) {
+        let inp = Side::new(self.gshape.to_vec(), self.split, self.input, p);
+        let total = inp.total();
+        let out = Side::new(
+            resolve(self.new_shape, total),
+            self.new_split,
+            self.target.unwrap_or(Rows::Balanced),
+            p,
+        );
+        (inp, out)
+    }
+
+    /// Fills this rank's input with its global indices and checks the reshape.
+    fn run(&self, w: &World) {
+        match self.ty {
+            Ty::Bool => self.run_typed::<bool>(w),
+            Ty::U8 => self.run_typed::<u8>(w),
+            Ty::U16 => self.run_typed::<u16>(w),
+            Ty::U32 => self.run_typed::<u32>(w),
+            Ty::F32 => self.run_typed::<f32>(w),
+            Ty::U64 => self.run_typed::<u64>(w),
+            Ty::F64 => self.run_typed::<f64>(w),
+            Ty::C64 => self.run_typed::<Complex<f64>>(w),
+        }
+    }
+
+    fn run_typed<T: Value>(&self, w: &World) {
+        let (inp, out) = self.sides(w.size);
+        self.check::<T>(w, &inp, &out, &fill(&inp.indices(w.rank)));
+    }
+
+    /// This rank's arguments.
+    fn args<T: Value>(&self, w: &World, inp: &Side, out: &Side) -> ReshapeArgs {
+        let local_len = inp.split.map_or(0, |_| inp.lens[w.rank]) as i64;
+        let gshape: Vec<i64> = self.gshape.iter().map(|&n| n as i64).collect();
+        let args = ReshapeArgs::new(
+            size_of::<T>(),
+            &gshape,
+            self.split,
+            local_len,
+            self.new_shape,
+            self.new_split,
+        );
+        match (self.target, out.split) {
+            (Some(_), Some(_)) => args.with_target_len(out.lens[w.rank] as i64),
+            _ => args,
+        }
+    }
+
+    /// Plans the reshape of `input` (this rank's part of `inp`) into `out`, checks the
+    /// plan, then checks the output of `Plan::execute`, `Plan::execute_in_place` and
+    /// (with the default limits) `reshape`. Returns this rank's output.
+    fn check<T: Value>(&self, w: &World, inp: &Side, out: &Side, input: &[T]) -> Vec<T> {
+        let args = self.args::<T>(w, inp, out);
+        let planned = match self.limits {
+            None => Plan::new(&w.comm, &args),
+            Some(options) => Plan::create(w.comm.as_raw(), Ok(args.clone()), options),
+        };
+        let plan = planned.unwrap_or_else(|e| w.fail(self.name, format!("planning failed: {e}")));
+        self.check_plan::<T>(w, &plan, inp, out);
+        let want = out.indices(w.rank);
+
+        let mut output = vec![T::default(); plan.output_elems()];
+        if let Err(e) = plan.execute(input, &mut output) {
+            w.fail(self.name, format!("execute failed: {e}"));
+        }
+        check_values(w, self.name, "execute", &output, &want);
+
+        let mut buffer = input.to_vec();
+        buffer.resize(input.len().max(want.len()), T::default());
+        if let Err(e) = plan.execute_in_place(&mut buffer) {
+            w.fail(self.name, format!("execute_in_place failed: {e}"));
+        }
+        check_values(
+            w,
+            self.name,
+            "execute_in_place",
+            &buffer[..want.len()],
+            &want,
+        );
+
+        if self.limits.is_none() {
+            let got = reshape(&w.comm, &args, input)
+                .unwrap_or_else(|e| w.fail(self.name, format!("reshape failed: {e}")));
+            check_values(w, self.name, "reshape", &got, &want);
+        }
+        output
+    }
+
+    /// Checks the plan's shapes, sizes, path and volumes against the oracle.
+    fn check_plan<T: Value>(&self, w: &World, plan: &Plan, inp: &Side, out: &Side) {
+        let fail = |what: &str, got: &dyn Debug, want: &dyn Debug| {
+            w.fail(
+                self.name,
+                format!("{what} is {got:?}, expected {want:?}; plan: {plan}"),
+            )
+        };
+        let size = size_of::<T>() as u64;
+        let local_elems = |side: &Side| side.local_shape(w.rank).iter().product::<u64>() as usize;
+        let output_rows = out.split.map(|_| out.lens[w.rank]);
+        if plan.new_shape() != out.shape {
+            fail("new_shape", &plan.new_shape(), &out.shape);
+        }
+        if plan.input_elems() != local_elems(inp) {
+            fail("input_elems", &plan.input_elems(), &local_elems(inp));
+        }
+        if plan.output_elems() != local_elems(out) {
+            fail("output_elems", &plan.output_elems(), &local_elems(out));
+        }
+        if plan.output_rows() != output_rows {
+            fail("output_rows", &plan.output_rows(), &output_rows);
+        }
+        if plan.elem_size() != size as usize {
+            fail("elem_size", &plan.elem_size(), &size);
+        }
+        let stats = plan.stats();
+        let want = ExpectedStats::new(inp, out, w.rank);
+        let path = if want.local {
+            Path::Local
+        } else {
+            Path::Exchange
+        };
+        if stats.path != path || plan.path() != path {
+            fail("path", &(stats.path, plan.path()), &path);
+        }
+        if stats.bytes_sent != want.sent * size {
+            fail("bytes_sent", &stats.bytes_sent, &(want.sent * size));
+        }
+        if stats.bytes_received != want.received * size {
+            fail(
+                "bytes_received",
+                &stats.bytes_received,
+                &(want.received * size),
+            );
+        }
+        if stats.bytes_copied_locally != want.copied * size {
+            fail(
+                "bytes_copied_locally",
+                &stats.bytes_copied_locally,
+                &(want.copied * size),
+            );
+        }
+        if want.aligned && (stats.bytes_sent, stats.bytes_received) != (0, 0) {
+            fail(
+                "traffic of an aligned local reshape",
+                &(stats.bytes_sent, stats.bytes_received),
+                &(0, 0),
+            );
+        }
+        if let Some(limits) = self.limits {
+            self.check_chunked(w, plan, limits);
+        }
+    }
+
+    /// With lowered limits on the exchange path, some pair of ranks must exchange
+    /// more than one message's worth of bytes, so the cutter must split it.
+    fn check_chunked(&self, w: &World, plan: &Plan, limits: PlanOptions) {
+        let size = plan.elem_size() as u64;
+        let largest = plan
+            .rank_plan()
+            .sends
+            .iter()
+            .map(|t| t.elems * size)
+            .max()
+            .unwrap_or(0);
+        let mut all = vec![0u64; w.size];
+        w.comm.all_gather_into(&largest, &mut all[..]);
+        let most = all.iter().copied().max().unwrap_or(0);
+        if plan.path() == Path::Exchange && w.size > 1 && most <= limits.max_message_bytes as u64 {
+            w.fail(
+                self.name,
+                format!("the largest transfer has {most} bytes, which fits in one message"),
+            );
+        }
+    }
+}
+
+/// The table of reshapes.
+#[rustfmt::skip]
+fn cases() -> Vec<Case> {
+    use Rows::{First, Last, Uneven};
+    use Ty::*;
+    vec![
+        // Heat's reshape tests.
+        case("heat_345_s1_to_453_s1", F64, &[3, 4, 5], Some(1), &[4, 5, 3], Some(1)),
+        case("heat_648_s2_to_4124_s2", F64, &[6, 4, 8], Some(2), &[4, 12, 4], Some(2)),
+        case("heat_345_s2_to_453_s1", F64, &[3, 4, 5], Some(2), &[4, 5, 3], Some(1)),
+        case("heat_345_s1_to_203_s0", F64, &[3, 4, 5], Some(1), &[20, 3], Some(0)),
+        case("heat_345_s0_to_415_s1", F64, &[3, 4, 5], Some(0), &[4, 15], Some(1)),
+        case("heat_444_to_flat_s0", F64, &[4, 4, 4], Some(0), &[-1], Some(0)),
+        case("heat_444_to_4x_s0", F64, &[4, 4, 4], Some(0), &[4, -1], Some(0)),
+        case("heat_444_to_4x_s1", F64, &[4, 4, 4], Some(0), &[4, -1], Some(1)),
+        case("heat_444_to_2x8_s0", F64, &[4, 4, 4], Some(0), &[2, -1, 8], Some(0)),
+        case("heat_444_to_2x8_s1", F64, &[4, 4, 4], Some(0), &[2, -1, 8], Some(1)),
+        case("heat_444_to_2x8_s2", F64, &[4, 4, 4], Some(0), &[2, -1, 8], Some(2)),
+        case("heat_444_to_x242_s0", F64, &[4, 4, 4], Some(0), &[-1, 2, 4, 2], Some(0)),
+        case("heat_444_to_x242_s1", F64, &[4, 4, 4], Some(0), &[-1, 2, 4, 2], Some(1)),
+        case("heat_444_to_x242_s2", F64, &[4, 4, 4], Some(0), &[-1, 2, 4, 2], Some(2)),
+        case("heat_444_to_x242_s3", F64, &[4, 4, 4], Some(0), &[-1, 2, 4, 2], Some(3)),
+        case("heat_444_to_x242_none", F64, &[4, 4, 4], Some(0), &[-1, 2, 4, 2], None),
+        case("bool_4_to_22_s0", Bool, &[4], Some(0), &[2, 2], Some(0)),
+        case("bool_4_to_22_s1", Bool, &[4], Some(0), &[2, 2], Some(1)),
+        // The split axis survives (local path); balanced inputs move nothing when aligned.
+        case("seed_10x10000x10_s1", F64, &[10, 10_000, 10], Some(1), &[10, -1], Some(1)),
+        case("seed_uneven", F64, &[10, 1000, 10], Some(1), &[10, -1], Some(1)).input(Uneven),
+        case("seed_all_on_rank0", U32, &[10, 100, 10], Some(1), &[10, -1], Some(1)).input(First),
+        case("local_all_on_rank0_halved_inner", U64, &[4, 6, 4], Some(1), &[4, 12, 2], Some(1)).input(First),
+        case("local_or_exchange_uneven", U64, &[4, 6, 4], Some(1), &[4, 8, 3], Some(1)).input(Uneven),
+        // The general exchange from unbalanced inputs.
+        case("exchange_uneven", U64, &[6, 5], Some(0), &[5, 6], Some(1)).input(Uneven),
+        case("exchange_all_on_last", U64, &[6, 5], Some(0), &[3, 10], Some(0)).input(Last),
+        // Empty arrays, size-1 axes, more ranks than rows, 0-d arrays.
+        case("empty_05_s0_to_50_s1", F64, &[0, 5], Some(0), &[5, 0], Some(1)),
+        case("empty_05_s0_to_flat", F64, &[0, 5], Some(0), &[-1], Some(0)),
+        case("empty_302_s0_to_06_s1", F64, &[3, 0, 2], Some(0), &[0, 6], Some(1)),
+        case("empty_302_s1_to_06_s0", F64, &[3, 0, 2], Some(1), &[0, 6], Some(0)),
+        case("empty_inner_340_s1_to_3220_s1", F64, &[3, 4, 0], Some(1), &[3, 2, 2, 0], Some(1)).input(Uneven),
+        case("size1_171_s1_to_7_s0", U32, &[1, 7, 1], Some(1), &[7], Some(0)),
+        case("size1_7_s0_to_171_s1", U32, &[7], Some(0), &[1, 7, 1], Some(1)),
+        case("few_rows_23_s0_to_32_s0", U32, &[2, 3], Some(0), &[3, 2], Some(0)),
+        case("zero_d_from_1", F64, &[1], Some(0), &[], None),
+        case("zero_d_to_1", F64, &[], None, &[1], Some(0)),
+        // Replicated input and/or output.
+        case("replicated_in_46_to_64_s0", F32, &[4, 6], None, &[6, 4], Some(0)),
+        case("replicated_in_46_to_38_s1", F32, &[4, 6], None, &[3, 8], Some(1)),
+        case("replicated_out_46_s0_to_212", F32, &[4, 6], Some(0), &[2, 12], None),
+        case("replicated_out_uneven_46_s1_to_flat", F32, &[4, 6], Some(1), &[24], None).input(Uneven),
+        case("replicated_both_46_to_83", F32, &[4, 6], None, &[8, 3], None),
+        // Explicit target lengths (uneven, with zeros).
+        case("target_uneven_345_s1_to_203_s0", F64, &[3, 4, 5], Some(1), &[20, 3], Some(0)).target(Uneven),
+        case("target_last_444_s0_to_416_s0", F64, &[4, 4, 4], Some(0), &[4, 16], Some(0)).target(Last),
+        case("target_redistribute_64_s0", U64, &[6, 4], Some(0), &[6, 4], Some(0)).input(First).target(Uneven),
+        // Element sizes 1, 2, 4, 8 and 16 bytes.
+        case("u8_2030_s0_to_flat", U8, &[20, 30], Some(0), &[600], Some(0)).input(Uneven),
+        case("u16_300x300_s1_to_900x100_s0", U16, &[300, 300], Some(1), &[900, 100], Some(0)),
+        case("u32_648_s2_to_4124_s1", U32, &[6, 4, 8], Some(2), &[4, 12, 4], Some(1)),
+        case("complex_648_s2_to_4124_s2", C64, &[6, 4, 8], Some(2), &[4, 12, 4], Some(2)),
+        case("complex_345_s0_to_415_s1", C64, &[3, 4, 5], Some(0), &[4, 15], Some(1)).input(Uneven),
+        // Chunked messages: tiny limits force many messages and many rounds.
+        case("chunked_exchange_complex", C64, &[6, 10, 7], Some(1), &[7, 60], Some(0)).input(Uneven).limits(64, 8),
+        case("chunked_exchange_u64", U64, &[40, 30], Some(0), &[30, 40], Some(1)).limits(64, 8),
+        case("chunked_local_from_rank0", U64, &[8, 9, 4], Some(1), &[8, 36], Some(1)).input(First).limits(64, 8),
+        case("chunked_odd_limit_u16", U16, &[30, 7], Some(0), &[7, 30], Some(1)).input(Uneven).limits(7, 3),
+        case("chunked_replicated_out", U32, &[20, 30], Some(1), &[600], None).limits(64, 8),
+    ]
+}
+
+// ---------------------------------------------------------------------------------
+// Special cases: chained reshapes, the ndarray API, error agreement
+// ---------------------------------------------------------------------------------
+
+/// arange(16) -> (4, 4) -> (2, 8), all split along axis 0: the output of the first
+/// reshape is the input of the second.
+fn chained(w: &World) {
+    let first = case(
+        "chained_16_to_44",
+        Ty::U64,
+        &[16],
+        Some(0),
+        &[4, 4],
+        Some(0),
+    );
+    let second = case(
+        "chained_44_to_28",
+        Ty::U64,
+        &[4, 4],
+        Some(0),
+        &[2, 8],
+        Some(0),
+    );
+    let (inp, mid) = first.sides(w.size);
+    let halfway = first.check::<u64>(w, &inp, &mid, &fill(&inp.indices(w.rank)));
+    let (mid, out) = second.sides(w.size);
+    second.check::<u64>(w, &mid, &out, &halfway);
+    w.passed("chained_16_to_44_to_28");
+}
+
+/// `reshape_array` from a split Fortran-ordered local array and from a replicated one.
+fn ndarray_api(w: &World) {
+    ndarray_case(
+        w,
+        "ndarray_654_s1_fortran_to_5x_s1",
+        &[6, 5, 4],
+        Some(1),
+        &[5, -1],
+        Some(1),
+    );
+    ndarray_case(
+        w,
+        "ndarray_46_replicated_to_3x_s0",
+        &[4, 6],
+        None,
+        &[3, -1],
+        Some(0),
+    );
+}
+
+/// Reshapes with `reshape_array`, the input rows spread [`Rows::Uneven`] and the local
+/// array stored in Fortran order, and checks the local output shape and values.
+fn ndarray_case(
+    w: &World,
+    name: &str,
+    gshape: &[u64],
+    split: Option<usize>,
+    new_shape: &[isize],
+    new_split: Option<usize>,
+) {
+    let inp = Side::new(gshape.to_vec(), split, Rows::Uneven, w.size);
+    let wide: Vec<i64> = new_shape.iter().map(|&n| n as i64).collect();
+    let out = Side::new(
+        resolve(&wide, inp.total()),
+        new_split,
+        Rows::Balanced,
+        w.size,
+    );
+    let usizes = |s: &[u64]| s.iter().map(|&n| n as usize).collect::<Vec<_>>();
+    let local_shape = usizes(&inp.local_shape(w.rank));
+    let c_order = ArrayD::from_shape_vec(IxDyn(&local_shape), fill::<f64>(&inp.indices(w.rank)))
+        .unwrap_or_else(|e| w.fail(name, e));
+    let mut local = ArrayD::zeros(IxDyn(&local_shape).f());
+    local.assign(&c_order);
+    let got = reshape_array(
+        &w.comm,
+        local.view(),
+        &usizes(gshape),
+        split,
+        new_shape,
+        new_split,
+    )
+    .unwrap_or_else(|e| w.fail(name, format!("reshape_array failed: {e}")));
+    let want_shape = usizes(&out.local_shape(w.rank));
+    if got.shape() != want_shape {
+        w.fail(
+            name,
+            format!(
+                "local output shape {:?}, expected {want_shape:?}",
+                got.shape()
+            ),
+        );
+    }
+    let values = got
+        .as_slice()
+        .unwrap_or_else(|| w.fail(name, "the output is not in C order"));
+    check_values(w, name, "reshape_array", values, &out.indices(w.rank));
+    w.passed(name);
+}
+
+/// An argument that is wrong on the last rank only: every rank must return the same
+/// error code, and the communicator must stay usable.
+struct BadArgs {
+    name: &'static str,
+    /// Fewest ranks for which the arguments are wrong (a difference needs two ranks).
+    min_ranks: usize,
+    /// The `Error::code` every rank must return.
+    code: i32,
+    /// Changes the valid arguments of the last rank.
+    spoil: fn(ReshapeArgs) -> ReshapeArgs,
+}
+
+/// The arguments the error cases start from: (4, 4) split 0 -> (16,) split 0, u32.
+fn valid_case() -> Case {
+    case(
+        "valid_after_error",
+        Ty::U32,
+        &[4, 4],
+        Some(0),
+        &[16],
+        Some(0),
+    )
+}
+
+/// Bad arguments on one rank, at planning and at execution.
+fn error_agreement(w: &World) {
+    let bad = [
+        BadArgs {
+            name: "error_local_len_negative",
+            min_ranks: 1,
+            code: 5,
+            spoil: |a| ReshapeArgs { local_len: -1, ..a },
+        },
+        BadArgs {
+            name: "error_local_lens_sum",
+            min_ranks: 1,
+            code: 5,
+            spoil: |a| ReshapeArgs {
+                local_len: a.local_len + 1,
+                ..a
+            },
+        },
+        BadArgs {
+            name: "error_split_out_of_range",
+            min_ranks: 1,
+            code: 4,
+            spoil: |a| ReshapeArgs {
+                split: Some(2),
+                ..a
+            },
+        },
+        BadArgs {
+            name: "error_new_shape_invalid",
+            min_ranks: 1,
+            code: 3,
+            spoil: |a| ReshapeArgs {
+                new_shape: vec![3, -1],
+                ..a
+            },
+        },
+        BadArgs {
+            name: "error_target_too_long",
+            min_ranks: 1,
+            code: 5,
+            spoil: |a| a.with_target_len(17),
+        },
+        BadArgs {
+            name: "error_new_shape_differs",
+            min_ranks: 2,
+            code: 6,
+            spoil: |a| ReshapeArgs {
+                new_shape: vec![2, 8],
+                ..a
+            },
+        },
+        BadArgs {
+            name: "error_new_split_differs",
+            min_ranks: 2,
+            code: 6,
+            spoil: |a| ReshapeArgs {
+                new_split: None,
+                ..a
+            },
+        },
+        BadArgs {
+            name: "error_target_on_one_rank",
+            min_ranks: 2,
+            code: 6,
+            spoil: |a| a.with_target_len(0),
+        },
+    ];
+    let valid = valid_case();
+    let (inp, out) = valid.sides(w.size);
+    let last = w.rank == w.size - 1;
+    for b in bad.iter().filter(|b| w.size >= b.min_ranks) {
+        let args = valid.args::<u32>(w, &inp, &out);
+        let args = if last { (b.spoil)(args) } else { args };
+        expect_agreed_error(w, b.name, Plan::new(&w.comm, &args).map(|_| ()), b.code);
+        valid.run(w);
+        w.passed(b.name);
+    }
+
+    let plan = Plan::new(&w.comm, &valid.args::<u32>(w, &inp, &out))
+        .unwrap_or_else(|e| w.fail("error_execute", format!("planning failed: {e}")));
+    let input: Vec<u32> = fill(&inp.indices(w.rank));
+    let mut output = vec![0u32; plan.output_elems()];
+    let short = if last { output.len() - 1 } else { output.len() };
+    expect_agreed_error(
+        w,
+        "error_output_too_small",
+        plan.execute(&input, &mut output[..short]),
+        7,
+    );
+    w.passed("error_output_too_small");
+    let result = if last {
+        plan.execute(&[0u16; 16], &mut [0u16; 16])
+    } else {
+        plan.execute(&input, &mut output)
+    };
+    expect_agreed_error(w, "error_element_size_differs", result, 2);
+    w.passed("error_element_size_differs");
+    if let Err(e) = plan.execute(&input, &mut output) {
+        w.fail("valid_execute_after_error", e);
+    }
+    check_values(
+        w,
+        "valid_execute_after_error",
+        "execute",
+        &output,
+        &out.indices(w.rank),
+    );
+    w.passed("valid_execute_after_error");
+}
+
+/// Checks that every rank got an error with code `code`.
+fn expect_agreed_error(w: &World, name: &str, result: distreshape::Result<()>, code: i32) {
+    let mine = result.as_ref().err().map_or(0, distreshape::Error::code);
+    let mut codes = vec![0i32; w.size];
+    w.comm.all_gather_into(&mine, &mut codes[..]);
+    if codes.iter().any(|&c| c != code) {
+        w.fail(
+            name,
+            format!("error codes by rank {codes:?}, expected {code} everywhere (here: {result:?})"),
+        );
+    }
+}
