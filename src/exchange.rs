@@ -1,13 +1,22 @@
 //! Executes one rank's plan over MPI: the local copy, then rounds of point-to-point
-//! messages, one per peer and round, each described in place by an MPI datatype (no
-//! staging copy, no all-to-all). Sender and receiver cut the same global runs into
-//! the same messages, so the k-th message of a pair is posted in round k on both
-//! sides, which keeps the rounds deadlock-free.
+//! messages, one per peer, direction and round (no all-to-all). Sender and receiver
+//! cut the same global runs into the same messages, so the k-th message of a pair is
+//! posted in round k on both sides, which keeps the rounds deadlock-free.
 //!
-//! In place, the data this rank sends is first packed into a staging buffer (its
-//! only extra memory: exactly the bytes that leave), the kept elements are moved to
-//! their output positions, and the receives then land directly in the buffer.
+//! Every shared run is contiguous in both buffers, so a large run travels as a
+//! message of its own, straight from the sender's buffer into the receiver's. Small
+//! runs are packed together: a packed message that is scattered in the local buffer
+//! goes through this stream's slot of a staging buffer (packed before the send,
+//! unpacked after the receive). MPI derived datatypes would avoid that copy, but
+//! MPICH moves scattered datatypes several times slower than a pack and a contiguous
+//! send. Packed messages are capped so the staging stays within the plan's budget
+//! however large the array.
+//!
+//! In place, everything this rank sends is first packed (its only other extra
+//! memory: exactly the bytes that leave), the kept elements are moved to their
+//! output positions, and the receives then land in the buffer.
 
+use std::ops::Range;
 use std::os::raw::{c_int, c_void};
 
 use mpi::ffi;
@@ -16,22 +25,31 @@ use crate::comm::{Comm, check, count};
 use crate::error::Result;
 use crate::faults::try_vec;
 use crate::planner::{RankPlan, Transfer};
-use crate::runs::{MessageCutter, MessageLimits, Placement, Segment};
-
-/// One direction of the traffic with one peer.
-struct Stream {
-    peer: c_int,
-    cutter: MessageCutter,
-    segments: Vec<Segment>,
-    lengths: Vec<c_int>,
-    displacements: Vec<ffi::MPI_Aint>,
-}
+use crate::runs::{MessageCutter, MessageKind, MessageLimits, Placement, Segment};
 
 /// Which way a stream's messages go.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
     Send,
     Receive,
+}
+
+/// Most messages one stream posts in one round.
+const MESSAGES_PER_ROUND: usize = 64;
+
+/// One direction of the traffic with one peer.
+struct Stream {
+    peer: c_int,
+    side: Side,
+    cutter: MessageCutter,
+    /// The message being cut, as segments of the local buffer.
+    segments: Vec<Segment>,
+    /// This stream's slot in the staging buffer.
+    slot: Range<usize>,
+    /// True while a received packed message waits in the slot to be unpacked.
+    staged: bool,
+    /// True once every message has been posted.
+    done: bool,
 }
 
 impl Stream {
@@ -41,137 +59,134 @@ impl Stream {
         placement: Placement,
         plan: &RankPlan,
         limits: MessageLimits,
+        slot_start: usize,
     ) -> Result<Stream> {
         let runs = match side {
             Side::Send => plan.send_runs(transfer.peer),
             Side::Receive => plan.recv_runs(transfer.peer),
         };
-        let most = limits
-            .max_runs
-            .min(usize::try_from(transfer.elems).unwrap_or(usize::MAX));
+        let elems = usize::try_from(transfer.elems).unwrap_or(usize::MAX);
+        let slot_len = limits
+            .packed_bytes
+            .min(elems.saturating_mul(plan.elem_size));
         Ok(Stream {
             peer: transfer.peer as c_int,
+            side,
             cutter: MessageCutter::new(runs, placement, plan.elem_size, limits),
-            segments: try_vec(most, "the message segments", plan.rank)?,
-            lengths: try_vec(most, "the datatype block lengths", plan.rank)?,
-            displacements: try_vec(most, "the datatype displacements", plan.rank)?,
+            segments: try_vec(
+                limits.max_runs.min(elems),
+                "the message segments",
+                plan.rank,
+            )?,
+            slot: slot_start..slot_start + slot_len,
+            staged: false,
+            done: false,
         })
     }
 
-    /// Cuts the next message; false when the stream is exhausted.
-    fn advance(&mut self) -> bool {
-        self.cutter.next_message(&mut self.segments)
-    }
-
-    /// The current message as (offset, count, datatype); the datatype must be freed
-    /// with [`free_datatype`] after the message completes.
-    fn describe(&mut self) -> Result<(usize, c_int, ffi::MPI_Datatype)> {
-        // SAFETY: reading an MPI constant handle.
-        let byte = unsafe { ffi::RSMPI_UINT8_T };
-        if let [only] = self.segments[..] {
-            return Ok((only.offset, count(only.len)?, byte));
-        }
-        self.lengths.clear();
-        self.displacements.clear();
-        for s in &self.segments {
-            self.lengths.push(count(s.len)?);
-            self.displacements.push(s.offset as ffi::MPI_Aint);
-        }
-        let mut datatype = byte;
-        // SAFETY: both arrays hold segments.len() entries; datatype is a local handle.
-        check(
-            unsafe {
-                ffi::MPI_Type_create_hindexed(
-                    count(self.lengths.len())?,
-                    self.lengths.as_ptr(),
-                    self.displacements.as_ptr(),
-                    byte,
-                    &mut datatype,
-                )
-            },
-            "MPI_Type_create_hindexed",
-        )?;
-        // SAFETY: datatype was just created.
-        check(
-            unsafe { ffi::MPI_Type_commit(&mut datatype) },
-            "MPI_Type_commit",
-        )?;
-        Ok((0, 1, datatype))
-    }
-}
-
-/// The requests and derived datatypes of one round.
-struct Round {
-    requests: Vec<ffi::MPI_Request>,
-    datatypes: Vec<ffi::MPI_Datatype>,
-}
-
-impl Round {
-    /// Posts the current message of `stream` on `buffer`.
+    /// Posts this round's messages: up to [`MESSAGES_PER_ROUND`], ending early after a
+    /// packed one (its slot is in use until the round completes). Both sides cut the
+    /// same messages, so they post the same ones in the same round.
     ///
     /// # Safety
-    /// The message must lie inside `buffer`.
-    unsafe fn post(
+    /// The messages must lie inside `buffer`.
+    unsafe fn post_round(
         &mut self,
-        stream: &mut Stream,
         comm: &Comm,
         buffer: *mut u8,
-        side: Side,
+        staging: *mut u8,
+        requests: &mut Vec<ffi::MPI_Request>,
     ) -> Result<()> {
-        let (offset, n, datatype) = stream.describe()?;
-        // SAFETY: reading an MPI constant handle.
-        if datatype != unsafe { ffi::RSMPI_UINT8_T } {
-            self.datatypes.push(datatype);
+        for _ in 0..MESSAGES_PER_ROUND {
+            let Some(kind) = self.cutter.next_message(&mut self.segments) else {
+                self.done = true;
+                return Ok(());
+            };
+            // SAFETY: forwarded from the caller.
+            requests.push(unsafe { self.post(comm, buffer, staging) }?);
+            if kind == MessageKind::Packed {
+                break;
+            }
         }
-        // SAFETY: reading an MPI constant handle.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: the caller guarantees the message lies inside buffer.
+        Ok(())
+    }
+
+    /// Posts the current message: in place in `buffer` when it is one segment on this
+    /// side, otherwise through the stream's slot of `staging` (packed first for a send).
+    ///
+    /// # Safety
+    /// The segments must lie inside `buffer`.
+    unsafe fn post(
+        &mut self,
+        comm: &Comm,
+        buffer: *mut u8,
+        staging: *mut u8,
+    ) -> Result<ffi::MPI_Request> {
+        let bytes: usize = self.segments.iter().map(|s| s.len).sum();
+        let at = match self.segments[..] {
+            // SAFETY: the segment lies inside buffer.
+            [only] => unsafe { buffer.add(only.offset) },
+            _ => {
+                // SAFETY: the slot lies inside the staging capacity.
+                let slot = unsafe { staging.add(self.slot.start) };
+                if self.side == Side::Send {
+                    // SAFETY: the segments lie inside buffer; the slot holds `bytes`.
+                    unsafe { pack(&self.segments, buffer, slot) };
+                }
+                self.staged = self.side == Side::Receive;
+                slot
+            }
+        };
+        // SAFETY: reading MPI constant handles.
+        let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+        let n = count(bytes)?;
+        // SAFETY: `at` is valid for `bytes` bytes until the request completes.
         let (code, call) = unsafe {
-            let at = buffer.add(offset).cast::<c_void>();
-            match side {
+            let at = at.cast::<c_void>();
+            match self.side {
                 Side::Send => (
-                    ffi::MPI_Isend(at, n, datatype, stream.peer, 0, comm.raw(), &mut request),
+                    ffi::MPI_Isend(at, n, byte, self.peer, 0, comm.raw(), &mut request),
                     "MPI_Isend",
                 ),
                 Side::Receive => (
-                    ffi::MPI_Irecv(at, n, datatype, stream.peer, 0, comm.raw(), &mut request),
+                    ffi::MPI_Irecv(at, n, byte, self.peer, 0, comm.raw(), &mut request),
                     "MPI_Irecv",
                 ),
             }
         };
         check(code, call)?;
-        self.requests.push(request);
-        Ok(())
+        Ok(request)
     }
 
-    fn wait(&mut self) -> Result<()> {
-        // SAFETY: the requests were started by this round and are completed here.
-        let waited = check(
-            unsafe {
-                ffi::MPI_Waitall(
-                    count(self.requests.len())?,
-                    self.requests.as_mut_ptr(),
-                    ffi::RSMPI_STATUSES_IGNORE,
-                )
-            },
-            "MPI_Waitall",
-        );
-        self.requests.clear();
-        self.free_datatypes();
-        waited
-    }
-
-    fn free_datatypes(&mut self) {
-        for mut datatype in self.datatypes.drain(..) {
-            // SAFETY: each datatype was committed by this round and is freed once.
-            unsafe { ffi::MPI_Type_free(&mut datatype) };
+    /// Unpacks a received packed message once its round has completed.
+    ///
+    /// # Safety
+    /// The segments must lie inside `buffer`.
+    unsafe fn unpack(&mut self, buffer: *mut u8, staging: *const u8) {
+        if !std::mem::take(&mut self.staged) {
+            return;
+        }
+        let mut at = self.slot.start;
+        for s in &self.segments {
+            // SAFETY: the segment lies inside buffer; the slot, written by the receive,
+            // is separate memory.
+            unsafe { std::ptr::copy_nonoverlapping(staging.add(at), buffer.add(s.offset), s.len) };
+            at += s.len;
         }
     }
 }
 
-impl Drop for Round {
-    fn drop(&mut self) {
-        self.free_datatypes();
+/// Copies the segments of `buffer` back to back into `slot`.
+///
+/// # Safety
+/// The segments must lie inside `buffer`, and `slot` must hold their total length
+/// without overlapping `buffer`.
+unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
+    let mut at = 0;
+    for s in segments {
+        // SAFETY: as documented.
+        unsafe { std::ptr::copy_nonoverlapping(buffer.add(s.offset), slot.add(at), s.len) };
+        at += s.len;
     }
 }
 
@@ -181,29 +196,34 @@ pub struct Exchange<'a> {
     plan: &'a RankPlan,
     recvs: Vec<Stream>,
     sends: Vec<Stream>,
-    round: Round,
-    /// The packed sends, in place only.
-    staging: Option<Vec<u8>>,
+    requests: Vec<ffi::MPI_Request>,
+    /// One slot per stream for scattered messages.
+    staging: Vec<u8>,
+    /// Everything this rank sends, packed; in place only.
+    packed_sends: Option<Vec<u8>>,
 }
 
 impl<'a> Exchange<'a> {
-    /// Allocates the message descriptions of `plan` within `limits`, and for an
-    /// in-place execution the staging buffer of the sends.
+    /// Allocates the message descriptions and staging of `plan` within `limits`, and
+    /// for an in-place execution the buffer of the packed sends.
     pub fn prepare(
         plan: &'a RankPlan,
         limits: MessageLimits,
         in_place: bool,
     ) -> Result<Exchange<'a>> {
-        let size = plan.elem_size;
+        let mut slots = 0;
         let mut recvs = try_vec(plan.recvs.len(), "the receive streams", plan.rank)?;
         for t in &plan.recvs {
+            let placement = Placement::Pattern(plan.output_pattern());
             recvs.push(Stream::new(
                 t,
                 Side::Receive,
-                Placement::Pattern(plan.output_pattern()),
+                placement,
                 plan,
                 limits,
+                slots,
             )?);
+            slots = recvs[recvs.len() - 1].slot.end;
         }
         let mut sends = try_vec(plan.sends.len(), "the send streams", plan.rank)?;
         let mut packed = 0;
@@ -212,22 +232,32 @@ impl<'a> Exchange<'a> {
                 true => Placement::Packed { next: packed },
                 false => Placement::Pattern(plan.input_pattern()),
             };
-            sends.push(Stream::new(t, Side::Send, placement, plan, limits)?);
-            packed += t.elems as usize * size;
+            sends.push(Stream::new(t, Side::Send, placement, plan, limits, slots)?);
+            // In place, sends come packed and contiguous: they never need a slot.
+            slots = if in_place {
+                slots
+            } else {
+                sends[sends.len() - 1].slot.end
+            };
+            packed += t.elems as usize * plan.elem_size;
         }
-        let staging = in_place
-            .then(|| try_vec(packed, "the in-place send staging", plan.rank))
+        let packed_sends = in_place
+            .then(|| try_vec(packed, "the in-place packed sends", plan.rank))
             .transpose()?;
-        let peers = plan.recvs.len() + plan.sends.len();
+        // Only its capacity is used (through raw pointers), so pages no message needs
+        // are never touched.
+        let staging = try_vec(slots, "the message staging", plan.rank)?;
         Ok(Exchange {
             plan,
             recvs,
             sends,
-            round: Round {
-                requests: try_vec(peers, "the MPI requests", plan.rank)?,
-                datatypes: try_vec(peers, "the MPI datatypes", plan.rank)?,
-            },
+            requests: try_vec(
+                (plan.recvs.len() + plan.sends.len()) * MESSAGES_PER_ROUND,
+                "the MPI requests",
+                plan.rank,
+            )?,
             staging,
+            packed_sends,
         })
     }
 
@@ -240,70 +270,87 @@ impl<'a> Exchange<'a> {
     /// must run its own plan of the same reshape.
     pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
         let plan = self.plan;
-        let send_base = match self.staging.as_mut() {
+        let send_base = match self.packed_sends.as_mut() {
             // SAFETY: forwarded from the caller.
-            Some(staging) => unsafe { stage_in_place(plan, staging, output) },
+            Some(packed) => unsafe { stage_in_place(plan, packed, output) },
             None => input,
         };
+        let staging = self.staging.as_mut_ptr();
         let mut first = true;
         loop {
-            self.recvs.retain_mut(Stream::advance);
-            self.sends.retain_mut(Stream::advance);
             for stream in &mut self.recvs {
-                // SAFETY: the message lies inside the output buffer (planner invariant).
-                unsafe { self.round.post(stream, comm, output, Side::Receive) }?;
+                // SAFETY: the messages lie inside the output buffer (planner invariant).
+                unsafe { stream.post_round(comm, output, staging, &mut self.requests) }?;
             }
             for stream in &mut self.sends {
-                // SAFETY: the message lies inside the send buffer (planner invariant).
+                // SAFETY: the messages lie inside the send buffer (planner invariant).
                 unsafe {
-                    self.round
-                        .post(stream, comm, send_base.cast_mut(), Side::Send)
+                    stream.post_round(comm, send_base.cast_mut(), staging, &mut self.requests)
                 }?;
             }
-            if first && self.staging.is_none() {
+            if first && self.packed_sends.is_none() {
                 // SAFETY: forwarded from the caller.
-                unsafe { self.copy_local(input, output) };
+                unsafe { copy_local(plan, input, output) };
             }
             first = false;
-            if self.round.requests.is_empty() {
+            if self.requests.is_empty() {
                 return Ok(());
             }
-            self.round.wait()?;
+            self.wait()?;
+            for stream in &mut self.recvs {
+                // SAFETY: the messages lie inside the output buffer (planner invariant).
+                unsafe { stream.unpack(output, staging) };
+            }
+            self.recvs.retain(|s| !s.done);
+            self.sends.retain(|s| !s.done);
         }
     }
 
-    /// # Safety
-    /// As [`Exchange::run`], out of place.
-    unsafe fn copy_local(&self, input: *const u8, output: *mut u8) {
-        let size = self.plan.elem_size;
-        let in_bytes = self.plan.input_elems() as usize * size;
-        let out_bytes = self.plan.output_elems() as usize * size;
-        // SAFETY: the caller guarantees both buffers' sizes and that they are disjoint.
-        let (from, to) = unsafe {
-            (
-                slice_or_empty(input, in_bytes),
-                slice_or_empty_mut(output, out_bytes),
+    /// Completes the round's requests.
+    fn wait(&mut self) -> Result<()> {
+        // SAFETY: the requests were started by this round and are completed here.
+        let code = unsafe {
+            ffi::MPI_Waitall(
+                count(self.requests.len())?,
+                self.requests.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
             )
         };
-        self.plan.copy_local(from, to);
+        self.requests.clear();
+        check(code, "MPI_Waitall")
     }
 }
 
-/// Packs the sends into `staging` and moves the kept elements within `buffer`;
+/// Packs the sends into `packed` and moves the kept elements within `buffer`;
 /// returns where the sends are read from.
 ///
 /// # Safety
 /// `buffer` must hold the larger of the plan's input and output sizes.
-unsafe fn stage_in_place(plan: &RankPlan, staging: &mut Vec<u8>, buffer: *mut u8) -> *const u8 {
+unsafe fn stage_in_place(plan: &RankPlan, packed: &mut Vec<u8>, buffer: *mut u8) -> *const u8 {
     let size = plan.elem_size;
     let in_bytes = plan.input_elems() as usize * size;
     let len = in_bytes.max(plan.output_elems() as usize * size);
-    staging.resize(staging.capacity(), 0);
     // SAFETY: as documented.
     let buffer = unsafe { slice_or_empty_mut(buffer, len) };
-    plan.pack_sends(&buffer[..in_bytes], staging);
+    plan.pack_sends(&buffer[..in_bytes], packed);
     plan.move_kept_in_place(buffer);
-    staging.as_ptr()
+    packed.as_ptr()
+}
+
+/// # Safety
+/// As [`Exchange::run`], out of place.
+unsafe fn copy_local(plan: &RankPlan, input: *const u8, output: *mut u8) {
+    let size = plan.elem_size;
+    let in_bytes = plan.input_elems() as usize * size;
+    let out_bytes = plan.output_elems() as usize * size;
+    // SAFETY: the caller guarantees both buffers' sizes and that they are disjoint.
+    let (from, to) = unsafe {
+        (
+            slice_or_empty(input, in_bytes),
+            slice_or_empty_mut(output, out_bytes),
+        )
+    };
+    plan.copy_local(from, to);
 }
 
 /// The slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.

@@ -22,8 +22,13 @@ use crate::runs::MessageLimits;
 pub struct PlanOptions {
     /// Most bytes in one MPI message (MPI counts are 32-bit; default `i32::MAX`).
     pub max_message_bytes: usize,
-    /// Most runs described by the datatypes of one round, over all peers: bounds the
-    /// memory used to describe messages (16 bytes per run, plus MPI's copy).
+    /// Staging for scattered messages, per direction, over all peers (default
+    /// 16 MiB): messages are capped at this divided by the largest peer count of any
+    /// rank (but at least 64 KiB), so staging never exceeds it by more than that floor
+    /// times the peer count, nor the bytes actually moved.
+    pub staging_bytes: usize,
+    /// Most runs cut into the messages of one round, over all peers: bounds the
+    /// memory that lists them (16 bytes per run).
     pub run_budget: usize,
 }
 
@@ -31,7 +36,24 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             max_message_bytes: i32::MAX as usize,
+            staging_bytes: 16 << 20,
             run_budget: 1 << 18,
+        }
+    }
+}
+
+impl PlanOptions {
+    /// The message limits when the busiest rank talks to `peers` ranks per direction.
+    fn limits(&self, peers: usize) -> MessageLimits {
+        let max_bytes = self.max_message_bytes.max(1);
+        let packed_bytes = (self.staging_bytes / peers)
+            .clamp(64 << 10, 1 << 30)
+            .min(max_bytes);
+        MessageLimits {
+            max_bytes,
+            direct_bytes: packed_bytes.min(64 << 10),
+            packed_bytes,
+            max_runs: (self.run_budget / peers).max(1),
         }
     }
 }
@@ -99,10 +121,7 @@ impl Plan {
             .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
         let mut piggyback = vec![peers as i64];
         agree(&comm, planned.as_ref().err(), &mut piggyback)?;
-        let limits = MessageLimits {
-            max_bytes: options.max_message_bytes.max(1),
-            max_runs: (options.run_budget / piggyback[0] as usize).max(1),
-        };
+        let limits = options.limits(piggyback[0] as usize);
         Ok(Plan {
             comm,
             plan: planned?,

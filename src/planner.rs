@@ -188,17 +188,14 @@ impl RankPlan {
         pending.into_iter().for_each(flush);
     }
 
-    /// Copies what this rank sends from its input into `staging`, peer after peer (in
+    /// Appends what this rank sends from its input to `staging`, peer after peer (in
     /// the order of `sends`), each peer's runs in global order: in place, the sends
     /// are read from there while the buffer is rewritten.
-    pub fn pack_sends(&self, input: &[u8], staging: &mut [u8]) {
+    pub fn pack_sends(&self, input: &[u8], staging: &mut Vec<u8>) {
         let (from, size) = (self.input_pattern(), self.elem_size);
-        let mut at = 0;
         for run in self.sends.iter().flat_map(|t| self.send_runs(t.peer)) {
             let src = from.local_offset(run.global) as usize * size;
-            let len = run.len as usize * size;
-            staging[at..at + len].copy_from_slice(&input[src..src + len]);
-            at += len;
+            staging.extend_from_slice(&input[src..src + run.len as usize * size]);
         }
     }
 

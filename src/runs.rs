@@ -166,14 +166,27 @@ pub struct Segment {
     pub len: usize,
 }
 
-/// Limits on one message: bytes (MPI counts are 32-bit) and blocks (the size of the
-/// MPI datatype that describes it).
+/// How shared runs are cut into messages. Sender and receiver use the same limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageLimits {
-    /// Most bytes in one message.
+    /// Most bytes in one message (MPI counts are 32-bit).
     pub max_bytes: usize,
-    /// Most runs in one message.
+    /// Runs of at least this many bytes travel alone, straight from the sender's
+    /// buffer into the receiver's (runs are contiguous on both sides).
+    pub direct_bytes: usize,
+    /// Most bytes packed together from smaller runs (the size of a staging slot).
+    pub packed_bytes: usize,
+    /// Most runs packed together.
     pub max_runs: usize,
+}
+
+/// What kind of message [`MessageCutter::next_message`] cut (the same on both sides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    /// One run (or a piece of one), contiguous in both buffers.
+    Direct,
+    /// Several small runs, contiguous in neither buffer in general.
+    Packed,
 }
 
 /// Where the runs of a stream lie in a local buffer.
@@ -209,8 +222,7 @@ pub struct MessageCutter {
     runs: SharedRuns,
     placement: Placement,
     pending: Option<Run>,
-    max_elems: u64,
-    max_runs: usize,
+    limits: MessageLimits,
     elem_size: usize,
 }
 
@@ -223,41 +235,67 @@ impl MessageCutter {
         elem_size: usize,
         limits: MessageLimits,
     ) -> MessageCutter {
-        let max_elems = (limits.max_bytes / elem_size).max(1) as u64;
         MessageCutter {
             runs,
             placement,
             pending: None,
-            max_elems,
-            max_runs: limits.max_runs.max(1),
+            limits,
             elem_size,
         }
     }
 
     /// Replaces `segments` with the next message as coalesced byte segments of the
-    /// local buffer. Returns false when no message is left.
-    pub fn next_message(&mut self, segments: &mut Vec<Segment>) -> bool {
+    /// local buffer and says what kind it is; `None` when no message is left.
+    pub fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
         segments.clear();
-        let mut elems = 0;
-        let mut runs = 0;
-        while elems < self.max_elems && runs < self.max_runs {
-            let Some(run) = self.pending.take().or_else(|| self.runs.next()) else {
-                break;
-            };
-            let take = run.len.min(self.max_elems - elems);
-            if take < run.len {
-                self.pending = Some(Run {
-                    global: run.global + take,
-                    len: run.len - take,
-                });
-            }
-            let len = take as usize * self.elem_size;
-            let offset = self.placement.place(run.global, len, self.elem_size);
-            push_coalesced(segments, Segment { offset, len });
-            elems += take;
-            runs += 1;
+        let first = self.take()?;
+        let size = self.elem_size as u64;
+        if first.len * size >= self.limits.direct_bytes as u64 {
+            let most = (self.limits.max_bytes as u64 / size).max(1);
+            let piece = self.split(first, most);
+            self.push(segments, piece);
+            return Some(MessageKind::Direct);
         }
-        !segments.is_empty()
+        let mut bytes = first.len * size;
+        self.push(segments, first);
+        for _ in 1..self.limits.max_runs {
+            let Some(run) = self.take() else { break };
+            let run_bytes = run.len * size;
+            if run_bytes >= self.limits.direct_bytes as u64
+                || bytes + run_bytes > self.limits.packed_bytes as u64
+            {
+                self.pending = Some(run);
+                break;
+            }
+            bytes += run_bytes;
+            self.push(segments, run);
+        }
+        Some(MessageKind::Packed)
+    }
+
+    fn take(&mut self) -> Option<Run> {
+        self.pending.take().or_else(|| self.runs.next())
+    }
+
+    /// The first `most` elements of `run`; the rest waits for the next message.
+    fn split(&mut self, run: Run, most: u64) -> Run {
+        if run.len <= most {
+            return run;
+        }
+        self.pending = Some(Run {
+            global: run.global + most,
+            len: run.len - most,
+        });
+        Run {
+            global: run.global,
+            len: most,
+        }
+    }
+
+    fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
+        let len = run.len as usize * self.elem_size;
+        let offset = self.placement.place(run.global, len, self.elem_size);
+        push_coalesced(segments, Segment { offset, len });
     }
 }
 
@@ -303,16 +341,19 @@ mod tests {
 
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
-            a in pattern(), b in pattern(), max_bytes in 1usize..40, max_runs in 1usize..4
+            a in pattern(), b in pattern(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
         ) {
-            let limits = MessageLimits { max_bytes, max_runs };
+            let packed_bytes = max_bytes.max(direct);
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
             let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
-            while cutter.next_message(&mut segs) {
+            while let Some(kind) = cutter.next_message(&mut segs) {
                 let bytes: usize = segs.iter().map(|s| s.len).sum();
-                prop_assert!(bytes <= max_bytes.max(4));
-                prop_assert!(segs.len() <= max_runs);
+                match kind {
+                    MessageKind::Direct => prop_assert!(segs.len() == 1 && bytes <= max_bytes.max(4)),
+                    MessageKind::Packed => prop_assert!(bytes <= packed_bytes.max(4) && segs.len() <= max_runs),
+                }
                 covered.extend(segs.iter().flat_map(|s| (s.offset / 4)..(s.offset + s.len) / 4));
             }
             let bset = members(&b);

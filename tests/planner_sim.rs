@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::planner::{Path, RankPlan};
-use distreshape::runs::{MessageCutter, MessageLimits, Placement, Segment};
+use distreshape::runs::{MessageCutter, MessageKind, MessageLimits, Placement, Segment};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
@@ -147,6 +147,8 @@ fn case() -> impl Strategy<Value = Case> {
                     targets,
                     limits: MessageLimits {
                         max_bytes: max_bytes * 8,
+                        direct_bytes: (max_bytes * 8).min(24),
+                        packed_bytes: max_bytes * 8,
                         max_runs,
                     },
                 })
@@ -263,14 +265,16 @@ fn deliver(
             let mut rx = MessageCutter::new(plans[r].recv_runs(q), to, 8, limits);
             let (mut ts, mut rs) = (Vec::new(), Vec::new());
             loop {
-                let (more_t, more_r) = (tx.next_message(&mut ts), rx.next_message(&mut rs));
-                assert_eq!(more_t, more_r, "message counts of {q}->{r} disagree");
-                if !more_t {
-                    break;
-                }
+                let (kind_t, kind_r) = (tx.next_message(&mut ts), rx.next_message(&mut rs));
+                assert_eq!(kind_t, kind_r, "messages of {q}->{r} disagree");
+                let Some(kind) = kind_t else { break };
+                let cap = match kind {
+                    MessageKind::Direct => limits.max_bytes.max(8),
+                    MessageKind::Packed => limits.packed_bytes,
+                };
                 let bytes = gather(from, &ts);
                 assert!(
-                    bytes.len() <= limits.max_bytes
+                    bytes.len() <= cap
                         && ts.len() <= limits.max_runs
                         && rs.len() <= limits.max_runs
                 );
@@ -312,8 +316,9 @@ fn simulate_in_place(
     for (plan, input) in plans.iter().zip(inputs) {
         let mut buffer = input.clone();
         buffer.resize(input.len().max(plan.output_elems() as usize * 8), 0xEE);
-        let mut staging = vec![0; plan.stats().bytes_sent as usize];
+        let mut staging = Vec::new();
         plan.pack_sends(&buffer[..input.len()], &mut staging);
+        assert_eq!(staging.len() as u64, plan.stats().bytes_sent);
         plan.move_kept_in_place(&mut buffer);
         buffers.push(buffer);
         staged.push(staging);
@@ -439,6 +444,8 @@ fn seed_case_moves_nothing_when_balanced() {
             targets: None,
             limits: MessageLimits {
                 max_bytes: 1 << 20,
+                direct_bytes: 64,
+                packed_bytes: 1 << 10,
                 max_runs: 1 << 10,
             },
         };
@@ -462,6 +469,8 @@ fn non_divisible_same_split_falls_back_to_exchange() {
         targets: None,
         limits: MessageLimits {
             max_bytes: 64,
+            direct_bytes: 16,
+            packed_bytes: 32,
             max_runs: 2,
         },
     };
