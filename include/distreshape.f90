@@ -37,7 +37,8 @@ module distreshape
        DR_ERROR_MPI = 10, DR_ERROR_MPI_NOT_INITIALIZED = 11, &
        DR_ERROR_INVALID_COMMUNICATOR = 12, DR_ERROR_INTERNAL = 13
 
-  !> Element types (enum dr_dtype), needed by dr_plan_create.
+  !> Element types (enum dr_dtype), needed by dr_plan_create. dr_plan_execute
+  !> has specifics for FLOAT32, FLOAT64, INT32, INT64, COMPLEX64, COMPLEX128.
   integer, parameter, public :: DR_DTYPE_INT8 = 0, DR_DTYPE_INT16 = 1, DR_DTYPE_INT32 = 2, &
        DR_DTYPE_INT64 = 3, DR_DTYPE_UINT8 = 4, DR_DTYPE_UINT16 = 5, DR_DTYPE_UINT32 = 6, &
        DR_DTYPE_UINT64 = 7, DR_DTYPE_FLOAT32 = 8, DR_DTYPE_FLOAT64 = 9, &

@@ -262,7 +262,10 @@ enum dr_status dr_plan_output(const struct dr_plan *plan,
  Executes a plan (collective over the plan's ranks): reads this rank's input from
  `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
  `in` (in place: the buffer must hold both); when nothing moves on this rank, in
- place touches nothing. A NULL plan is reported locally only (no rank can be told).
+ place touches nothing. A plan that moves nothing between ranks (bytes_sent and
+ bytes_received 0 on every rank, e.g. the seed case with balanced input) executes
+ without communicating: it is then local, and a buffer error is reported only on
+ the rank that made it. A NULL plan is reported locally only.
 
  # Safety
  `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`

@@ -35,7 +35,7 @@ enum Side {
 }
 
 /// Most messages one stream posts in one round.
-const MESSAGES_PER_ROUND: usize = 64;
+const MESSAGES_PER_ROUND: usize = 1024;
 
 /// One direction of the traffic with one peer.
 struct Stream {

@@ -80,6 +80,9 @@ pub struct Plan {
     comm: Comm,
     plan: RankPlan,
     limits: MessageLimits,
+    /// False when no rank sends or receives anything: execution is then purely
+    /// local on every rank and needs no collective.
+    collective: bool,
 }
 
 impl Plan {
@@ -119,12 +122,16 @@ impl Plan {
         let peers = planned
             .as_ref()
             .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
-        let mut piggyback = vec![peers as i64];
+        let talks = planned
+            .as_ref()
+            .is_ok_and(|p| !(p.sends.is_empty() && p.recvs.is_empty()));
+        let mut piggyback = vec![peers as i64, i64::from(talks)];
         agree(&comm, planned.as_ref().err(), &mut piggyback)?;
         let limits = options.limits(piggyback[0] as usize);
         Ok(Plan {
             comm,
             plan: planned?,
+            collective: piggyback[1] != 0,
             limits,
         })
     }
@@ -164,13 +171,21 @@ impl Plan {
         self.plan.elem_size
     }
 
+    /// True when executing needs the other ranks: some rank sends or receives. A plan
+    /// that moves nothing between ranks (for example the seed case with balanced
+    /// input) executes locally: no collective, no synchronization, and a buffer error
+    /// is reported only on the rank that made it.
+    pub fn is_collective(&self) -> bool {
+        self.collective
+    }
+
     /// The per-rank plan (peers, volumes, layouts).
     pub fn rank_plan(&self) -> &RankPlan {
         &self.plan
     }
 
-    /// Executes the plan from `input` into `output` (collective). `T` must have the
-    /// plan's element size.
+    /// Executes the plan from `input` into `output` (collective unless
+    /// [`Plan::is_collective`] is false). `T` must have the plan's element size.
     pub fn execute<T: crate::Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(output);
@@ -187,8 +202,9 @@ impl Plan {
     }
 
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
-    /// output on return, so it must be large enough for both (collective). When the
-    /// output equals the input on this rank, nothing is touched.
+    /// output on return, so it must be large enough for both (collective unless
+    /// [`Plan::is_collective`] is false). When the output equals the input on this
+    /// rank, nothing is touched.
     pub fn execute_in_place<T: crate::Element>(&self, buffer: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(buffer);
@@ -252,7 +268,9 @@ impl Plan {
                 .then(|| Exchange::prepare(&self.plan, self.limits, in_place))
                 .transpose()
         });
-        agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
+        if self.collective {
+            agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
+        }
         let Some(exchange) = local? else {
             return Ok(());
         };
