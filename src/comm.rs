@@ -61,7 +61,7 @@ unsafe impl Sync for Comm {}
 impl Comm {
     /// Duplicates `caller` (collective over it). Fails without communicating when MPI
     /// is not usable or `caller` is MPI_COMM_NULL or an intercommunicator.
-    pub fn duplicate(caller: RawComm, rank_hint: &str) -> Result<Comm> {
+    pub fn duplicate(caller: RawComm) -> Result<Comm> {
         if !mpi_is_usable() {
             return Err(Error::MpiNotInitialized(
                 "call MPI_Init (or MPI_Init_thread) before DistReshape, and do not call it after MPI_Finalize"
@@ -71,7 +71,8 @@ impl Comm {
         // SAFETY: reading an MPI constant handle.
         if caller == unsafe { ffi::RSMPI_COMM_NULL } {
             return Err(Error::InvalidCommunicator(format!(
-                "comm is MPI_COMM_NULL{rank_hint}"
+                "comm is MPI_COMM_NULL (on rank {} of MPI_COMM_WORLD)",
+                world_rank()
             )));
         }
         let mut inter: c_int = 0;
@@ -83,7 +84,8 @@ impl Comm {
         .map_err(|e| Error::InvalidCommunicator(e.detail().to_string()))?;
         if inter != 0 {
             return Err(Error::InvalidCommunicator(format!(
-                "comm is an intercommunicator; DistReshape needs an intracommunicator{rank_hint}"
+                "comm is an intercommunicator; DistReshape needs an intracommunicator (on rank {} of MPI_COMM_WORLD)",
+                world_rank()
             )));
         }
         let mut raw = caller;
@@ -206,6 +208,15 @@ impl Drop for Comm {
             unsafe { ffi::MPI_Comm_free(&mut self.raw) };
         }
     }
+}
+
+/// This process's rank in MPI_COMM_WORLD, to name it in messages about a
+/// communicator that cannot be used.
+fn world_rank() -> c_int {
+    let mut rank: c_int = -1;
+    // SAFETY: MPI is initialized (checked by the caller); MPI_COMM_WORLD is valid.
+    unsafe { ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut rank) };
+    rank
 }
 
 /// Converts a length to an MPI count.

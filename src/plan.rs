@@ -95,7 +95,7 @@ impl Plan {
     /// argument the caller could not even decode) is agreed with the other ranks like
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
-        let comm = Comm::duplicate(comm, "")?;
+        let comm = Comm::duplicate(comm)?;
         let rank = comm.rank();
         let checked = contain_panic(|| {
             injected_panic_point();
