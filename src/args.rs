@@ -34,6 +34,10 @@ pub struct ReshapeArgs {
     pub new_split: Option<usize>,
     /// How the output rows are distributed (ignored when the output is not split).
     pub target: Target,
+    /// The element type beyond its size, when the caller knows it (the C ABI passes
+    /// its `dr_dtype`): ranks passing different types of the same size are then
+    /// inconsistent too.
+    pub dtype: Option<i32>,
 }
 
 impl ReshapeArgs {
@@ -54,6 +58,7 @@ impl ReshapeArgs {
             new_shape: new_shape.to_vec(),
             new_split,
             target: Target::Balanced,
+            dtype: None,
         }
     }
 
@@ -72,12 +77,13 @@ impl ReshapeArgs {
         push_shape(&mut fp, &self.new_shape);
         fp.push(axis_code(self.new_split));
         fp.push(i64::from(matches!(self.target, Target::Len(_))));
+        fp.push(self.dtype.map_or(-1, i64::from));
         fp
     }
 }
 
 /// Length of [`ReshapeArgs::fingerprint`].
-pub const FINGERPRINT_LEN: usize = 6 + 2 * MAX_DIMS;
+pub const FINGERPRINT_LEN: usize = 7 + 2 * MAX_DIMS;
 
 fn push_shape(fp: &mut Vec<i64>, shape: &[i64]) {
     fp.push(shape.len() as i64);
@@ -98,10 +104,11 @@ pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Op
         34 => ("split", format!("{:?}", args.split)),
         35..=67 => ("new_shape", format!("{:?}", args.new_shape)),
         68 => ("new_split", format!("{:?}", args.new_split)),
-        _ => (
+        69 => (
             "target (balanced or explicit new_local_len)",
             format!("{:?}", args.target),
         ),
+        _ => ("dtype", format!("{:?}", args.dtype)),
     };
     Some(Error::InconsistentArguments(format!(
         "ranks passed different {name} (values range from {} to {} across ranks); rank {rank} passed {mine}",
@@ -384,5 +391,22 @@ mod tests {
         let msg = mismatch(&a, &min, &max, 1).unwrap().to_string();
         assert!(msg.contains("new_split") && msg.contains("rank 1"), "{msg}");
         assert!(mismatch(&a, &fa, &fa, 0).is_none());
+        let c = ReshapeArgs {
+            dtype: Some(9),
+            ..a.clone()
+        };
+        let d = ReshapeArgs {
+            dtype: Some(3),
+            ..a.clone()
+        };
+        let (fc, fd) = (c.fingerprint(), d.fingerprint());
+        let min: Vec<i64> = fc.iter().zip(&fd).map(|(x, y)| *x.min(y)).collect();
+        let max: Vec<i64> = fc.iter().zip(&fd).map(|(x, y)| *x.max(y)).collect();
+        assert!(
+            mismatch(&c, &min, &max, 0)
+                .unwrap()
+                .to_string()
+                .contains("dtype")
+        );
     }
 }

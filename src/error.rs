@@ -87,6 +87,16 @@ impl Error {
         }
     }
 
+    /// The same error with the detail naming `rank` (unless it already does), for
+    /// errors found where the rank was not known (arguments decoded by the C ABI).
+    pub fn on_rank(self, rank: usize) -> Error {
+        if self.detail().contains(&format!("rank {rank}")) {
+            return self;
+        }
+        let detail = format!("{} (rank {rank})", self.detail());
+        Error::from_code(self.code(), detail)
+    }
+
     /// The detail message without the category prefix.
     pub fn detail(&self) -> &str {
         match self {

@@ -233,6 +233,7 @@ unsafe fn decode_args(
         new_shape: unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?,
         new_split: split_arg("new_split", new_split)?,
         target,
+        dtype: Some(dtype),
     })
 }
 

@@ -99,7 +99,7 @@ impl Plan {
         let rank = comm.rank();
         let checked = contain_panic(|| {
             injected_panic_point();
-            check_local(args.as_ref().map_err(Clone::clone)?, rank)
+            check_local(args.as_ref().map_err(|e| e.clone().on_rank(rank))?, rank)
         });
         let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
         let fingerprint = args
@@ -262,12 +262,14 @@ impl Plan {
             (output, output_capacity),
             rank,
         );
-        let local = pre.map_or(buffers, Err).and_then(|in_place| {
-            let skip = in_place && self.plan.is_identity();
-            (!skip)
-                .then(|| Exchange::prepare(&self.plan, self.limits, in_place))
-                .transpose()
-        });
+        let local = pre
+            .map_or(buffers, |e| Err(e.on_rank(rank)))
+            .and_then(|in_place| {
+                let skip = in_place && self.plan.is_identity();
+                (!skip)
+                    .then(|| Exchange::prepare(&self.plan, self.limits, in_place))
+                    .transpose()
+            });
         if self.collective {
             agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
         }

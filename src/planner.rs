@@ -304,7 +304,7 @@ impl fmt::Display for RankPlan {
             s.peers_received,
             s.bytes_copied_locally,
             if self.is_identity() {
-                "; output buffer = input buffer (in place moves nothing)"
+                "; nothing moves on this rank (in place touches nothing)"
             } else {
                 ""
             }

@@ -43,6 +43,7 @@ fn args() -> impl Strategy<Value = (ReshapeArgs, usize)> {
                     new_shape,
                     new_split,
                     target: distreshape::Target::Balanced,
+                    dtype: None,
                 };
                 (args, p)
             },

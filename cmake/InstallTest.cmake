@@ -1,0 +1,65 @@
+# Install test, run by ctest as `cmake -D... -P InstallTest.cmake`:
+#  1. installs the build in BUILD_DIR into WORK_DIR/prefix,
+#  2. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
+#  3. builds the examples, runs their tests (1-4 ranks) with ctest,
+#  4. installs them too and runs the installed seed example, which must find
+#     libdistreshape.so through its RPATH alone,
+#  5. builds the split example with the compiler and `pkg-config distreshape`
+#     flags only, and runs it.
+foreach(var BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
+            MPIEXEC_NUMPROC_FLAG)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "InstallTest.cmake: -D ${var}=... is required")
+  endif()
+endforeach()
+
+function(run)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "install test: ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "install test: command failed (${result}): ${shown}")
+  endif()
+endfunction()
+
+set(prefix "${WORK_DIR}/prefix")
+set(build "${WORK_DIR}/examples")
+file(REMOVE_RECURSE "${WORK_DIR}")
+
+run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+
+set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
+    "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
+    "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")
+foreach(var C_COMPILER Fortran_COMPILER)
+  if(${var})
+    list(APPEND configure_args "-DCMAKE_${var}=${${var}}")
+  endif()
+endforeach()
+foreach(var MPI_C_COMPILER MPI_Fortran_COMPILER)
+  if(${var})
+    list(APPEND configure_args "-D${var}=${${var}}")
+  endif()
+endforeach()
+run("${CMAKE_COMMAND}" ${configure_args})
+run("${CMAKE_COMMAND}" --build "${build}")
+run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
+
+# Installed executables must run from the prefix, without LD_LIBRARY_PATH.
+run("${CMAKE_COMMAND}" --install "${build}")
+unset(ENV{LD_LIBRARY_PATH})
+separate_arguments(preflags NATIVE_COMMAND "${MPIEXEC_PREFLAGS}")
+run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${prefix}/bin/seed_c" 1000)
+
+# pkg-config: compile and link with the .pc flags alone.
+find_program(PKG_CONFIG pkg-config)
+if(PKG_CONFIG AND C_COMPILER)
+  set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
+  execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs distreshape
+                  OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  separate_arguments(pc_flags NATIVE_COMMAND "${pc_flags}")
+  run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
+  run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/split_pkgconfig")
+endif()

@@ -1,0 +1,38 @@
+/* C shim behind the Fortran module `distreshape`.
+ *
+ * Fortran passes MPI communicators as integer handles (the MPI_VAL component
+ * of mpi_f08's type(MPI_Comm), or an old-style `integer` handle from `use mpi`).
+ * These wrappers convert the handle with MPI_Comm_f2c and forward everything
+ * else unchanged to the C API; shape reversal and split renumbering happen in
+ * the Fortran module. */
+#include <mpi.h>
+#include "distreshape.h"
+
+/* MPI_Comm_f2c is only meaningful while MPI is initialized (Open MPI looks
+ * the handle up in a table). Otherwise pass MPI_COMM_NULL; the library then
+ * reports DR_ERROR_MPI_NOT_INITIALIZED because that check comes first. */
+static MPI_Comm comm_from_fortran(MPI_Fint fcomm)
+{
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    return (initialized && !finalized) ? MPI_Comm_f2c(fcomm) : MPI_COMM_NULL;
+}
+
+dr_status dr_reshape_f(const void *buf, dr_dtype dtype, int32_t ndims, const int64_t *gshape,
+                       int32_t split, MPI_Fint comm, int64_t local_len, int32_t new_ndims,
+                       const int64_t *new_gshape, int32_t new_split, void *out,
+                       int64_t out_capacity, int64_t *new_local_elems)
+{
+    return dr_reshape(buf, dtype, ndims, gshape, split, comm_from_fortran(comm), local_len,
+                      new_ndims, new_gshape, new_split, out, out_capacity, new_local_elems);
+}
+
+dr_status dr_plan_create_f(dr_dtype dtype, int32_t ndims, const int64_t *gshape, int32_t split,
+                           MPI_Fint comm, int64_t local_len, int32_t new_ndims,
+                           const int64_t *new_gshape, int32_t new_split, int64_t new_local_len,
+                           dr_plan **plan)
+{
+    return dr_plan_create(dtype, ndims, gshape, split, comm_from_fortran(comm), local_len,
+                          new_ndims, new_gshape, new_split, new_local_len, plan);
+}

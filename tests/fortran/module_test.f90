@@ -1,0 +1,131 @@
+!> Tests of the Fortran module: column-major shapes and 1-based split
+!> dimensions, every element type, both communicator kinds, plans, and stat=
+!> for errors (which must not stop the program when stat= is present).
+program module_test
+  use mpi_f08
+  use distreshape
+  use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
+  implicit none
+  integer :: rank, nranks, stat, failures, total
+  integer(int64) :: my_len, offset, new_len, new_offset, nout, i, j, elems
+  integer(int64), allocatable :: shape_out(:)
+  real(real64), allocatable :: a(:, :), b(:, :)
+  type(dr_plan) :: plan
+  type(dr_plan_stats) :: stats
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  failures = 0
+
+  ! (6, 4) split along dimension 2 (columns) -> (2, 12) split along dimension 2.
+  call dr_balanced_slab(4_int64, nranks, rank, my_len, offset)
+  allocate(a(6, my_len))
+  do j = 1, my_len
+    do i = 1, 6
+      a(i, j) = real((i - 1) + 6 * (offset + j - 1), real64)
+    end do
+  end do
+  call dr_balanced_slab(12_int64, nranks, rank, new_len, new_offset)
+  allocate(b(2, new_len))
+  call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, nout=nout)
+  call expect(nout == size(b) .and. all(b == expected()), 'real64 (6,4) split 2 -> (2,12) split 2')
+
+  ! The same through the integer handle, every other element type, into a 1-d buffer.
+  call check_types()
+
+  ! Not split at all (split 0): every rank holds and gets everything.
+  block
+    integer(int32) :: whole(3, 4), flat(12)
+    whole = reshape([(int(i, int32), i = 0, 11)], [3, 4])
+    call dr_reshape(whole, [3_int64, 4_int64], 0, MPI_COMM_WORLD, [12_int64], 0, flat)
+    call expect(all(flat == [(int(i, int32), i = 0, 11)]), 'int32 replicated (3,4) -> (12)')
+  end block
+
+  ! Plans, with the integer handle.
+  call dr_plan_create(DR_DTYPE_FLOAT64, [6_int64, 4_int64], 2, MPI_COMM_WORLD%MPI_VAL, my_len, &
+                      [2_int64, -1_int64], 2, plan)
+  call dr_plan_output(plan, shape_out, new_len, elems)
+  call expect(all(shape_out == [2, 12]) .and. elems == 2 * new_len, 'dr_plan_output')
+  b = -1
+  call dr_plan_execute(plan, a, b)
+  call expect(all(b == expected()), 'dr_plan_execute')
+  call dr_plan_stats_get(plan, stats)
+  call expect(stats%bytes_sent >= 0 .and. stats%peers_sent >= 0, 'dr_plan_stats_get')
+  call expect(len(dr_plan_describe(plan)) > 0, 'dr_plan_describe')
+  call dr_plan_destroy(plan)
+  call dr_plan_destroy(plan)  ! no-op the second time
+
+  ! Errors with stat=: out-of-range Fortran split, bad distribution, small output.
+  b = -1
+  call dr_reshape(a, [6_int64, 4_int64], 3, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, stat=stat)
+  call expect(stat == DR_ERROR_INVALID_SPLIT .and. all(b == -1), 'split 3 of 2 dimensions')
+  call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 3, b, stat=stat)
+  call expect(stat == DR_ERROR_INVALID_SPLIT, 'new split 3 of 2 dimensions')
+  call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, &
+                  local_len=my_len + 1, stat=stat)
+  call expect(stat == DR_ERROR_INVALID_DISTRIBUTION, 'local_len + 1 on every rank')
+  call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b(:, 1:0), &
+                  stat=stat)
+  call expect(stat == DR_ERROR_BUFFER_TOO_SMALL .or. new_len == 0, 'empty output buffer')
+  call expect(len(dr_last_error_message()) > 0, 'dr_last_error_message')
+  call expect(dr_status_string(DR_SUCCESS) /= dr_status_string(DR_ERROR_INTERNAL), &
+              'dr_status_string')
+  call expect(len(dr_version()) > 0, 'dr_version')
+
+  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a)', merge('OK:     ', 'FAILED: ', total == 0), total, ' failure(s)'
+  call MPI_Finalize()
+  if (total /= 0) error stop 1
+
+contains
+
+  !> Expected local output of the (2, 12) split 2 array.
+  function expected()
+    real(real64) :: expected(2, new_len)
+    integer(int64) :: r, c
+    do c = 1, new_len
+      do r = 1, 2
+        expected(r, c) = real((r - 1) + 2 * (new_offset + c - 1), real64)
+      end do
+    end do
+  end function expected
+
+  !> The same reshape for the other element types, with the integer handle,
+  !> into rank-1 output buffers (assumed rank accepts any rank).
+  subroutine check_types()
+    integer :: handle
+    real(real32), allocatable :: out_r32(:)
+    integer(int32), allocatable :: out_i32(:)
+    integer(int64), allocatable :: out_i64(:)
+    complex(real32), allocatable :: out_c64(:)
+    complex(real64), allocatable :: out_c128(:)
+    real(real64), allocatable :: want(:)
+    handle = MPI_COMM_WORLD%MPI_VAL
+    want = reshape(expected(), [size(b)])
+    allocate(out_r32(size(want)), out_i32(size(want)), out_i64(size(want)), &
+             out_c64(size(want)), out_c128(size(want)))
+    call dr_reshape(real(a, real32), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, out_r32)
+    call expect(all(out_r32 == real(want, real32)), 'real32')
+    call dr_reshape(int(a, int32), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, out_i32)
+    call expect(all(out_i32 == int(want, int32)), 'int32')
+    call dr_reshape(int(a, int64), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, out_i64)
+    call expect(all(out_i64 == int(want, int64)), 'int64')
+    call dr_reshape(cmplx(a, -a, real32), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, &
+                    out_c64)
+    call expect(all(out_c64 == cmplx(want, -want, real32)), 'complex(real32)')
+    call dr_reshape(cmplx(a, -a, real64), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, &
+                    out_c128)
+    call expect(all(out_c128 == cmplx(want, -want, real64)), 'complex(real64)')
+  end subroutine check_types
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (.not. ok) then
+      failures = failures + 1
+      print '(a, i0, a, a)', 'rank ', rank, ': FAIL ', what
+    end if
+  end subroutine expect
+
+end program module_test
