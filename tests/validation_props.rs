@@ -51,7 +51,7 @@ fn args() -> impl Strategy<Value = (ReshapeArgs, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
+    #![proptest_config(ProptestConfig::with_cases(10000))]
 
     #[test]
     fn validation_and_planning_never_panic_and_conserve_elements((args, p) in args()) {
