@@ -96,43 +96,17 @@ impl Plan {
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
         let comm = Comm::duplicate(comm)?;
-        let rank = comm.rank();
-        let checked = contain_panic(|| {
-            injected_panic_point();
-            check_local(args.as_ref().map_err(|e| e.clone().on_rank(rank))?, rank)
-        });
-        let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
-        let fingerprint = args
-            .as_ref()
-            .map_or_else(|_| vec![0; FINGERPRINT_LEN], ReshapeArgs::fingerprint);
-        let mut piggyback: Vec<i64> = fingerprint
-            .iter()
-            .copied()
-            .chain(fingerprint.iter().map(|x| !x))
-            .collect();
-        agree(&comm, local.as_ref().err(), &mut piggyback)?;
-        let ((checked, mut gathered), args) = (local?, args?);
-        let min: Vec<i64> = piggyback[FINGERPRINT_LEN..].iter().map(|x| !x).collect();
-        if let Some(e) = mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], rank) {
-            return Err(e);
-        }
+        let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
         gathered.exchange(&comm, &checked)?;
         let targets = gathered.check(&checked)?;
-        let planned = contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, rank));
-        let peers = planned
-            .as_ref()
-            .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
-        let talks = planned
-            .as_ref()
-            .is_ok_and(|p| !(p.sends.is_empty() && p.recvs.is_empty()));
-        let mut piggyback = vec![peers as i64, i64::from(talks)];
-        agree(&comm, planned.as_ref().err(), &mut piggyback)?;
-        let limits = options.limits(piggyback[0] as usize);
+        let planned =
+            contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
+        let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
         Ok(Plan {
+            limits: options.limits(busiest),
             comm,
-            plan: planned?,
-            collective: piggyback[1] != 0,
-            limits,
+            plan,
+            collective,
         })
     }
 
@@ -337,6 +311,47 @@ fn check_buffers(
         )));
     }
     Ok(in_place)
+}
+
+/// Validates the arguments on every rank and agrees on the outcome in one
+/// collective that also compares the global arguments across ranks exactly (their
+/// element-wise maximum and the maximum of their complement, i.e. the minimum).
+fn agree_on_arguments(comm: &Comm, args: Result<ReshapeArgs>) -> Result<(Checked, Gathered)> {
+    let rank = comm.rank();
+    let checked = contain_panic(|| {
+        injected_panic_point();
+        check_local(args.as_ref().map_err(|e| e.clone().on_rank(rank))?, rank)
+    });
+    let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
+    let fingerprint = args
+        .as_ref()
+        .map_or_else(|_| vec![0; FINGERPRINT_LEN], ReshapeArgs::fingerprint);
+    let mut piggyback: Vec<i64> = fingerprint
+        .iter()
+        .copied()
+        .chain(fingerprint.iter().map(|x| !x))
+        .collect();
+    agree(comm, local.as_ref().err(), &mut piggyback)?;
+    let (local, args) = (local?, args?);
+    let min: Vec<i64> = piggyback[FINGERPRINT_LEN..].iter().map(|x| !x).collect();
+    match mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], rank) {
+        Some(e) => Err(e),
+        None => Ok(local),
+    }
+}
+
+/// Agrees on the planning outcome; returns the plan, the largest peer count of any
+/// rank (which sizes the messages) and whether any rank communicates at all.
+fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<(RankPlan, usize, bool)> {
+    let (peers, talks) = planned.as_ref().map_or((1, false), |p| {
+        (
+            p.sends.len().max(p.recvs.len()).max(1),
+            !(p.sends.is_empty() && p.recvs.is_empty()),
+        )
+    });
+    let mut piggyback = vec![peers as i64, i64::from(talks)];
+    agree(comm, planned.as_ref().err(), &mut piggyback)?;
+    Ok((planned?, piggyback[0] as usize, piggyback[1] != 0))
 }
 
 /// Every rank's input slab length and requested output length, in buffers
