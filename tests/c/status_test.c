@@ -54,6 +54,9 @@ static const int64_t too_many_dims[DR_MAX_DIMS + 1] = {ROWS, COLS, 1, 1, 1, 1, 1
                                                        1,    1,    1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1,    1,    1, 1, 1, 1, 1, 1, 1, 1, 1};
 static const int64_t negative_extent[2] = {ROWS, -COLS};
+static const int64_t overflowing[2] = {INT64_MAX, 2};
+static const int64_t empty_gshape[2] = {0, COLS};
+static const int64_t inferred_with_zero[2] = {-1, 0};
 static double arena[ARENA];          /* input at the front, output behind it */
 static int64_t elems_written;
 static dr_plan *created_plan;
@@ -226,6 +229,11 @@ int main(int argc, char **argv)
                    DR_ERROR_INVALID_SHAPE, NAMES_RANK, bad_rank);
     expect_failure("new_gshape with other element count", RESHAPE, SPOIL((c.new_ndims = 1, c.new_split = 0)), NULL,
                    DR_ERROR_INVALID_SHAPE, NAMES_RANK, bad_rank);
+    expect_failure("element count overflows int64", RESHAPE, SPOIL(c.gshape = overflowing), NULL,
+                   DR_ERROR_INVALID_SHAPE, NAMES_RANK, bad_rank);
+    expect_failure("-1 with zero elements", RESHAPE,
+                   SPOIL((c.gshape = empty_gshape, c.new_gshape = inferred_with_zero)), NULL,
+                   DR_ERROR_INVALID_SHAPE, NAMES_RANK, bad_rank);
     expect_failure("split = ndims", RESHAPE, SPOIL(c.split = 2), NULL,
                    DR_ERROR_INVALID_SPLIT, NAMES_RANK, bad_rank);
     expect_failure("new_split = -2", RESHAPE, SPOIL(c.new_split = -2), NULL,
@@ -234,6 +242,15 @@ int main(int argc, char **argv)
                    DR_ERROR_INVALID_DISTRIBUTION, NAMES_RANK, bad_rank);
     expect_failure("negative local_len", RESHAPE, SPOIL(c.local_len = -1), NULL,
                    DR_ERROR_INVALID_DISTRIBUTION, NAMES_RANK, bad_rank);
+    {
+        /* Explicit targets on every rank (the balanced ones), one too many on one. */
+        int64_t target, offset;
+        dr_balanced_slab(NEW_COLS, nranks, rank, &target, &offset);
+        c = valid_call();
+        c.new_local_len = target + (bad ? 1 : 0);
+        expect_failure("new_local_len values that do not add up", PLAN_CREATE, &c, NULL,
+                       DR_ERROR_INVALID_DISTRIBUTION, NAMES_RANK, bad_rank);
+    }
     expect_failure("new_local_len beyond the extent", PLAN_CREATE,
                    SPOIL(c.new_local_len = NEW_COLS + 1), NULL,
                    DR_ERROR_INVALID_DISTRIBUTION, NAMES_RANK, bad_rank);
@@ -248,6 +265,16 @@ int main(int argc, char **argv)
                        DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
         expect_failure("different dtype size on one rank", RESHAPE,
                        SPOIL(c.dtype = DR_DTYPE_FLOAT32), NULL,
+                       DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
+        expect_failure("different dtype of the same size on one rank", RESHAPE,
+                       SPOIL(c.dtype = DR_DTYPE_INT64), NULL,
+                       DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
+        expect_failure("different split on one rank", RESHAPE, SPOIL(c.split = 1), NULL,
+                       DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
+        expect_failure("different new_split on one rank", RESHAPE, SPOIL(c.new_split = 0), NULL,
+                       DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
+        expect_failure("different gshape on one rank", RESHAPE,
+                       SPOIL((c.gshape = other_new_gshape, c.new_gshape = gshape)), NULL,
                        DR_ERROR_INCONSISTENT_ARGUMENTS, ANY_RANK, 0);
     }
     if (nranks > 2) {
