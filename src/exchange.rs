@@ -37,6 +37,15 @@ enum Side {
 /// Most messages one stream posts in one round.
 const MESSAGES_PER_ROUND: usize = 1024;
 
+/// Most messages in flight on one rank, over all its streams: bounds the requests.
+const MESSAGES_IN_FLIGHT: usize = 1 << 16;
+
+/// How many messages each stream posts per round when the busiest rank has `peers`
+/// streams per direction: the same on every rank, so both sides of a pair agree.
+pub fn messages_per_round(peers: usize) -> usize {
+    (MESSAGES_IN_FLIGHT / (2 * peers.max(1))).clamp(1, MESSAGES_PER_ROUND)
+}
+
 /// One direction of the traffic with one peer.
 struct Stream {
     peer: c_int,
@@ -84,7 +93,7 @@ impl Stream {
         })
     }
 
-    /// Posts this round's messages: up to [`MESSAGES_PER_ROUND`], ending early after a
+    /// Posts this round's messages: up to `per_round`, ending early after a
     /// packed one (its slot is in use until the round completes). Both sides cut the
     /// same messages, so they post the same ones in the same round.
     ///
@@ -96,8 +105,9 @@ impl Stream {
         buffer: *mut u8,
         staging: *mut u8,
         requests: &mut Vec<ffi::MPI_Request>,
+        per_round: usize,
     ) -> Result<()> {
-        for _ in 0..MESSAGES_PER_ROUND {
+        for _ in 0..per_round {
             let Some(kind) = self.cutter.next_message(&mut self.segments) else {
                 self.done = true;
                 return Ok(());
@@ -197,6 +207,8 @@ pub struct Exchange<'a> {
     recvs: Vec<Stream>,
     sends: Vec<Stream>,
     requests: Vec<ffi::MPI_Request>,
+    /// Messages each stream posts per round.
+    per_round: usize,
     /// One slot per stream for scattered messages.
     staging: Vec<u8>,
     /// Everything this rank sends, packed; in place only.
@@ -204,11 +216,13 @@ pub struct Exchange<'a> {
 }
 
 impl<'a> Exchange<'a> {
-    /// Allocates the message descriptions and staging of `plan` within `limits`, and
-    /// for an in-place execution the buffer of the packed sends.
+    /// Allocates the message descriptions and staging of `plan` within `limits`
+    /// (`per_round` messages per stream and round), and for an in-place execution the
+    /// buffer of the packed sends.
     pub fn prepare(
         plan: &'a RankPlan,
         limits: MessageLimits,
+        per_round: usize,
         in_place: bool,
     ) -> Result<Exchange<'a>> {
         let mut slots = 0;
@@ -252,10 +266,11 @@ impl<'a> Exchange<'a> {
             recvs,
             sends,
             requests: try_vec(
-                (plan.recvs.len() + plan.sends.len()) * MESSAGES_PER_ROUND,
+                (plan.recvs.len() + plan.sends.len()) * per_round,
                 "the MPI requests",
                 plan.rank,
             )?,
+            per_round,
             staging,
             packed_sends,
         })
@@ -280,12 +295,20 @@ impl<'a> Exchange<'a> {
         loop {
             for stream in &mut self.recvs {
                 // SAFETY: the messages lie inside the output buffer (planner invariant).
-                unsafe { stream.post_round(comm, output, staging, &mut self.requests) }?;
+                unsafe {
+                    stream.post_round(comm, output, staging, &mut self.requests, self.per_round)
+                }?;
             }
             for stream in &mut self.sends {
                 // SAFETY: the messages lie inside the send buffer (planner invariant).
                 unsafe {
-                    stream.post_round(comm, send_base.cast_mut(), staging, &mut self.requests)
+                    stream.post_round(
+                        comm,
+                        send_base.cast_mut(),
+                        staging,
+                        &mut self.requests,
+                        self.per_round,
+                    )
                 }?;
             }
             if first && self.packed_sends.is_none() {

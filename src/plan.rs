@@ -11,7 +11,7 @@ use crate::args::{
 };
 use crate::comm::{Comm, RawComm};
 use crate::error::{Error, Result};
-use crate::exchange::Exchange;
+use crate::exchange::{Exchange, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::planner::{Path, PlanStats, RankPlan};
 use crate::runs::MessageLimits;
@@ -80,6 +80,8 @@ pub struct Plan {
     comm: Comm,
     plan: RankPlan,
     limits: MessageLimits,
+    /// Messages each stream posts per round (sized by the busiest rank).
+    per_round: usize,
     /// False when no rank sends or receives anything: execution is then purely
     /// local on every rank and needs no collective.
     collective: bool,
@@ -104,6 +106,7 @@ impl Plan {
         let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
         Ok(Plan {
             limits: options.limits(busiest),
+            per_round: messages_per_round(busiest),
             comm,
             plan,
             collective,
@@ -241,7 +244,7 @@ impl Plan {
             .and_then(|in_place| {
                 let skip = in_place && self.plan.is_identity();
                 (!skip)
-                    .then(|| Exchange::prepare(&self.plan, self.limits, in_place))
+                    .then(|| Exchange::prepare(&self.plan, self.limits, self.per_round, in_place))
                     .transpose()
             });
         if self.collective {
