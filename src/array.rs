@@ -64,7 +64,7 @@ pub fn reshape_array<T: Element, C: Communicator>(
         new_split,
     );
     let checked_args = check_local_shape(local.shape(), gshape, split, comm.rank()).map(|()| args);
-    let plan = Plan::create(comm.as_raw(), checked_args, PlanOptions::default())?;
+    let plan = Plan::create(comm.as_raw(), checked_args, PlanOptions::default())?.agreeing_always();
     let input = local.as_standard_layout();
     let data = input.as_slice().unwrap_or_default();
     let output = crate::plan::reshape_with(&plan, data)?;

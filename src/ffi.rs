@@ -281,7 +281,7 @@ pub unsafe extern "C" fn dr_reshape(
                 dtype, ndims, gshape, split, local_len, new_ndims, new_gshape, new_split, -1,
             )
         };
-        let plan = Plan::create(comm, args, PlanOptions::default())?;
+        let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
         let missing = new_local_elems
             .is_null()
             .then(|| Error::NullPointer("new_local_elems is NULL".into()));

@@ -113,6 +113,14 @@ impl Plan {
         })
     }
 
+    /// The same plan with every execution agreed by all ranks, even when nothing moves
+    /// between them: one-shot reshapes already pay for collectives in planning, so
+    /// they keep the same-status-everywhere rule without exception.
+    pub(crate) fn agreeing_always(mut self) -> Plan {
+        self.collective = true;
+        self
+    }
+
     /// The statistics of what this rank will do.
     pub fn stats(&self) -> PlanStats {
         self.plan.stats()
@@ -415,7 +423,7 @@ pub fn reshape<T: crate::Element, C: AsRaw<Raw = RawComm>>(
     args: &ReshapeArgs,
     input: &[T],
 ) -> Result<Vec<T>> {
-    reshape_with(&Plan::new(comm, args)?, input)
+    reshape_with(&Plan::new(comm, args)?.agreeing_always(), input)
 }
 
 /// Executes `plan` from `input` into a newly allocated output (collective); a failed
