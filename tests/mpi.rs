@@ -387,36 +387,17 @@ impl Value for bool {
         g % 2 == 1
     }
 }
-impl Value for u8 {
-    fn at(g: u64) -> u8 {
-        g as u8
-    }
+/// Numeric values are the index itself, cast (wrapping for the narrow types).
+macro_rules! value_by_cast {
+    ($($t:ty),*) => { $(
+        impl Value for $t {
+            fn at(g: u64) -> $t {
+                g as $t
+            }
+        }
+    )* };
 }
-impl Value for u16 {
-    fn at(g: u64) -> u16 {
-        g as u16
-    }
-}
-impl Value for u32 {
-    fn at(g: u64) -> u32 {
-        g as u32
-    }
-}
-impl Value for f32 {
-    fn at(g: u64) -> f32 {
-        g as f32
-    }
-}
-impl Value for u64 {
-    fn at(g: u64) -> u64 {
-        g
-    }
-}
-impl Value for f64 {
-    fn at(g: u64) -> f64 {
-        g as f64
-    }
-}
+value_by_cast!(u8, u16, u32, f32, u64, f64);
 impl Value for Complex<f64> {
     fn at(g: u64) -> Complex<f64> {
         Complex::new(g as f64, -(g as f64))
