@@ -200,10 +200,28 @@ unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
     }
 }
 
+/// How one execution uses its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Separate input and output buffers.
+    OutOfPlace,
+    /// One buffer, any plan: everything this rank sends is packed first (extra
+    /// memory: exactly those bytes), the kept elements move, then all messages flow.
+    InPlaceStaged,
+    /// One buffer, for plans where rows flow one way between any two ranks and the
+    /// flows form no cycle (the split-preserving balance: slabs stay in rank order):
+    /// every rank first completes its sends straight from the buffer, then moves its
+    /// kept elements, then receives into the freed places. No extra memory; a rank
+    /// waits only for ranks further along the direction it sends in, so no cycle of
+    /// waits can form.
+    InPlaceOrdered,
+}
+
 /// One execution of a plan on this rank, with every buffer it needs allocated up
 /// front (so an allocation failure is found, and agreed, before any message).
 pub struct Exchange<'a> {
     plan: &'a RankPlan,
+    mode: Mode,
     recvs: Vec<Stream>,
     sends: Vec<Stream>,
     requests: Vec<ffi::MPI_Request>,
@@ -217,14 +235,15 @@ pub struct Exchange<'a> {
 
 impl<'a> Exchange<'a> {
     /// Allocates the message descriptions and staging of `plan` within `limits`
-    /// (`per_round` messages per stream and round), and for an in-place execution the
-    /// buffer of the packed sends.
+    /// (`per_round` messages per stream and round), and in [`Mode::InPlaceStaged`]
+    /// the buffer of the packed sends.
     pub fn prepare(
         plan: &'a RankPlan,
         limits: MessageLimits,
         per_round: usize,
-        in_place: bool,
+        mode: Mode,
     ) -> Result<Exchange<'a>> {
+        let staged = mode == Mode::InPlaceStaged;
         let mut slots = 0;
         let mut recvs = try_vec(plan.recvs.len(), "the receive streams", plan.rank)?;
         for t in &plan.recvs {
@@ -242,20 +261,20 @@ impl<'a> Exchange<'a> {
         let mut sends = try_vec(plan.sends.len(), "the send streams", plan.rank)?;
         let mut packed = 0;
         for t in &plan.sends {
-            let placement = match in_place {
+            let placement = match staged {
                 true => Placement::Packed { next: packed },
                 false => Placement::Pattern(plan.input_pattern()),
             };
             sends.push(Stream::new(t, Side::Send, placement, plan, limits, slots)?);
-            // In place, sends come packed and contiguous: they never need a slot.
-            slots = if in_place {
+            // Staged sends come packed and contiguous: they never need a slot.
+            slots = if staged {
                 slots
             } else {
                 sends[sends.len() - 1].slot.end
             };
             packed += t.elems as usize * plan.elem_size;
         }
-        let packed_sends = in_place
+        let packed_sends = staged
             .then(|| try_vec(packed, "the in-place packed sends", plan.rank))
             .transpose()?;
         // Only its capacity is used (through raw pointers), so pages no message needs
@@ -263,6 +282,7 @@ impl<'a> Exchange<'a> {
         let staging = try_vec(slots, "the message staging", plan.rank)?;
         Ok(Exchange {
             plan,
+            mode,
             recvs,
             sends,
             requests: try_vec(
@@ -282,40 +302,55 @@ impl<'a> Exchange<'a> {
     /// `input` must be readable for the plan's input size and `output` writable for
     /// its output size. Out of place (as prepared) they must not overlap; in place they
     /// must be equal and the buffer hold the larger of both sizes. Every rank of `comm`
-    /// must run its own plan of the same reshape.
+    /// must run its own plan of the same reshape, prepared in the same mode.
     pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
         let plan = self.plan;
-        let send_base = match self.packed_sends.as_mut() {
-            // SAFETY: forwarded from the caller.
-            Some(packed) => unsafe { stage_in_place(plan, packed, output) },
-            None => input,
-        };
+        match self.mode {
+            // SAFETY (all arms): forwarded from the caller.
+            Mode::OutOfPlace => unsafe { self.rounds(comm, input, output, Some(input)) },
+            Mode::InPlaceStaged => {
+                let mut packed = self.packed_sends.take().unwrap_or_default();
+                let send_base = unsafe { stage_in_place(plan, &mut packed, output) };
+                unsafe { self.rounds(comm, send_base, output, None) }
+            }
+            Mode::InPlaceOrdered => {
+                let recvs = std::mem::take(&mut self.recvs);
+                unsafe { self.rounds(comm, input, output, None) }?;
+                self.recvs = recvs;
+                unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
+                unsafe { self.rounds(comm, input, output, None) }
+            }
+        }
+    }
+
+    /// Posts and completes rounds until the streams are exhausted, copying the kept
+    /// elements from `local_copy` (out of place) while the first round is in flight.
+    ///
+    /// # Safety
+    /// As [`Exchange::run`], with sends read from `send_base`.
+    unsafe fn rounds(
+        &mut self,
+        comm: &Comm,
+        send_base: *const u8,
+        output: *mut u8,
+        mut local_copy: Option<*const u8>,
+    ) -> Result<()> {
         let staging = self.staging.as_mut_ptr();
-        let mut first = true;
+        let per_round = self.per_round;
         loop {
             for stream in &mut self.recvs {
                 // SAFETY: the messages lie inside the output buffer (planner invariant).
-                unsafe {
-                    stream.post_round(comm, output, staging, &mut self.requests, self.per_round)
-                }?;
+                unsafe { stream.post_round(comm, output, staging, &mut self.requests, per_round) }?;
             }
             for stream in &mut self.sends {
+                let base = send_base.cast_mut();
                 // SAFETY: the messages lie inside the send buffer (planner invariant).
-                unsafe {
-                    stream.post_round(
-                        comm,
-                        send_base.cast_mut(),
-                        staging,
-                        &mut self.requests,
-                        self.per_round,
-                    )
-                }?;
+                unsafe { stream.post_round(comm, base, staging, &mut self.requests, per_round) }?;
             }
-            if first && self.packed_sends.is_none() {
+            if let Some(input) = local_copy.take() {
                 // SAFETY: forwarded from the caller.
-                unsafe { copy_local(plan, input, output) };
+                unsafe { copy_local(self.plan, input, output) };
             }
-            first = false;
             if self.requests.is_empty() {
                 return Ok(());
             }
@@ -350,14 +385,22 @@ impl<'a> Exchange<'a> {
 /// # Safety
 /// `buffer` must hold the larger of the plan's input and output sizes.
 unsafe fn stage_in_place(plan: &RankPlan, packed: &mut Vec<u8>, buffer: *mut u8) -> *const u8 {
-    let size = plan.elem_size;
-    let in_bytes = plan.input_elems() as usize * size;
-    let len = in_bytes.max(plan.output_elems() as usize * size);
+    let in_bytes = plan.input_elems() as usize * plan.elem_size;
     // SAFETY: as documented.
-    let buffer = unsafe { slice_or_empty_mut(buffer, len) };
+    let buffer = unsafe { in_place_buffer(plan, buffer) };
     plan.pack_sends(&buffer[..in_bytes], packed);
     plan.move_kept_in_place(buffer);
     packed.as_ptr()
+}
+
+/// The one buffer of an in-place execution, as long as the larger of input and output.
+///
+/// # Safety
+/// `buffer` must hold the larger of the plan's input and output sizes, unaliased.
+unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'a mut [u8] {
+    let len = plan.input_elems().max(plan.output_elems()) as usize * plan.elem_size;
+    // SAFETY: as documented.
+    unsafe { slice_or_empty_mut(buffer, len) }
 }
 
 /// # Safety

@@ -11,7 +11,7 @@ use crate::args::{
 };
 use crate::comm::{Comm, RawComm};
 use crate::error::{Error, Result};
-use crate::exchange::{Exchange, messages_per_round};
+use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::planner::{Path, PlanStats, RankPlan};
 use crate::runs::MessageLimits;
@@ -228,6 +228,16 @@ impl Plan {
         )))
     }
 
+    /// How an execution uses its buffers: in place, the split-preserving balance can
+    /// go without staging, since its rows never flow in a cycle.
+    fn mode(&self, in_place: bool) -> Mode {
+        match (in_place, self.plan.path) {
+            (false, _) => Mode::OutOfPlace,
+            (true, Path::Local) => Mode::InPlaceOrdered,
+            (true, Path::Exchange) => Mode::InPlaceStaged,
+        }
+    }
+
     /// Checks the buffers, agrees on the outcome with every rank, then moves the data.
     ///
     /// # Safety
@@ -252,7 +262,14 @@ impl Plan {
             .and_then(|in_place| {
                 let skip = in_place && self.plan.is_identity();
                 (!skip)
-                    .then(|| Exchange::prepare(&self.plan, self.limits, self.per_round, in_place))
+                    .then(|| {
+                        Exchange::prepare(
+                            &self.plan,
+                            self.limits,
+                            self.per_round,
+                            self.mode(in_place),
+                        )
+                    })
                     .transpose()
             });
         if self.collective {
