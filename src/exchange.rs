@@ -302,7 +302,9 @@ impl<'a> Exchange<'a> {
     /// `input` must be readable for the plan's input size and `output` writable for
     /// its output size. Out of place (as prepared) they must not overlap; in place they
     /// must be equal and the buffer hold the larger of both sizes. Every rank of `comm`
-    /// must run its own plan of the same reshape, prepared in the same mode.
+    /// must run its own plan of the same reshape. Ranks may run in different modes
+    /// (in place is each rank's own choice): only [`Mode::InPlaceOrdered`] waits before
+    /// posting its receives, and only for ranks it sends to, which never form a cycle.
     pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
         let plan = self.plan;
         match self.mode {
