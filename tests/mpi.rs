@@ -582,6 +582,19 @@ impl Case {
             &want,
         );
 
+        // In place is each rank's own choice: here odd ranks take it, even ranks not.
+        let mut mixed = input.to_vec();
+        mixed.resize(input.len().max(want.len()), T::default());
+        let result = if w.rank % 2 == 1 {
+            plan.execute_in_place(&mut mixed)
+        } else {
+            plan.execute(input, &mut mixed[..want.len()])
+        };
+        if let Err(e) = result {
+            w.fail(self.name, format!("mixed in-place execute failed: {e}"));
+        }
+        check_values(w, self.name, "mixed in place", &mixed[..want.len()], &want);
+
         if self.limits.is_none() {
             let got = reshape(&w.comm, &args, input)
                 .unwrap_or_else(|e| w.fail(self.name, format!("reshape failed: {e}")));
