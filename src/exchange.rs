@@ -59,6 +59,8 @@ struct Stream {
     staged: bool,
     /// True once every message has been posted.
     done: bool,
+    /// Messages of the current round not yet completed.
+    pending: usize,
 }
 
 impl Stream {
@@ -90,12 +92,14 @@ impl Stream {
             slot: slot_start..slot_start + slot_len,
             staged: false,
             done: false,
+            pending: 0,
         })
     }
 
-    /// Posts this round's messages: up to `per_round`, ending early after a
-    /// packed one (its slot is in use until the round completes). Both sides cut the
-    /// same messages, so they post the same ones in the same round.
+    /// Posts this round's messages into `slots` (one request each): up to
+    /// `slots.len()`, ending early after a packed one (its slot is in use until the
+    /// round completes). Both sides cut the same messages, so a stream's k-th round
+    /// holds the same messages on both sides.
     ///
     /// # Safety
     /// The messages must lie inside `buffer`.
@@ -104,16 +108,16 @@ impl Stream {
         comm: &Comm,
         buffer: *mut u8,
         staging: *mut u8,
-        requests: &mut Vec<ffi::MPI_Request>,
-        per_round: usize,
+        slots: &mut [ffi::MPI_Request],
     ) -> Result<()> {
-        for _ in 0..per_round {
+        for slot in slots.iter_mut() {
             let Some(kind) = self.cutter.next_message(&mut self.segments) else {
                 self.done = true;
                 return Ok(());
             };
             // SAFETY: forwarded from the caller.
-            requests.push(unsafe { self.post(comm, buffer, staging) }?);
+            *slot = unsafe { self.post(comm, buffer, staging) }?;
+            self.pending += 1;
             if kind == MessageKind::Packed {
                 break;
             }
@@ -222,14 +226,17 @@ pub enum Mode {
 pub struct Exchange<'a> {
     plan: &'a RankPlan,
     mode: Mode,
-    recvs: Vec<Stream>,
-    sends: Vec<Stream>,
+    /// Receive streams, then send streams.
+    streams: Vec<Stream>,
+    /// `per_round` request slots per stream, in stream order.
     requests: Vec<ffi::MPI_Request>,
+    /// Indices of completed requests, filled by MPI_Waitsome.
+    completed: Vec<c_int>,
     /// Messages each stream posts per round.
     per_round: usize,
     /// One slot per stream for scattered messages.
     staging: Vec<u8>,
-    /// Everything this rank sends, packed; in place only.
+    /// Everything this rank sends, packed; in [`Mode::InPlaceStaged`] only.
     packed_sends: Option<Vec<u8>>,
 }
 
@@ -244,11 +251,12 @@ impl<'a> Exchange<'a> {
         mode: Mode,
     ) -> Result<Exchange<'a>> {
         let staged = mode == Mode::InPlaceStaged;
-        let mut slots = 0;
-        let mut recvs = try_vec(plan.recvs.len(), "the receive streams", plan.rank)?;
+        let count = plan.recvs.len() + plan.sends.len();
+        let mut streams = try_vec(count, "the message streams", plan.rank)?;
+        let (mut slots, mut packed) = (0, 0);
         for t in &plan.recvs {
             let placement = Placement::Pattern(plan.output_pattern());
-            recvs.push(Stream::new(
+            streams.push(Stream::new(
                 t,
                 Side::Receive,
                 placement,
@@ -256,42 +264,36 @@ impl<'a> Exchange<'a> {
                 limits,
                 slots,
             )?);
-            slots = recvs[recvs.len() - 1].slot.end;
+            slots = streams[streams.len() - 1].slot.end;
         }
-        let mut sends = try_vec(plan.sends.len(), "the send streams", plan.rank)?;
-        let mut packed = 0;
         for t in &plan.sends {
             let placement = match staged {
                 true => Placement::Packed { next: packed },
                 false => Placement::Pattern(plan.input_pattern()),
             };
-            sends.push(Stream::new(t, Side::Send, placement, plan, limits, slots)?);
+            streams.push(Stream::new(t, Side::Send, placement, plan, limits, slots)?);
             // Staged sends come packed and contiguous: they never need a slot.
-            slots = if staged {
-                slots
-            } else {
-                sends[sends.len() - 1].slot.end
-            };
+            if !staged {
+                slots = streams[streams.len() - 1].slot.end;
+            }
             packed += t.elems as usize * plan.elem_size;
         }
         let packed_sends = staged
             .then(|| try_vec(packed, "the in-place packed sends", plan.rank))
             .transpose()?;
-        // Only its capacity is used (through raw pointers), so pages no message needs
-        // are never touched.
-        let staging = try_vec(slots, "the message staging", plan.rank)?;
+        let mut requests = try_vec(count * per_round, "the MPI requests", plan.rank)?;
+        // SAFETY: reading an MPI constant handle.
+        requests.resize(count * per_round, unsafe { ffi::RSMPI_REQUEST_NULL });
         Ok(Exchange {
             plan,
             mode,
-            recvs,
-            sends,
-            requests: try_vec(
-                (plan.recvs.len() + plan.sends.len()) * per_round,
-                "the MPI requests",
-                plan.rank,
-            )?,
+            streams,
+            completed: try_vec(count * per_round, "the completed requests", plan.rank)?,
+            requests,
             per_round,
-            staging,
+            // Only its capacity is used (through raw pointers), so pages no message
+            // needs are never touched.
+            staging: try_vec(slots, "the message staging", plan.rank)?,
             packed_sends,
         })
     }
@@ -307,77 +309,104 @@ impl<'a> Exchange<'a> {
     /// posting its receives, and only for ranks it sends to, which never form a cycle.
     pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
         let plan = self.plan;
+        let both = |_: Side| true;
         match self.mode {
             // SAFETY (all arms): forwarded from the caller.
-            Mode::OutOfPlace => unsafe { self.rounds(comm, input, output, Some(input)) },
+            Mode::OutOfPlace => unsafe { self.progress(comm, input, output, both, Some(input)) },
             Mode::InPlaceStaged => {
                 let mut packed = self.packed_sends.take().unwrap_or_default();
                 let send_base = unsafe { stage_in_place(plan, &mut packed, output) };
-                unsafe { self.rounds(comm, send_base, output, None) }
+                unsafe { self.progress(comm, send_base, output, both, None) }
             }
             Mode::InPlaceOrdered => {
-                let recvs = std::mem::take(&mut self.recvs);
-                unsafe { self.rounds(comm, input, output, None) }?;
-                self.recvs = recvs;
+                let sends = |side| side == Side::Send;
+                unsafe { self.progress(comm, input, output, sends, None) }?;
                 unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
-                unsafe { self.rounds(comm, input, output, None) }
+                let receives = |side| side == Side::Receive;
+                unsafe { self.progress(comm, input, output, receives, None) }
             }
         }
     }
 
-    /// Posts and completes rounds until the streams are exhausted, copying the kept
-    /// elements from `local_copy` (out of place) while the first round is in flight.
+    /// Runs the streams of the `selected` sides to completion, each independently of
+    /// the others: a stream posts its next round as soon as its previous one has
+    /// completed, so no stream waits for another's peer. Out of place, the kept
+    /// elements are copied from `local_copy` while the first messages are in flight.
     ///
     /// # Safety
     /// As [`Exchange::run`], with sends read from `send_base`.
-    unsafe fn rounds(
+    unsafe fn progress(
         &mut self,
         comm: &Comm,
         send_base: *const u8,
         output: *mut u8,
+        selected: impl Fn(Side) -> bool,
         mut local_copy: Option<*const u8>,
     ) -> Result<()> {
-        let staging = self.staging.as_mut_ptr();
-        let per_round = self.per_round;
+        let (staging, per_round) = (self.staging.as_mut_ptr(), self.per_round);
         loop {
-            for stream in &mut self.recvs {
-                // SAFETY: the messages lie inside the output buffer (planner invariant).
-                unsafe { stream.post_round(comm, output, staging, &mut self.requests, per_round) }?;
-            }
-            for stream in &mut self.sends {
-                let base = send_base.cast_mut();
-                // SAFETY: the messages lie inside the send buffer (planner invariant).
-                unsafe { stream.post_round(comm, base, staging, &mut self.requests, per_round) }?;
+            let mut in_flight = 0;
+            for (stream, slots) in self
+                .streams
+                .iter_mut()
+                .zip(self.requests.chunks_mut(per_round))
+            {
+                if !selected(stream.side) {
+                    continue;
+                }
+                if stream.pending == 0 && !stream.done {
+                    let base = match stream.side {
+                        Side::Send => send_base.cast_mut(),
+                        Side::Receive => output,
+                    };
+                    // SAFETY: the messages lie inside their buffer (planner invariant).
+                    unsafe { stream.post_round(comm, base, staging, slots) }?;
+                }
+                in_flight += stream.pending;
             }
             if let Some(input) = local_copy.take() {
                 // SAFETY: forwarded from the caller.
                 unsafe { copy_local(self.plan, input, output) };
             }
-            if self.requests.is_empty() {
+            if in_flight == 0 {
                 return Ok(());
             }
-            self.wait()?;
-            for stream in &mut self.recvs {
-                // SAFETY: the messages lie inside the output buffer (planner invariant).
-                unsafe { stream.unpack(output, staging) };
-            }
-            self.recvs.retain(|s| !s.done);
-            self.sends.retain(|s| !s.done);
+            // SAFETY: forwarded from the caller.
+            unsafe { self.complete_some(output) }?;
         }
     }
 
-    /// Completes the round's requests.
-    fn wait(&mut self) -> Result<()> {
-        // SAFETY: the requests were started by this round and are completed here.
-        let code = unsafe {
-            ffi::MPI_Waitall(
-                count(self.requests.len())?,
-                self.requests.as_mut_ptr(),
-                ffi::RSMPI_STATUSES_IGNORE,
-            )
-        };
-        self.requests.clear();
-        check(code, "MPI_Waitall")
+    /// Waits for at least one message; unpacks the receive rounds that completed.
+    ///
+    /// # Safety
+    /// As [`Exchange::run`].
+    unsafe fn complete_some(&mut self, output: *mut u8) -> Result<()> {
+        let mut done: c_int = 0;
+        self.completed.resize(self.requests.len(), 0);
+        // SAFETY: both arrays hold requests.len() entries; finished requests become
+        // MPI_REQUEST_NULL, which later calls skip.
+        check(
+            unsafe {
+                ffi::MPI_Waitsome(
+                    count(self.requests.len())?,
+                    self.requests.as_mut_ptr(),
+                    &mut done,
+                    self.completed.as_mut_ptr(),
+                    ffi::RSMPI_STATUSES_IGNORE,
+                )
+            },
+            "MPI_Waitsome",
+        )?;
+        let staging = self.staging.as_ptr();
+        for &index in &self.completed[..done.max(0) as usize] {
+            let stream = &mut self.streams[index as usize / self.per_round];
+            stream.pending -= 1;
+            if stream.pending == 0 {
+                // SAFETY: the round's messages lie inside the output buffer.
+                unsafe { stream.unpack(output, staging) };
+            }
+        }
+        Ok(())
     }
 }
 

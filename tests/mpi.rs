@@ -180,6 +180,9 @@ enum Rows {
     /// Proportional to the weights 3, 1, 0, 2, 3, ..., with the rounding left-over on
     /// the last rank: rank 2 holds no rows unless it is the last.
     Uneven,
+    /// `n/(4p)` rows on every rank but the first, which holds the rest: rank 0 sends
+    /// to every rank and the middle ranks pass rows on to later ones too.
+    FrontHeavy,
 }
 
 impl Rows {
@@ -197,6 +200,11 @@ impl Rows {
                 let total: u64 = (0..p).map(weight).sum();
                 let mut lens: Vec<u64> = (0..p).map(|r| n * weight(r) / total).collect();
                 lens[last] = n - lens[..last].iter().sum::<u64>();
+                lens
+            }
+            Rows::FrontHeavy => {
+                let mut lens = vec![n / (4 * p as u64); p];
+                lens[0] = n - lens[1..].iter().sum::<u64>();
                 lens
             }
         }
@@ -694,7 +702,7 @@ impl Case {
 /// The table of reshapes.
 #[rustfmt::skip]
 fn cases() -> Vec<Case> {
-    use Rows::{First, Last, Uneven};
+    use Rows::{First, FrontHeavy, Last, Uneven};
     use Ty::*;
     vec![
         // Heat's reshape tests.
@@ -756,6 +764,10 @@ fn cases() -> Vec<Case> {
         case("chunked_exchange_complex", C64, &[6, 10, 7], Some(1), &[7, 60], Some(0)).input(Uneven).limits(64, 8),
         case("chunked_exchange_u64", U64, &[40, 30], Some(0), &[30, 40], Some(1)).limits(64, 8),
         case("chunked_local_from_rank0", U64, &[8, 9, 4], Some(1), &[8, 36], Some(1)).input(First).limits(64, 8),
+        case("chunked_local_front_heavy_u8", U8, &[6, 60, 2], Some(1), &[6, 120], Some(1)).input(FrontHeavy).limits(64, 8),
+        // Several rounds of rendezvous-size packed messages along flows 0->1, 0->2,
+        // 1->2: deadlocked in place when rounds were completed in lockstep.
+        case("rendezvous_rounds_front_heavy_u8", U8, &[262_144, 30, 1], Some(1), &[262_144, 30], Some(1)).input(FrontHeavy).limits(128 << 10, 1 << 18),
         case("chunked_odd_limit_u16", U16, &[30, 7], Some(0), &[7, 30], Some(1)).input(Uneven).limits(7, 3),
         case("chunked_replicated_out", U32, &[20, 30], Some(1), &[600], None).limits(64, 8),
     ]
