@@ -12,8 +12,9 @@
 //! When the split axis survives the reshape ([`Path::Local`]) no data moves for the
 //! reshape itself, and only rows that change owner move, between the ranks whose
 //! slabs overlap. Every other reshape ([`Path::Exchange`]) moves each element once,
-//! straight to its owner, described by MPI datatypes over the caller's buffers, so
-//! the extra memory stays bounded whatever the array size.
+//! straight to its owner: large runs go directly between the caller's buffers and
+//! small ones through a bounded staging slot, so the extra memory stays bounded
+//! whatever the array size.
 //!
 //! The layers: [`layout`] and [`runs`] (distribution maths), [`args`] (validation),
 //! [`planner`] (pure planning, simulated for all ranks in tests), `exchange`
