@@ -22,10 +22,10 @@ use crate::runs::MessageLimits;
 pub struct PlanOptions {
     /// Most bytes in one MPI message (MPI counts are 32-bit; default `i32::MAX`).
     pub max_message_bytes: usize,
-    /// Staging for scattered messages, per direction, over all peers (default
-    /// 16 MiB): messages are capped at this divided by the largest peer count of any
-    /// rank (but at least 64 KiB), so staging never exceeds it by more than that floor
-    /// times the peer count, nor the bytes actually moved.
+    /// Staging for packed messages (small runs), per direction, over all peers
+    /// (default 16 MiB): packed messages are capped at this divided by the largest
+    /// peer count of any rank (but at least 64 KiB), so staging never exceeds it by
+    /// more than that floor times the peer count, nor the bytes actually moved.
     pub staging_bytes: usize,
     /// Most runs cut into the messages of one round, over all peers: bounds the
     /// memory that lists them (16 bytes per run).
