@@ -3,6 +3,7 @@
 //! in one process, which is how the tests simulate whole exchanges.
 
 use std::fmt;
+use std::ops::Range;
 
 use crate::args::Checked;
 use crate::error::Result;
@@ -163,26 +164,39 @@ impl RankPlan {
         SharedRuns::new(&self.input_pattern(), &self.output_pattern())
     }
 
+    /// Where each run this rank keeps lies in its input buffer (a byte range) and
+    /// where it starts in its output buffer, for the runs `runs` yields.
+    fn kept_bytes(
+        &self,
+        runs: impl Iterator<Item = Run>,
+    ) -> impl Iterator<Item = (Range<usize>, usize)> {
+        let (from, to, size) = (self.input_pattern(), self.output_pattern(), self.elem_size);
+        runs.map(move |run| {
+            let src = from.local_offset(run.global) as usize * size;
+            (
+                src..src + run.len as usize * size,
+                to.local_offset(run.global) as usize * size,
+            )
+        })
+    }
+
     /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
     /// this rank's input and output), merging runs contiguous on both sides.
     pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        let (from, to) = (self.input_pattern(), self.output_pattern());
-        let size = self.elem_size;
-        let mut pending: Option<(usize, usize, usize)> = None;
-        let mut flush = |(src, dst, len): (usize, usize, usize)| {
-            output[dst..dst + len].copy_from_slice(&input[src..src + len]);
+        let mut pending: Option<(Range<usize>, usize)> = None;
+        let mut flush = |(src, dst): (Range<usize>, usize)| {
+            output[dst..dst + src.len()].copy_from_slice(&input[src]);
         };
-        for run in self.local_runs() {
-            let src = from.local_offset(run.global) as usize * size;
-            let dst = to.local_offset(run.global) as usize * size;
-            let len = run.len as usize * size;
+        for (src, dst) in self.kept_bytes(self.local_runs()) {
             pending = match pending {
-                Some((s, d, l)) if s + l == src && d + l == dst => Some((s, d, l + len)),
+                Some((s, d)) if s.end == src.start && d + s.len() == dst => {
+                    Some((s.start..src.end, d))
+                }
                 Some(done) => {
                     flush(done);
-                    Some((src, dst, len))
+                    Some((src, dst))
                 }
-                None => Some((src, dst, len)),
+                None => Some((src, dst)),
             };
         }
         pending.into_iter().for_each(flush);
@@ -204,21 +218,13 @@ impl RankPlan {
     /// that go down in ascending order, then those that go up in descending order,
     /// never overwrites a run before it has moved.
     pub fn move_kept_in_place(&self, buffer: &mut [u8]) {
-        let (from, to, size) = (self.input_pattern(), self.output_pattern(), self.elem_size);
-        let place = |run: Run| {
-            let len = run.len as usize * size;
-            let src = from.local_offset(run.global) as usize * size;
-            (src..src + len, to.local_offset(run.global) as usize * size)
-        };
-        for (src, dst) in self.local_runs().map(place).filter(|(s, d)| *d < s.start) {
-            buffer.copy_within(src, dst);
-        }
-        for (src, dst) in self
-            .local_runs()
-            .descending()
-            .map(place)
-            .filter(|(s, d)| *d > s.start)
-        {
+        let down = self
+            .kept_bytes(self.local_runs())
+            .filter(|(s, d)| *d < s.start);
+        let up = self
+            .kept_bytes(self.local_runs().descending())
+            .filter(|(s, d)| *d > s.start);
+        for (src, dst) in down.chain(up) {
             buffer.copy_within(src, dst);
         }
     }
