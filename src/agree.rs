@@ -1,23 +1,32 @@
 //! Collective agreement on the outcome of a step, so that every rank returns the
 //! same status and no rank is left waiting in an exchange another rank skipped.
 
+use crate::args::FINGERPRINT_LEN;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 
 /// Longest error detail shared with the other ranks, in bytes.
 const MESSAGE_BYTES: usize = 1024;
 
+/// Most values [`agree`] can piggyback.
+pub const MAX_PIGGYBACK: usize = 2 * FINGERPRINT_LEN;
+
 /// Agrees over `comm` on whether any rank failed. Returns `Ok` on every rank when
 /// no rank has a `local` error; otherwise every rank returns the error of the
-/// lowest failing rank, with that rank's message. `piggyback` values are
-/// max-reduced in the same collective (pass an empty vector when there are none).
-pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut Vec<i64>) -> Result<()> {
+/// lowest failing rank, with that rank's message. `piggyback` values (at most
+/// [`MAX_PIGGYBACK`]) are max-reduced in the same collective. Allocates nothing
+/// unless some rank failed.
+pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Result<()> {
     let key = local.map_or(0, |e| {
         (comm.size() - comm.rank()) as i64 * 16 + i64::from(e.code())
     });
-    piggyback.push(key);
-    comm.allreduce_max(piggyback)?;
-    let key = piggyback.pop().unwrap_or(0);
+    let n = piggyback.len();
+    let mut values = [0i64; MAX_PIGGYBACK + 1];
+    values[..n].copy_from_slice(piggyback);
+    values[n] = key;
+    comm.allreduce_max(&mut values[..=n])?;
+    piggyback.copy_from_slice(&values[..n]);
+    let key = values[n];
     if key == 0 {
         return Ok(());
     }

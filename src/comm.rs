@@ -42,6 +42,9 @@ pub fn mpi_is_usable() -> bool {
     init != 0 && fin == 0
 }
 
+/// Most values [`Comm::allreduce_max`] reduces in one call.
+pub const MAX_REDUCED: usize = 256;
+
 /// A duplicate of a caller's communicator, freed on drop. Messages on it never mix
 /// with the caller's, and MPI errors on it are returned rather than fatal.
 #[derive(Debug)]
@@ -135,11 +138,19 @@ impl Comm {
         self.size
     }
 
-    /// Element-wise maximum of `values` over all ranks, in place.
+    /// Element-wise maximum of `values` (at most [`MAX_REDUCED`]) over all ranks, in
+    /// place, without allocating.
     pub fn allreduce_max(&self, values: &mut [i64]) -> Result<()> {
-        // SAFETY: MPI_IN_PLACE semantics are avoided by copying; both buffers hold
-        // values.len() i64 values.
-        let send = values.to_vec();
+        let mut send = [0i64; MAX_REDUCED];
+        let send = send.get_mut(..values.len()).ok_or_else(|| {
+            Error::Internal(format!(
+                "{} values to reduce, at most {MAX_REDUCED}",
+                values.len()
+            ))
+        })?;
+        send.copy_from_slice(values);
+        // SAFETY: both buffers hold values.len() i64 values (rsmpi has no MPI_IN_PLACE,
+        // hence the copy).
         check(
             unsafe {
                 ffi::MPI_Allreduce(

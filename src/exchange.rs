@@ -1,16 +1,18 @@
-//! Executes one rank's plan over MPI: the local copy, then rounds of point-to-point
-//! messages, one per peer, direction and round (no all-to-all). Sender and receiver
-//! cut the same global runs into the same messages, so the k-th message of a pair is
-//! posted in round k on both sides, which keeps the rounds deadlock-free.
+//! Executes one rank's plan over MPI: the local copy and the message streams, one
+//! per peer and direction, in the order of the pure [`schedule`](crate::schedule)
+//! (pairwise windows on the exchange path, independent streams on the local path).
+//! Everything an execution needs (streams, requests, staging) is allocated once,
+//! when the plan is created, and reused by every execution.
 //!
 //! Every shared run is contiguous in both buffers, so a large run travels as a
 //! message of its own, straight from the sender's buffer into the receiver's. Small
 //! runs are packed together: a packed message that is scattered in the local buffer
 //! goes through this stream's slot of a staging buffer (packed before the send,
 //! unpacked after the receive). MPI derived datatypes would avoid that copy, but
-//! MPICH moves scattered datatypes several times slower than a pack and a contiguous
-//! send. Packed messages are capped so the staging stays within the plan's budget
-//! however large the array.
+//! measured on MPICH 4.0 and Open MPI 4.1 a vector datatype moves scattered runs
+//! 1.2-1.6x slower than a pack and a contiguous send (README, "Performance").
+//! Packed messages are capped so the staging stays within the plan's budget however
+//! large the array.
 //!
 //! In place, everything this rank sends is first packed (its only other extra
 //! memory: exactly the bytes that leave), the kept elements are moved to their
@@ -24,21 +26,16 @@ use mpi::ffi;
 use crate::comm::{Comm, check, count};
 use crate::error::Result;
 use crate::faults::try_vec;
-use crate::planner::{RankPlan, Transfer};
-use crate::runs::{MessageCutter, MessageKind, MessageLimits, Placement, Segment};
-
-/// Which way a stream's messages go.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Send,
-    Receive,
-}
+use crate::planner::RankPlan;
+use crate::runs::{MessageCutter, MessageLimits, Placement, Segment};
+use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
 /// Most messages one stream posts in one round.
 const MESSAGES_PER_ROUND: usize = 1024;
 
-/// Most messages in flight on one rank, over all its streams: bounds the requests.
-const MESSAGES_IN_FLIGHT: usize = 1 << 16;
+/// Most messages in flight on one rank, over all its streams: bounds the requests a
+/// plan keeps (a few bytes each).
+const MESSAGES_IN_FLIGHT: usize = 1 << 12;
 
 /// How many messages each stream posts per round when the busiest rank has `peers`
 /// streams per direction: the same on every rank, so both sides of a pair agree.
@@ -47,14 +44,17 @@ pub fn messages_per_round(peers: usize) -> usize {
 }
 
 /// One direction of the traffic with one peer.
+#[derive(Debug)]
 struct Stream {
-    peer: c_int,
-    side: Side,
+    spec: ScheduledStream,
     cutter: MessageCutter,
     /// The message being cut, as segments of the local buffer.
     segments: Vec<Segment>,
     /// This stream's slot in the staging buffer.
     slot: Range<usize>,
+    /// Where this stream's bytes start among the packed sends of an in-place
+    /// execution (sends only).
+    packed_at: usize,
     /// True while a received packed message waits in the slot to be unpacked.
     staged: bool,
     /// True once every message has been posted.
@@ -65,44 +65,45 @@ struct Stream {
 
 impl Stream {
     fn new(
-        transfer: &Transfer,
-        side: Side,
-        placement: Placement,
+        spec: ScheduledStream,
         plan: &RankPlan,
         limits: MessageLimits,
         slot_start: usize,
+        packed_at: usize,
     ) -> Result<Stream> {
-        let runs = match side {
-            Side::Send => plan.send_runs(transfer.peer),
-            Side::Receive => plan.recv_runs(transfer.peer),
-        };
-        let elems = usize::try_from(transfer.elems).unwrap_or(usize::MAX);
+        let elems = usize::try_from(spec.elems).unwrap_or(usize::MAX);
         let slot_len = limits
             .packed_bytes
             .min(elems.saturating_mul(plan.elem_size));
         Ok(Stream {
-            peer: transfer.peer as c_int,
-            side,
-            cutter: MessageCutter::new(runs, placement, plan.elem_size, limits),
+            spec,
+            cutter: stream_cutter(plan, spec, Mode::OutOfPlace, 0, limits),
             segments: try_vec(
                 limits.max_runs.min(elems),
                 "the message segments",
                 plan.rank,
             )?,
             slot: slot_start..slot_start + slot_len,
+            packed_at,
             staged: false,
             done: false,
             pending: 0,
         })
     }
 
-    /// Posts this round's messages into `slots` (one request each): up to
-    /// `slots.len()`, ending early after a packed one (its slot is in use until the
-    /// round completes). Both sides cut the same messages, so a stream's k-th round
-    /// holds the same messages on both sides.
+    /// Rewinds the stream for an execution in `mode`.
+    fn reset(&mut self, plan: &RankPlan, mode: Mode, limits: MessageLimits) {
+        self.cutter = stream_cutter(plan, self.spec, mode, self.packed_at, limits);
+        self.staged = false;
+        self.done = false;
+        self.pending = 0;
+    }
+
+    /// Posts this stream's next round into `slots` (one request each, at most
+    /// `slots.len()` messages); marks the stream done when nothing is left.
     ///
     /// # Safety
-    /// The messages must lie inside `buffer`.
+    /// The messages must lie inside `buffer`, the slot inside `staging`.
     unsafe fn post_round(
         &mut self,
         comm: &Comm,
@@ -110,69 +111,28 @@ impl Stream {
         staging: *mut u8,
         slots: &mut [ffi::MPI_Request],
     ) -> Result<()> {
-        for slot in slots.iter_mut() {
-            let Some(kind) = self.cutter.next_message(&mut self.segments) else {
-                self.done = true;
-                return Ok(());
-            };
-            // SAFETY: forwarded from the caller.
-            *slot = unsafe { self.post(comm, buffer, staging) }?;
-            self.pending += 1;
-            if kind == MessageKind::Packed {
-                break;
-            }
-        }
-        Ok(())
+        let (peer, side, per_round) = (self.spec.peer as c_int, self.spec.side, slots.len());
+        // SAFETY: the slot lies inside the staging capacity.
+        let slot = unsafe { staging.add(self.slot.start) };
+        let (mut posted, mut staged) = (0, false);
+        let cut = self
+            .cutter
+            .next_round(&mut self.segments, per_round, |segments| {
+                // SAFETY: forwarded from the caller.
+                let (request, packed) = unsafe { post(comm, peer, side, segments, buffer, slot) }?;
+                slots[posted] = request;
+                posted += 1;
+                staged |= packed && side == Side::Receive;
+                Ok(())
+            });
+        self.pending = posted;
+        self.staged = staged;
+        self.done = matches!(cut, Ok(0));
+        cut.map(drop)
     }
 
-    /// Posts the current message: in place in `buffer` when it is one segment on this
-    /// side, otherwise through the stream's slot of `staging` (packed first for a send).
-    ///
-    /// # Safety
-    /// The segments must lie inside `buffer`.
-    unsafe fn post(
-        &mut self,
-        comm: &Comm,
-        buffer: *mut u8,
-        staging: *mut u8,
-    ) -> Result<ffi::MPI_Request> {
-        let bytes: usize = self.segments.iter().map(|s| s.len).sum();
-        let at = match self.segments[..] {
-            // SAFETY: the segment lies inside buffer.
-            [only] => unsafe { buffer.add(only.offset) },
-            _ => {
-                // SAFETY: the slot lies inside the staging capacity.
-                let slot = unsafe { staging.add(self.slot.start) };
-                if self.side == Side::Send {
-                    // SAFETY: the segments lie inside buffer; the slot holds `bytes`.
-                    unsafe { pack(&self.segments, buffer, slot) };
-                }
-                self.staged = self.side == Side::Receive;
-                slot
-            }
-        };
-        // SAFETY: reading MPI constant handles.
-        let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
-        let n = count(bytes)?;
-        // SAFETY: `at` is valid for `bytes` bytes until the request completes.
-        let (code, call) = unsafe {
-            let at = at.cast::<c_void>();
-            match self.side {
-                Side::Send => (
-                    ffi::MPI_Isend(at, n, byte, self.peer, 0, comm.raw(), &mut request),
-                    "MPI_Isend",
-                ),
-                Side::Receive => (
-                    ffi::MPI_Irecv(at, n, byte, self.peer, 0, comm.raw(), &mut request),
-                    "MPI_Irecv",
-                ),
-            }
-        };
-        check(code, call)?;
-        Ok(request)
-    }
-
-    /// Unpacks a received packed message once its round has completed.
+    /// Unpacks a received packed message once its round has completed (the packed
+    /// message is always the last of its round, so `segments` still describes it).
     ///
     /// # Safety
     /// The segments must lie inside `buffer`.
@@ -188,6 +148,81 @@ impl Stream {
             at += s.len;
         }
     }
+}
+
+/// The message cutter of `spec` for an execution in `mode`: receives are placed by the
+/// output pattern, sends by the input pattern or, in place with staging, back to back
+/// from `packed_at` in the packed sends.
+fn stream_cutter(
+    plan: &RankPlan,
+    spec: ScheduledStream,
+    mode: Mode,
+    packed_at: usize,
+    limits: MessageLimits,
+) -> MessageCutter {
+    let (runs, placement) = match (spec.side, mode) {
+        (Side::Receive, _) => (
+            plan.recv_runs(spec.peer),
+            Placement::Pattern(plan.output_pattern()),
+        ),
+        (Side::Send, Mode::InPlaceStaged) => (
+            plan.send_runs(spec.peer),
+            Placement::Packed { next: packed_at },
+        ),
+        (Side::Send, _) => (
+            plan.send_runs(spec.peer),
+            Placement::Pattern(plan.input_pattern()),
+        ),
+    };
+    MessageCutter::new(runs, placement, plan.elem_size, limits)
+}
+
+/// Posts one message: straight from or into `buffer` when it is one segment there,
+/// otherwise through `slot` (packed first for a send). Returns the request and
+/// whether the message went through the slot.
+///
+/// # Safety
+/// The segments must lie inside `buffer`; `slot` must hold their total length and be
+/// unused until the request completes.
+unsafe fn post(
+    comm: &Comm,
+    peer: c_int,
+    side: Side,
+    segments: &[Segment],
+    buffer: *mut u8,
+    slot: *mut u8,
+) -> Result<(ffi::MPI_Request, bool)> {
+    let bytes: usize = segments.iter().map(|s| s.len).sum();
+    let (at, packed) = match segments {
+        // SAFETY: the segment lies inside buffer.
+        [only] => (unsafe { buffer.add(only.offset) }, false),
+        _ => {
+            if side == Side::Send {
+                // SAFETY: the segments lie inside buffer; the slot holds `bytes`.
+                unsafe { pack(segments, buffer, slot) };
+            }
+            (slot, true)
+        }
+    };
+    // SAFETY: reading MPI constant handles.
+    let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+    let n = count(bytes)?;
+    // SAFETY: `at` is valid for `bytes` bytes until the request completes.
+    let (code, call) = unsafe {
+        let at = at.cast::<c_void>();
+        match side {
+            Side::Send => (
+                ffi::MPI_Isend(at, n, byte, peer, 0, comm.raw(), &mut request),
+                "MPI_Isend",
+            ),
+            Side::Receive => (
+                ffi::MPI_Irecv(at, n, byte, peer, 0, comm.raw(), &mut request),
+                "MPI_Irecv",
+            ),
+        }
+    };
+    check(code, call)?;
+    Ok((request, packed))
 }
 
 /// Copies the segments of `buffer` back to back into `slot`.
@@ -217,146 +252,217 @@ pub enum Mode {
     /// every rank first completes its sends straight from the buffer, then moves its
     /// kept elements, then receives into the freed places. No extra memory; a rank
     /// waits only for ranks further along the direction it sends in, so no cycle of
-    /// waits can form.
+    /// waits can form. Needs [`Progress::Independent`].
     InPlaceOrdered,
 }
 
-/// One execution of a plan on this rank, with every buffer it needs allocated up
-/// front (so an allocation failure is found, and agreed, before any message).
-pub struct Exchange<'a> {
-    plan: &'a RankPlan,
-    mode: Mode,
-    /// Receive streams, then send streams.
+/// Everything one rank needs to execute its plan, allocated when the plan is created
+/// (so an allocation failure is agreed there) and reused by every execution.
+#[derive(Debug)]
+pub struct Exchange {
+    progress: Progress,
+    limits: MessageLimits,
+    /// Messages each stream posts per round.
+    per_round: usize,
+    /// The streams in schedule order.
     streams: Vec<Stream>,
-    /// `per_round` request slots per stream, in stream order.
+    /// `per_round` request slots per stream.
     requests: Vec<ffi::MPI_Request>,
     /// Indices of completed requests, filled by MPI_Waitsome.
     completed: Vec<c_int>,
-    /// Messages each stream posts per round.
-    per_round: usize,
-    /// One slot per stream for scattered messages.
+    /// One slot per stream for scattered messages; only its capacity is used
+    /// (through raw pointers), so pages no message needs are never touched.
     staging: Vec<u8>,
-    /// Everything this rank sends, packed; in [`Mode::InPlaceStaged`] only.
-    packed_sends: Option<Vec<u8>>,
 }
 
-impl<'a> Exchange<'a> {
-    /// Allocates the message descriptions and staging of `plan` within `limits`
-    /// (`per_round` messages per stream and round), and in [`Mode::InPlaceStaged`]
-    /// the buffer of the packed sends.
-    pub fn prepare(
-        plan: &'a RankPlan,
+// SAFETY: the request handles are MPI_REQUEST_NULL between executions, and an
+// execution uses them from one thread only (the plan holds the exchange in a mutex).
+unsafe impl Send for Exchange {}
+
+impl Exchange {
+    /// Allocates the streams of `plan` (one rank of `nranks`), driven by `progress`,
+    /// with messages cut within `limits`, `per_round` per stream and round.
+    pub fn new(
+        plan: &RankPlan,
+        nranks: usize,
         limits: MessageLimits,
         per_round: usize,
-        mode: Mode,
-    ) -> Result<Exchange<'a>> {
-        let staged = mode == Mode::InPlaceStaged;
-        let count = plan.recvs.len() + plan.sends.len();
-        let mut streams = try_vec(count, "the message streams", plan.rank)?;
-        let (mut slots, mut packed) = (0, 0);
-        for t in &plan.recvs {
-            let placement = Placement::Pattern(plan.output_pattern());
-            streams.push(Stream::new(
-                t,
-                Side::Receive,
-                placement,
-                plan,
-                limits,
-                slots,
-            )?);
-            slots = streams[streams.len() - 1].slot.end;
+        progress: Progress,
+    ) -> Result<Exchange> {
+        let specs = schedule(plan, nranks, progress)?;
+        let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
+        let mut slots = 0;
+        for spec in specs {
+            let packed_at = packed_offset(plan, spec);
+            let stream = Stream::new(spec, plan, limits, slots, packed_at)?;
+            slots = stream.slot.end;
+            streams.push(stream);
         }
-        for t in &plan.sends {
-            let placement = match staged {
-                true => Placement::Packed { next: packed },
-                false => Placement::Pattern(plan.input_pattern()),
-            };
-            streams.push(Stream::new(t, Side::Send, placement, plan, limits, slots)?);
-            // Staged sends come packed and contiguous: they never need a slot.
-            if !staged {
-                slots = streams[streams.len() - 1].slot.end;
-            }
-            packed += t.elems as usize * plan.elem_size;
-        }
-        let packed_sends = staged
-            .then(|| try_vec(packed, "the in-place packed sends", plan.rank))
-            .transpose()?;
-        let mut requests = try_vec(count * per_round, "the MPI requests", plan.rank)?;
+        let count = streams.len() * per_round;
+        let mut requests = try_vec(count, "the MPI requests", plan.rank)?;
         // SAFETY: reading an MPI constant handle.
-        requests.resize(count * per_round, unsafe { ffi::RSMPI_REQUEST_NULL });
+        requests.resize(count, unsafe { ffi::RSMPI_REQUEST_NULL });
+        let mut completed = try_vec(count, "the completed requests", plan.rank)?;
+        completed.resize(count, 0);
         Ok(Exchange {
-            plan,
-            mode,
-            streams,
-            completed: try_vec(count * per_round, "the completed requests", plan.rank)?,
-            requests,
+            progress,
+            limits,
             per_round,
-            // Only its capacity is used (through raw pointers), so pages no message
-            // needs are never touched.
+            streams,
+            requests,
+            completed,
             staging: try_vec(slots, "the message staging", plan.rank)?,
-            packed_sends,
         })
     }
 
-    /// Runs the local copy and every message (collective over `comm`).
+    /// Runs the local copy and every message of `plan` (collective over `comm`). In
+    /// [`Mode::InPlaceStaged`], `packed` (otherwise unused) must have room for every
+    /// byte this rank sends.
     ///
     /// # Safety
     /// `input` must be readable for the plan's input size and `output` writable for
-    /// its output size. Out of place (as prepared) they must not overlap; in place they
-    /// must be equal and the buffer hold the larger of both sizes. Every rank of `comm`
-    /// must run its own plan of the same reshape. Ranks may run in different modes
-    /// (in place is each rank's own choice): only [`Mode::InPlaceOrdered`] waits before
-    /// posting its receives, and only for ranks it sends to, which never form a cycle.
-    pub unsafe fn run(mut self, comm: &Comm, input: *const u8, output: *mut u8) -> Result<()> {
-        let plan = self.plan;
+    /// its output size. Out of place they must not overlap; in place they must be
+    /// equal and the buffer hold the larger of both sizes. Every rank of `comm` must
+    /// run its own plan of the same reshape. Ranks may run in different modes (in
+    /// place is each rank's own choice): every mode posts the same messages in the
+    /// same rounds, and only [`Mode::InPlaceOrdered`] waits before posting its
+    /// receives, and only for ranks it sends to, which never form a cycle.
+    pub unsafe fn run(
+        &mut self,
+        plan: &RankPlan,
+        comm: &Comm,
+        mode: Mode,
+        packed: &mut Vec<u8>,
+        input: *const u8,
+        output: *mut u8,
+    ) -> Result<()> {
+        let limits = self.limits;
+        self.streams
+            .iter_mut()
+            .for_each(|s| s.reset(plan, mode, limits));
         let both = |_: Side| true;
-        match self.mode {
+        match mode {
             // SAFETY (all arms): forwarded from the caller.
-            Mode::OutOfPlace => unsafe { self.progress(comm, input, output, both, Some(input)) },
+            Mode::OutOfPlace => unsafe {
+                self.progress(plan, comm, input, output, both, Some(input))
+            },
             Mode::InPlaceStaged => {
-                let mut packed = self.packed_sends.take().unwrap_or_default();
-                let send_base = unsafe { stage_in_place(plan, &mut packed, output) };
-                unsafe { self.progress(comm, send_base, output, both, None) }
+                let send_base = unsafe { stage_in_place(plan, packed, output) };
+                unsafe { self.progress(plan, comm, send_base, output, both, None) }
             }
             Mode::InPlaceOrdered => {
                 let sends = |side| side == Side::Send;
-                unsafe { self.progress(comm, input, output, sends, None) }?;
+                unsafe { self.progress(plan, comm, input, output, sends, None) }?;
                 unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
                 let receives = |side| side == Side::Receive;
-                unsafe { self.progress(comm, input, output, receives, None) }
+                unsafe { self.progress(plan, comm, input, output, receives, None) }
             }
         }
     }
 
-    /// Runs the streams of the `selected` sides to completion, each independently of
-    /// the others: a stream posts its next round as soon as its previous one has
-    /// completed, so no stream waits for another's peer. Out of place, the kept
-    /// elements are copied from `local_copy` while the first messages are in flight.
+    /// Runs the streams of the `selected` sides to completion as the schedule says.
+    /// Out of place, the kept elements are copied from `local_copy` while the first
+    /// messages are in flight.
     ///
     /// # Safety
     /// As [`Exchange::run`], with sends read from `send_base`.
     unsafe fn progress(
         &mut self,
+        plan: &RankPlan,
         comm: &Comm,
         send_base: *const u8,
         output: *mut u8,
         selected: impl Fn(Side) -> bool,
         mut local_copy: Option<*const u8>,
     ) -> Result<()> {
-        let (staging, per_round) = (self.staging.as_mut_ptr(), self.per_round);
+        let mut copy_once = || {
+            if let Some(input) = local_copy.take() {
+                // SAFETY: forwarded from the caller.
+                unsafe { copy_local(plan, input, output) };
+            }
+        };
+        let buffers = (send_base.cast_mut(), output);
+        // SAFETY (both arms): forwarded from the caller.
+        match self.progress {
+            Progress::Pairwise { .. } => unsafe { self.pairwise(comm, buffers, &mut copy_once) }?,
+            Progress::Independent => {
+                unsafe { self.independent(comm, buffers, selected, &mut copy_once) }?
+            }
+        }
+        copy_once();
+        Ok(())
+    }
+
+    /// Pairwise progress: window after window, every stream of the window posts its
+    /// next round and the rank waits for the whole step (see [`crate::schedule`]).
+    ///
+    /// # Safety
+    /// As [`Exchange::run`]; `buffers` are (where sends are read, where receives land).
+    unsafe fn pairwise(
+        &mut self,
+        comm: &Comm,
+        (send_base, output): (*mut u8, *mut u8),
+        copy_once: &mut dyn FnMut(),
+    ) -> Result<()> {
+        let staging = self.staging.as_mut_ptr();
+        let per_round = self.per_round;
+        let mut rest = &mut self.streams[..];
+        while let Some(first) = rest.first() {
+            let window = first.spec.window;
+            let len = rest.iter().take_while(|s| s.spec.window == window).count();
+            let (streams, later) = rest.split_at_mut(len);
+            loop {
+                let mut used = 0;
+                for stream in streams.iter_mut().filter(|s| !s.done) {
+                    let base = match stream.spec.side {
+                        Side::Send => send_base,
+                        Side::Receive => output,
+                    };
+                    let slots = &mut self.requests[used..used + per_round];
+                    // SAFETY: the messages lie inside their buffer (planner invariant).
+                    unsafe { stream.post_round(comm, base, staging, slots) }?;
+                    used += stream.pending;
+                }
+                copy_once();
+                if used == 0 {
+                    break;
+                }
+                wait_all(&mut self.requests[..used])?;
+                for stream in streams.iter_mut().filter(|s| s.pending > 0) {
+                    stream.pending = 0;
+                    // SAFETY: the round's messages lie inside the output buffer.
+                    unsafe { stream.unpack(output, staging) };
+                }
+            }
+            rest = later;
+        }
+        Ok(())
+    }
+
+    /// Independent progress: a stream posts its next round as soon as its previous one
+    /// has completed, so no stream waits for another's peer.
+    ///
+    /// # Safety
+    /// As [`Exchange::pairwise`].
+    unsafe fn independent(
+        &mut self,
+        comm: &Comm,
+        (send_base, output): (*mut u8, *mut u8),
+        selected: impl Fn(Side) -> bool,
+        copy_once: &mut dyn FnMut(),
+    ) -> Result<()> {
+        let staging = self.staging.as_mut_ptr();
         loop {
             let mut in_flight = 0;
             for (stream, slots) in self
                 .streams
                 .iter_mut()
-                .zip(self.requests.chunks_mut(per_round))
+                .zip(self.requests.chunks_mut(self.per_round))
+                .filter(|(s, _)| selected(s.spec.side))
             {
-                if !selected(stream.side) {
-                    continue;
-                }
                 if stream.pending == 0 && !stream.done {
-                    let base = match stream.side {
-                        Side::Send => send_base.cast_mut(),
+                    let base = match stream.spec.side {
+                        Side::Send => send_base,
                         Side::Receive => output,
                     };
                     // SAFETY: the messages lie inside their buffer (planner invariant).
@@ -364,10 +470,7 @@ impl<'a> Exchange<'a> {
                 }
                 in_flight += stream.pending;
             }
-            if let Some(input) = local_copy.take() {
-                // SAFETY: forwarded from the caller.
-                unsafe { copy_local(self.plan, input, output) };
-            }
+            copy_once();
             if in_flight == 0 {
                 return Ok(());
             }
@@ -382,7 +485,6 @@ impl<'a> Exchange<'a> {
     /// As [`Exchange::run`].
     unsafe fn complete_some(&mut self, output: *mut u8) -> Result<()> {
         let mut done: c_int = 0;
-        self.completed.resize(self.requests.len(), 0);
         // SAFETY: both arrays hold requests.len() entries; finished requests become
         // MPI_REQUEST_NULL, which later calls skip.
         check(
@@ -408,6 +510,34 @@ impl<'a> Exchange<'a> {
         }
         Ok(())
     }
+}
+
+/// Waits for every request of `requests`.
+fn wait_all(requests: &mut [ffi::MPI_Request]) -> Result<()> {
+    // SAFETY: the slice holds requests.len() valid (or null) requests.
+    check(
+        unsafe {
+            ffi::MPI_Waitall(
+                count(requests.len())?,
+                requests.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            )
+        },
+        "MPI_Waitall",
+    )
+}
+
+/// Where the bytes `spec` sends start among the packed sends of an in-place execution
+/// (peer after peer in the order of `plan.sends`); 0 for receives.
+fn packed_offset(plan: &RankPlan, spec: ScheduledStream) -> usize {
+    if spec.side == Side::Receive {
+        return 0;
+    }
+    let before = plan.sends.partition_point(|t| t.peer < spec.peer);
+    plan.sends[..before]
+        .iter()
+        .map(|t| t.elems as usize * plan.elem_size)
+        .sum()
 }
 
 /// Packs the sends into `packed` and moves the kept elements within `buffer`;

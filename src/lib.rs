@@ -33,6 +33,7 @@ pub mod layout;
 mod plan;
 pub mod planner;
 pub mod runs;
+pub mod schedule;
 
 pub use args::{MAX_DIMS, ReshapeArgs, Target};
 pub use array::{Element, reshape_array};

@@ -2,6 +2,7 @@
 //! slab lengths, pure planning) and repeated collective execution.
 
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
@@ -15,6 +16,7 @@ use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::planner::{Path, PlanStats, RankPlan};
 use crate::runs::MessageLimits;
+use crate::schedule::Progress;
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
 /// exercise the chunked paths with small arrays.
@@ -30,6 +32,10 @@ pub struct PlanOptions {
     /// Most runs cut into the messages of one round, over all peers: bounds the
     /// memory that lists them (16 bytes per run).
     pub run_budget: usize,
+    /// Pairwise distances per window on the exchange path (default 64): a rank has
+    /// streams with at most this many peers per direction in flight, like the
+    /// throttled all-to-alls of MPI libraries (see [`crate::schedule`]).
+    pub window: usize,
 }
 
 impl Default for PlanOptions {
@@ -38,6 +44,7 @@ impl Default for PlanOptions {
             max_message_bytes: i32::MAX as usize,
             staging_bytes: 16 << 20,
             run_budget: 1 << 18,
+            window: 64,
         }
     }
 }
@@ -79,9 +86,8 @@ impl PlanOptions {
 pub struct Plan {
     comm: Comm,
     plan: RankPlan,
-    limits: MessageLimits,
-    /// Messages each stream posts per round (sized by the busiest rank).
-    per_round: usize,
+    /// Streams, requests and staging, reused by every execution (one at a time).
+    exchange: Mutex<Exchange>,
     /// False when no rank sends or receives anything: execution is then purely
     /// local on every rank and needs no collective.
     collective: bool,
@@ -104,9 +110,20 @@ impl Plan {
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
         let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
+        let exchange = contain_panic(|| {
+            Exchange::new(
+                &plan,
+                comm.size(),
+                options.limits(busiest),
+                messages_per_round(busiest),
+                Progress::for_path(plan.path, options.window),
+            )
+        });
+        if collective {
+            agree(&comm, exchange.as_ref().err(), &mut [])?;
+        }
         Ok(Plan {
-            limits: options.limits(busiest),
-            per_round: messages_per_round(busiest),
+            exchange: Mutex::new(exchange?),
             comm,
             plan,
             collective,
@@ -259,28 +276,35 @@ impl Plan {
         );
         let local = pre
             .map_or(buffers, |e| Err(e.on_rank(rank)))
-            .and_then(|in_place| {
-                let skip = in_place && self.plan.is_identity();
-                (!skip)
-                    .then(|| {
-                        Exchange::prepare(
-                            &self.plan,
-                            self.limits,
-                            self.per_round,
-                            self.mode(in_place),
-                        )
-                    })
-                    .transpose()
-            });
+            .and_then(|in_place| self.prepare(in_place));
         if self.collective {
-            agree(&self.comm, local.as_ref().err(), &mut Vec::new())?;
+            agree(&self.comm, local.as_ref().err(), &mut [])?;
         }
-        let Some(exchange) = local? else {
+        let Some((mode, mut packed)) = local? else {
             return Ok(());
         };
+        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
         // stages what it sends before rewriting the buffer.
-        unsafe { exchange.run(&self.comm, input, output) }
+        unsafe { exchange.run(&self.plan, &self.comm, mode, &mut packed, input, output) }
+    }
+
+    /// The mode of an execution, and in place on the exchange path the buffer for
+    /// everything this rank sends; `None` when there is nothing to do (in place on a
+    /// rank whose output equals its input).
+    fn prepare(&self, in_place: bool) -> Result<Option<(Mode, Vec<u8>)>> {
+        if in_place && self.plan.is_identity() {
+            return Ok(None);
+        }
+        let mode = self.mode(in_place);
+        let packed = match mode {
+            Mode::InPlaceStaged => {
+                let bytes = self.plan.stats().bytes_sent as usize;
+                try_vec(bytes, "the in-place packed sends", self.comm.rank())?
+            }
+            _ => Vec::new(),
+        };
+        Ok(Some((mode, packed)))
     }
 }
 
@@ -377,7 +401,7 @@ fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<(RankPlan, us
             !(p.sends.is_empty() && p.recvs.is_empty()),
         )
     });
-    let mut piggyback = vec![peers as i64, i64::from(talks)];
+    let mut piggyback = [peers as i64, i64::from(talks)];
     agree(comm, planned.as_ref().err(), &mut piggyback)?;
     Ok((planned?, piggyback[0] as usize, piggyback[1] != 0))
 }

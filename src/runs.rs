@@ -312,6 +312,28 @@ impl MessageCutter {
         Some(MessageKind::Packed)
     }
 
+    /// Cuts the next round: up to `per_round` messages, ending early after a packed one
+    /// (its staging slot is busy until the round completes), each handed to `post` as
+    /// segments of the local buffer. Returns how many were cut, 0 once the runs are
+    /// exhausted. Both ends of a stream cut the same rounds.
+    pub fn next_round<E>(
+        &mut self,
+        segments: &mut Vec<Segment>,
+        per_round: usize,
+        mut post: impl FnMut(&[Segment]) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        for posted in 0..per_round {
+            let Some(kind) = self.next_message(segments) else {
+                return Ok(posted);
+            };
+            post(segments)?;
+            if kind == MessageKind::Packed {
+                return Ok(posted + 1);
+            }
+        }
+        Ok(per_round)
+    }
+
     fn take(&mut self) -> Option<Run> {
         self.pending.take().or_else(|| self.runs.next())
     }

@@ -497,11 +497,14 @@ impl Case {
         }
     }
 
+    /// Small message limits and one pairwise distance per window, so that small
+    /// arrays exercise chunked messages, several rounds and several windows.
     fn limits(self, max_message_bytes: usize, run_budget: usize) -> Case {
         Case {
             limits: Some(PlanOptions {
                 max_message_bytes,
                 run_budget,
+                window: 1,
                 ..PlanOptions::default()
             }),
             ..self
