@@ -2,15 +2,19 @@
 //! planner, the messages are cut exactly as the MPI exchange cuts them, and the bytes
 //! are moved in memory. Checks every output element, that each arrives exactly once,
 //! that only elements changing owner move, and when the split-preserving path applies.
+//! The pairwise schedule of the exchange path is replayed step by step on all ranks,
+//! with rendezvous semantics (a message completes only once both sides posted it), to
+//! show that it never deadlocks.
 
 // The oracles spell out `%` on purpose, independent of the library's arithmetic.
 #![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::planner::{Path, RankPlan};
 use distreshape::runs::{MessageCutter, MessageKind, MessageLimits, Placement, Segment};
+use distreshape::schedule::{Progress, ScheduledStream, Side, schedule};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
@@ -482,4 +486,194 @@ fn non_divisible_same_split_falls_back_to_exchange() {
     };
     check_case(&even);
     assert_eq!(plans(&even)[0].path, Path::Local);
+}
+
+/// One rank replaying the pairwise schedule: its streams in schedule order, the
+/// first stream of its current window, and the messages of its current step.
+struct Scheduled {
+    streams: Vec<(ScheduledStream, MessageCutter, bool)>,
+    window_start: usize,
+    /// (peer, side, sequence number on the pair, segments) of the current step.
+    posted: Vec<(usize, Side, usize, Vec<Segment>)>,
+    finished: bool,
+}
+
+/// What every ordered pair (from, to) has posted so far: the bytes of each send, and
+/// the number of receives.
+#[derive(Default)]
+struct Wire {
+    sent: Vec<Vec<u8>>,
+    received: usize,
+}
+
+impl Scheduled {
+    fn new(plan: &RankPlan, p: usize, window: usize, limits: MessageLimits) -> Scheduled {
+        let streams = schedule(plan, p, Progress::Pairwise { window })
+            .expect("schedule")
+            .into_iter()
+            .map(|spec| {
+                let (runs, placement) = match spec.side {
+                    Side::Send => (plan.send_runs(spec.peer), plan.input_pattern()),
+                    Side::Receive => (plan.recv_runs(spec.peer), plan.output_pattern()),
+                };
+                let cutter = MessageCutter::new(runs, Placement::Pattern(placement), 8, limits);
+                (spec, cutter, false)
+            })
+            .collect();
+        Scheduled {
+            streams,
+            window_start: 0,
+            posted: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Posts the next step with messages (moving on to later windows as the current
+    /// one runs dry), or finishes.
+    fn post_step(
+        &mut self,
+        rank: usize,
+        input: &[u8],
+        wires: &mut HashMap<(usize, usize), Wire>,
+        per_round: usize,
+    ) {
+        while self.window_start < self.streams.len() {
+            let window = self.streams[self.window_start].0.window;
+            let end = self.window_start
+                + self.streams[self.window_start..]
+                    .iter()
+                    .take_while(|s| s.0.window == window)
+                    .count();
+            for (spec, cutter, done) in &mut self.streams[self.window_start..end] {
+                if *done {
+                    continue;
+                }
+                let mut segs = Vec::new();
+                let posted = &mut self.posted;
+                let cut = cutter.next_round(&mut segs, per_round, |segments| {
+                    let key = match spec.side {
+                        Side::Send => (rank, spec.peer),
+                        Side::Receive => (spec.peer, rank),
+                    };
+                    let wire = wires.entry(key).or_default();
+                    let seq = match spec.side {
+                        Side::Send => {
+                            wire.sent.push(gather(input, segments));
+                            wire.sent.len() - 1
+                        }
+                        Side::Receive => {
+                            wire.received += 1;
+                            wire.received - 1
+                        }
+                    };
+                    posted.push((spec.peer, spec.side, seq, segments.to_vec()));
+                    Ok::<(), ()>(())
+                });
+                *done = cut == Ok(0);
+            }
+            if !self.posted.is_empty() {
+                return;
+            }
+            self.window_start = end;
+        }
+        self.finished = true;
+    }
+
+    /// Completes the current step when the other side of every message has posted
+    /// it: delivers the receives into `output`. Returns whether it completed.
+    fn try_complete(
+        &mut self,
+        rank: usize,
+        wires: &HashMap<(usize, usize), Wire>,
+        output: &mut [u8],
+        writes: &mut [u32],
+    ) -> bool {
+        let matched = self.posted.iter().all(|&(peer, side, seq, _)| match side {
+            Side::Send => wires.get(&(rank, peer)).is_some_and(|w| w.received > seq),
+            Side::Receive => wires.get(&(peer, rank)).is_some_and(|w| w.sent.len() > seq),
+        });
+        if !matched {
+            return false;
+        }
+        for (peer, side, seq, segs) in self.posted.drain(..) {
+            if side == Side::Receive {
+                let bytes = &wires[&(peer, rank)].sent[seq];
+                assert_eq!(
+                    bytes.len(),
+                    segs.iter().map(|s| s.len).sum::<usize>(),
+                    "message {peer}->{rank} #{seq}: sizes"
+                );
+                let mut at = 0;
+                for s in segs {
+                    output[s.offset..s.offset + s.len].copy_from_slice(&bytes[at..at + s.len]);
+                    (s.offset / 8..(s.offset + s.len) / 8).for_each(|i| writes[i] += 1);
+                    at += s.len;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Replays the pairwise schedule of the exchange path on every rank until all finish;
+/// panics if no rank can move while some have not finished (a deadlock).
+fn replay_pairwise(case: &Case, window: usize, per_round: usize) {
+    let plans = plans(case);
+    if plans[0].path != Path::Exchange {
+        return;
+    }
+    let p = plans.len();
+    let (inputs, outputs) = oracle_sets(case, &plans[0].new_shape);
+    let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
+    let mut out_bufs: Vec<Vec<u8>> = outputs.iter().map(|v| vec![0xEE; v.len() * 8]).collect();
+    let mut writes: Vec<Vec<u32>> = outputs.iter().map(|v| vec![0; v.len()]).collect();
+    let mut ranks: Vec<Scheduled> = plans
+        .iter()
+        .map(|plan| Scheduled::new(plan, p, window, case.limits))
+        .collect();
+    let mut wires = HashMap::new();
+    for (r, plan) in plans.iter().enumerate() {
+        plan.copy_local(&in_bufs[r], &mut out_bufs[r]);
+        ranks[r].post_step(r, &in_bufs[r], &mut wires, per_round);
+    }
+    while !ranks.iter().all(|r| r.finished) {
+        let mut moved = false;
+        for r in 0..p {
+            if !ranks[r].finished
+                && ranks[r].try_complete(r, &wires, &mut out_bufs[r], &mut writes[r])
+            {
+                ranks[r].post_step(r, &in_bufs[r], &mut wires, per_round);
+                moved = true;
+            }
+        }
+        assert!(
+            moved,
+            "the pairwise schedule deadlocked (window {window}, {per_round} per round): {case:?}"
+        );
+    }
+    for r in 0..p {
+        assert_eq!(
+            out_bufs[r],
+            to_bytes(&outputs[r]),
+            "rank {r}: output after the pairwise schedule"
+        );
+        if case.split.is_some() {
+            let kept: BTreeSet<u64> = inputs[r].iter().copied().collect();
+            for (i, g) in outputs[r].iter().enumerate() {
+                assert_eq!(
+                    writes[r][i] + u32::from(kept.contains(g)),
+                    1,
+                    "rank {r}: element {g} delivered once"
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn pairwise_schedule_never_deadlocks(case in case(), window in 1usize..4, per_round in 1usize..4) {
+        replay_pairwise(&case, window, per_round);
+    }
 }
