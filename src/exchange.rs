@@ -24,10 +24,11 @@ use std::os::raw::{c_int, c_void};
 use mpi::ffi;
 
 use crate::comm::{Comm, check, count};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::faults::try_vec;
 use crate::planner::RankPlan;
-use crate::runs::{MessageCutter, MessageLimits, Placement, Segment};
+use crate::planner::{KeptCopy, copy_kept};
+use crate::runs::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
 /// Most messages one stream posts in one round.
@@ -47,7 +48,12 @@ pub fn messages_per_round(peers: usize) -> usize {
 #[derive(Debug)]
 struct Stream {
     spec: ScheduledStream,
-    cutter: MessageCutter,
+    /// The messages cut once when the plan was created, if they fit its budget.
+    cut: Option<CutMessages>,
+    /// How many messages of `cut` this execution has posted.
+    replayed: usize,
+    /// Cuts the messages during this execution when they are not replayed from `cut`.
+    cutter: Option<MessageCutter>,
     /// The message being cut, as segments of the local buffer.
     segments: Vec<Segment>,
     /// This stream's slot in the staging buffer.
@@ -77,7 +83,9 @@ impl Stream {
             .min(elems.saturating_mul(plan.elem_size));
         Ok(Stream {
             spec,
-            cutter: stream_cutter(plan, spec, Mode::OutOfPlace, 0, limits),
+            cut: None,
+            replayed: 0,
+            cutter: None,
             segments: try_vec(
                 limits.max_runs.min(elems),
                 "the message segments",
@@ -91,9 +99,32 @@ impl Stream {
         })
     }
 
-    /// Rewinds the stream for an execution in `mode`.
+    /// Cuts every message now, to replay them in every execution, unless they hold
+    /// more than `budget` segments; returns the segments kept.
+    fn keep_messages(
+        &mut self,
+        plan: &RankPlan,
+        limits: MessageLimits,
+        budget: usize,
+    ) -> Result<usize> {
+        let cutter = stream_cutter(plan, self.spec, Mode::OutOfPlace, 0, limits);
+        self.cut = CutMessages::cut(cutter, budget, &mut self.segments).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot keep the cut messages on rank {}",
+                plan.rank
+            ))
+        })?;
+        Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
+    }
+
+    /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
+    /// except for sends read from the packed buffer of an in-place execution.
     fn reset(&mut self, plan: &RankPlan, mode: Mode, limits: MessageLimits) {
-        self.cutter = stream_cutter(plan, self.spec, mode, self.packed_at, limits);
+        let repacked = self.spec.side == Side::Send && mode == Mode::InPlaceStaged;
+        let replay = self.cut.is_some() && !repacked;
+        self.cutter =
+            (!replay).then(|| stream_cutter(plan, self.spec, mode, self.packed_at, limits));
+        self.replayed = 0;
         self.staged = false;
         self.done = false;
         self.pending = 0;
@@ -115,20 +146,38 @@ impl Stream {
         // SAFETY: the slot lies inside the staging capacity.
         let slot = unsafe { staging.add(self.slot.start) };
         let (mut posted, mut staged) = (0, false);
-        let cut = self
-            .cutter
-            .next_round(&mut self.segments, per_round, |segments| {
-                // SAFETY: forwarded from the caller.
-                let (request, packed) = unsafe { post(comm, peer, side, segments, buffer, slot) }?;
-                slots[posted] = request;
-                posted += 1;
-                staged |= packed && side == Side::Receive;
-                Ok(())
-            });
+        let mut post_one = |segments: &[Segment]| {
+            // SAFETY: forwarded from the caller.
+            let (request, packed) = unsafe { post(comm, peer, side, segments, buffer, slot) }?;
+            slots[posted] = request;
+            posted += 1;
+            staged |= packed && side == Side::Receive;
+            Ok(())
+        };
+        let segments = &mut self.segments;
+        let cut = match (&mut self.cutter, &self.cut) {
+            (Some(cutter), _) => cutter.next_round(segments, per_round, &mut post_one),
+            (None, Some(cut)) => {
+                let mut replay = cut.replay(self.replayed);
+                let round = replay.next_round(segments, per_round, &mut post_one);
+                self.replayed = replay.position();
+                round
+            }
+            (None, None) => Ok(0),
+        };
         self.pending = posted;
         self.staged = staged;
         self.done = matches!(cut, Ok(0));
         cut.map(drop)
+    }
+
+    /// True when every message of this execution has been posted.
+    fn is_exhausted(&mut self) -> bool {
+        match (&mut self.cutter, &self.cut) {
+            (Some(cutter), _) => cutter.is_exhausted(),
+            (None, Some(cut)) => cut.replay(self.replayed).is_exhausted(),
+            (None, None) => true,
+        }
     }
 
     /// Unpacks a received packed message once its round has completed (the packed
@@ -266,6 +315,8 @@ pub struct Exchange {
     per_round: usize,
     /// The streams in schedule order.
     streams: Vec<Stream>,
+    /// The local copies, listed once when they fit the plan's budget.
+    kept: Option<Vec<KeptCopy>>,
     /// `per_round` request slots per stream.
     requests: Vec<ffi::MPI_Request>,
     /// Indices of completed requests, filled by MPI_Waitsome.
@@ -281,20 +332,29 @@ unsafe impl Send for Exchange {}
 
 impl Exchange {
     /// Allocates the streams of `plan` (one rank of `nranks`), driven by `progress`,
-    /// with messages cut within `limits`, `per_round` per stream and round.
+    /// with messages cut within `limits`, `per_round` per stream and round. The local
+    /// copies, then the streams' messages in schedule order, are listed once and kept
+    /// for every execution until `keep_budget` entries are spent.
     pub fn new(
         plan: &RankPlan,
         nranks: usize,
         limits: MessageLimits,
         per_round: usize,
         progress: Progress,
+        keep_budget: usize,
     ) -> Result<Exchange> {
         let specs = schedule(plan, nranks, progress)?;
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
+        let kept = keep_copies(plan, keep_budget)?;
+        let mut budget = keep_budget - kept.as_ref().map_or(keep_budget, Vec::len);
         let mut slots = 0;
         for spec in specs {
             let packed_at = packed_offset(plan, spec);
-            let stream = Stream::new(spec, plan, limits, slots, packed_at)?;
+            let mut stream = Stream::new(spec, plan, limits, slots, packed_at)?;
+            budget -= stream.keep_messages(plan, limits, budget)?.min(budget);
+            if stream.cut.is_none() {
+                budget = 0;
+            }
             slots = stream.slot.end;
             streams.push(stream);
         }
@@ -309,6 +369,7 @@ impl Exchange {
             limits,
             per_round,
             streams,
+            kept,
             requests,
             completed,
             staging: try_vec(slots, "the message staging", plan.rank)?,
@@ -375,22 +436,24 @@ impl Exchange {
         selected: impl Fn(Side) -> bool,
         mut local_copy: Option<*const u8>,
     ) -> Result<()> {
+        let kept = self.kept.take();
         let mut copy_once = || {
             if let Some(input) = local_copy.take() {
                 // SAFETY: forwarded from the caller.
-                unsafe { copy_local(plan, input, output) };
+                unsafe { copy_local(plan, kept.as_deref(), input, output) };
             }
         };
         let buffers = (send_base.cast_mut(), output);
         // SAFETY (both arms): forwarded from the caller.
-        match self.progress {
-            Progress::Pairwise { .. } => unsafe { self.pairwise(comm, buffers, &mut copy_once) }?,
-            Progress::Independent => {
-                unsafe { self.independent(comm, buffers, selected, &mut copy_once) }?
-            }
-        }
+        let result = match self.progress {
+            Progress::Pairwise { .. } => unsafe { self.pairwise(comm, buffers, &mut copy_once) },
+            Progress::Independent => unsafe {
+                self.independent(comm, buffers, selected, &mut copy_once)
+            },
+        };
         copy_once();
-        Ok(())
+        self.kept = kept;
+        result
     }
 
     /// Pairwise progress: window after window, every stream of the window posts its
@@ -428,11 +491,8 @@ impl Exchange {
                     break;
                 }
                 wait_all(&mut self.requests[..used])?;
-                for stream in streams.iter_mut().filter(|s| s.pending > 0) {
-                    stream.pending = 0;
-                    // SAFETY: the round's messages lie inside the output buffer.
-                    unsafe { stream.unpack(output, staging) };
-                }
+                // SAFETY: the rounds' messages lie inside the output buffer.
+                unsafe { finish_rounds(streams, output, staging) };
             }
             rest = later;
         }
@@ -440,7 +500,9 @@ impl Exchange {
     }
 
     /// Independent progress: a stream posts its next round as soon as its previous one
-    /// has completed, so no stream waits for another's peer.
+    /// has completed, so no stream waits for another's peer. Once every stream in
+    /// flight is on its last round there is nothing more to post, and one
+    /// `MPI_Waitall` completes them all.
     ///
     /// # Safety
     /// As [`Exchange::pairwise`].
@@ -474,9 +536,27 @@ impl Exchange {
             if in_flight == 0 {
                 return Ok(());
             }
-            // SAFETY: forwarded from the caller.
-            unsafe { self.complete_some(output) }?;
+            let last_rounds = self
+                .streams
+                .iter_mut()
+                .all(|s| s.pending == 0 || s.is_exhausted());
+            // SAFETY (both): forwarded from the caller.
+            match last_rounds {
+                true => unsafe { self.complete_all(output) }?,
+                false => unsafe { self.complete_some(output) }?,
+            }
         }
+    }
+
+    /// Waits for every message in flight; unpacks the receive rounds.
+    ///
+    /// # Safety
+    /// As [`Exchange::run`].
+    unsafe fn complete_all(&mut self, output: *mut u8) -> Result<()> {
+        wait_all(&mut self.requests)?;
+        // SAFETY: the rounds' messages lie inside the output buffer.
+        unsafe { finish_rounds(&mut self.streams, output, self.staging.as_ptr()) };
+        Ok(())
     }
 
     /// Waits for at least one message; unpacks the receive rounds that completed.
@@ -509,6 +589,19 @@ impl Exchange {
             }
         }
         Ok(())
+    }
+}
+
+/// Marks the rounds of `streams` in flight as completed, unpacking received packed
+/// messages from `staging`.
+///
+/// # Safety
+/// Every round in flight must have completed, its messages inside `output`.
+unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const u8) {
+    for stream in streams.iter_mut().filter(|s| s.pending > 0) {
+        stream.pending = 0;
+        // SAFETY: forwarded from the caller.
+        unsafe { stream.unpack(output, staging) };
     }
 }
 
@@ -564,9 +657,17 @@ unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'a mut [u8] 
     unsafe { slice_or_empty_mut(buffer, len) }
 }
 
+/// Copies the elements `plan` keeps, from the `kept` copies listed at plan creation
+/// when there are.
+///
 /// # Safety
 /// As [`Exchange::run`], out of place.
-unsafe fn copy_local(plan: &RankPlan, input: *const u8, output: *mut u8) {
+unsafe fn copy_local(
+    plan: &RankPlan,
+    kept: Option<&[KeptCopy]>,
+    input: *const u8,
+    output: *mut u8,
+) {
     let size = plan.elem_size;
     let in_bytes = plan.input_elems() as usize * size;
     let out_bytes = plan.output_elems() as usize * size;
@@ -577,7 +678,28 @@ unsafe fn copy_local(plan: &RankPlan, input: *const u8, output: *mut u8) {
             slice_or_empty_mut(output, out_bytes),
         )
     };
-    plan.copy_local(from, to);
+    match kept {
+        Some(kept) => copy_kept(kept.iter().cloned(), from, to),
+        None => plan.copy_local(from, to),
+    }
+}
+
+/// The local copies of `plan`, or `None` when there are more than `budget`.
+fn keep_copies(plan: &RankPlan, budget: usize) -> Result<Option<Vec<KeptCopy>>> {
+    let mut kept = Vec::new();
+    for copy in plan.kept_copies() {
+        if kept.len() == budget {
+            return Ok(None);
+        }
+        kept.try_reserve(1).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot keep the local copies on rank {}",
+                plan.rank
+            ))
+        })?;
+        kept.push(copy);
+    }
+    Ok(Some(kept))
 }
 
 /// The slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.

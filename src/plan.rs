@@ -30,7 +30,9 @@ pub struct PlanOptions {
     /// more than that floor times the peer count, nor the bytes actually moved.
     pub staging_bytes: usize,
     /// Most runs cut into the messages of one round, over all peers: bounds the
-    /// memory that lists them (16 bytes per run).
+    /// memory that lists them (16 bytes per run). Also the most segments and local
+    /// copies (16-24 bytes each) a plan lists once at creation and keeps, so that
+    /// executions replay them instead of cutting the runs again.
     pub run_budget: usize,
     /// Pairwise distances per window on the exchange path (default 64): a rank has
     /// streams with at most this many peers per direction in flight, like the
@@ -117,6 +119,7 @@ impl Plan {
                 options.limits(busiest),
                 messages_per_round(busiest),
                 Progress::for_path(plan.path, options.window),
+                options.run_budget,
             )
         });
         if collective {

@@ -180,26 +180,25 @@ impl RankPlan {
         })
     }
 
+    /// The copies of the elements this rank keeps, from its input to its output,
+    /// runs contiguous on both sides merged.
+    pub fn kept_copies(&self) -> impl Iterator<Item = KeptCopy> {
+        let mut runs = self.kept_bytes(self.local_runs()).peekable();
+        std::iter::from_fn(move || {
+            let (mut from, to) = runs.next()?;
+            while let Some((next, _)) =
+                runs.next_if(|(s, d)| s.start == from.end && *d == to + from.len())
+            {
+                from.end = next.end;
+            }
+            Some(KeptCopy { from, to })
+        })
+    }
+
     /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
-    /// this rank's input and output), merging runs contiguous on both sides.
+    /// this rank's input and output).
     pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        let mut pending: Option<(Range<usize>, usize)> = None;
-        let mut flush = |(src, dst): (Range<usize>, usize)| {
-            output[dst..dst + src.len()].copy_from_slice(&input[src]);
-        };
-        for (src, dst) in self.kept_bytes(self.local_runs()) {
-            pending = match pending {
-                Some((s, d)) if s.end == src.start && d + s.len() == dst => {
-                    Some((s.start..src.end, d))
-                }
-                Some(done) => {
-                    flush(done);
-                    Some((src, dst))
-                }
-                None => Some((src, dst)),
-            };
-        }
-        pending.into_iter().for_each(flush);
+        copy_kept(self.kept_copies(), input, output);
     }
 
     /// Appends what this rank sends from its input to `staging`, peer after peer (in
@@ -261,6 +260,23 @@ impl RankPlan {
             peers_sent: self.sends.len(),
             peers_received: self.recvs.len(),
         }
+    }
+}
+
+/// One copy of kept elements: the bytes `from` of the input go to `to` onwards in the
+/// output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptCopy {
+    /// Byte range in the input buffer.
+    pub from: Range<usize>,
+    /// Byte offset in the output buffer.
+    pub to: usize,
+}
+
+/// Performs `copies` from `input` to `output`.
+pub fn copy_kept(copies: impl IntoIterator<Item = KeptCopy>, input: &[u8], output: &mut [u8]) {
+    for KeptCopy { from, to } in copies {
+        output[to..to + from.len()].copy_from_slice(&input[from]);
     }
 }
 

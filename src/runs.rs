@@ -219,7 +219,7 @@ pub struct MessageLimits {
     pub max_runs: usize,
 }
 
-/// What kind of message [`MessageCutter::next_message`] cut (the same on both sides).
+/// What kind of message [`Messages::next_message`] cut (the same on both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind {
     /// One run (or a piece of one), contiguous in both buffers.
@@ -283,9 +283,67 @@ impl MessageCutter {
         }
     }
 
+    fn take(&mut self) -> Option<Run> {
+        self.pending.take().or_else(|| self.runs.next())
+    }
+
+    /// The first `most` elements of `run`; the rest waits for the next message.
+    fn split(&mut self, run: Run, most: u64) -> Run {
+        if run.len <= most {
+            return run;
+        }
+        self.pending = Some(Run {
+            global: run.global + most,
+            len: run.len - most,
+        });
+        Run {
+            global: run.global,
+            len: most,
+        }
+    }
+
+    fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
+        let len = run.len as usize * self.elem_size;
+        let offset = self.placement.place(run.global, len, self.elem_size);
+        push_coalesced(segments, Segment { offset, len });
+    }
+}
+
+/// The messages of one stream, in order: cut on the fly by a [`MessageCutter`], or
+/// replayed from messages cut once ([`CutMessages`]).
+pub trait Messages {
     /// Replaces `segments` with the next message as coalesced byte segments of the
     /// local buffer and says what kind it is; `None` when no message is left.
-    pub fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
+    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind>;
+
+    /// True when every message has been handed out.
+    fn is_exhausted(&mut self) -> bool;
+
+    /// Cuts the next round: up to `per_round` messages, ending early after a packed one
+    /// (its staging slot is busy until the round completes), each handed to `post` as
+    /// segments of the local buffer. Returns how many were cut, 0 once the messages
+    /// are exhausted. Both ends of a stream cut the same rounds.
+    fn next_round<E>(
+        &mut self,
+        segments: &mut Vec<Segment>,
+        per_round: usize,
+        mut post: impl FnMut(&[Segment]) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        for posted in 0..per_round {
+            let Some(kind) = self.next_message(segments) else {
+                return Ok(posted);
+            };
+            post(segments)?;
+            if kind == MessageKind::Packed {
+                return Ok(posted + 1);
+            }
+        }
+        Ok(per_round)
+    }
+}
+
+impl Messages for MessageCutter {
+    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
         segments.clear();
         let first = self.take()?;
         let size = self.elem_size as u64;
@@ -312,51 +370,88 @@ impl MessageCutter {
         Some(MessageKind::Packed)
     }
 
-    /// Cuts the next round: up to `per_round` messages, ending early after a packed one
-    /// (its staging slot is busy until the round completes), each handed to `post` as
-    /// segments of the local buffer. Returns how many were cut, 0 once the runs are
-    /// exhausted. Both ends of a stream cut the same rounds.
-    pub fn next_round<E>(
-        &mut self,
-        segments: &mut Vec<Segment>,
-        per_round: usize,
-        mut post: impl FnMut(&[Segment]) -> Result<(), E>,
-    ) -> Result<usize, E> {
-        for posted in 0..per_round {
-            let Some(kind) = self.next_message(segments) else {
-                return Ok(posted);
-            };
-            post(segments)?;
-            if kind == MessageKind::Packed {
-                return Ok(posted + 1);
+    /// True when every run has been cut into messages.
+    fn is_exhausted(&mut self) -> bool {
+        if self.pending.is_none() {
+            self.pending = self.runs.next();
+        }
+        self.pending.is_none()
+    }
+}
+
+/// The messages of one stream cut once and kept (16 bytes per segment), so that
+/// repeated executions replay them instead of cutting the runs again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CutMessages {
+    segments: Vec<Segment>,
+    /// Where each message's segments end, and its kind.
+    ends: Vec<(usize, MessageKind)>,
+}
+
+impl CutMessages {
+    /// Every message of `cutter`, or `None` when they hold more than `budget`
+    /// segments (cutting stops there). `scratch` holds one message while it is cut.
+    pub fn cut(
+        mut cutter: MessageCutter,
+        budget: usize,
+        scratch: &mut Vec<Segment>,
+    ) -> std::result::Result<Option<CutMessages>, std::collections::TryReserveError> {
+        let mut cut = CutMessages::default();
+        while let Some(kind) = cutter.next_message(scratch) {
+            if cut.segments.len() + scratch.len() > budget {
+                return Ok(None);
             }
+            cut.segments.try_reserve(scratch.len())?;
+            cut.segments.extend_from_slice(scratch);
+            cut.ends.try_reserve(1)?;
+            cut.ends.push((cut.segments.len(), kind));
         }
-        Ok(per_round)
+        Ok(Some(cut))
     }
 
-    fn take(&mut self) -> Option<Run> {
-        self.pending.take().or_else(|| self.runs.next())
+    /// Number of segments kept.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
     }
 
-    /// The first `most` elements of `run`; the rest waits for the next message.
-    fn split(&mut self, run: Run, most: u64) -> Run {
-        if run.len <= most {
-            return run;
-        }
-        self.pending = Some(Run {
-            global: run.global + most,
-            len: run.len - most,
-        });
-        Run {
-            global: run.global,
-            len: most,
+    /// Replays the messages from the `next`-th on.
+    pub fn replay(&self, next: usize) -> Replay<'_> {
+        Replay {
+            messages: self,
+            next,
         }
     }
+}
 
-    fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
-        let len = run.len as usize * self.elem_size;
-        let offset = self.placement.place(run.global, len, self.elem_size);
-        push_coalesced(segments, Segment { offset, len });
+/// A cursor over [`CutMessages`].
+#[derive(Debug)]
+pub struct Replay<'a> {
+    messages: &'a CutMessages,
+    next: usize,
+}
+
+impl Replay<'_> {
+    /// Index of the next message to hand out.
+    pub fn position(&self) -> usize {
+        self.next
+    }
+}
+
+impl Messages for Replay<'_> {
+    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
+        let &(end, kind) = self.messages.ends.get(self.next)?;
+        let start = self
+            .next
+            .checked_sub(1)
+            .map_or(0, |i| self.messages.ends[i].0);
+        segments.clear();
+        segments.extend_from_slice(&self.messages.segments[start..end]);
+        self.next += 1;
+        Some(kind)
+    }
+
+    fn is_exhausted(&mut self) -> bool {
+        self.next == self.messages.ends.len()
     }
 }
 
@@ -421,6 +516,30 @@ mod tests {
             prop_assert_eq!(&reversed, &runs);
             for w in runs.windows(2) {
                 prop_assert!(w[0].global + w[0].len < w[1].global, "runs not maximal: {:?}", w);
+            }
+        }
+
+        #[test]
+        fn kept_messages_replay_what_the_cutter_cuts(a in pattern(), b in pattern(), budget in 0usize..40) {
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
+            let cutter = || MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
+            let mut fresh = cutter();
+            let (mut want, mut segs) = (Vec::new(), Vec::new());
+            while let Some(kind) = fresh.next_message(&mut segs) {
+                want.push((kind, segs.clone()));
+            }
+            let total: usize = want.iter().map(|(_, s)| s.len()).sum();
+            let kept = CutMessages::cut(cutter(), budget, &mut segs).unwrap();
+            prop_assert_eq!(kept.is_some(), total <= budget);
+            if let Some(kept) = kept {
+                prop_assert_eq!(kept.segment_count(), total);
+                let mut replay = kept.replay(0);
+                let mut got = Vec::new();
+                while let Some(kind) = replay.next_message(&mut segs) {
+                    got.push((kind, segs.clone()));
+                }
+                prop_assert!(replay.is_exhausted());
+                prop_assert_eq!(got, want);
             }
         }
 

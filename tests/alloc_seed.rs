@@ -166,13 +166,19 @@ fn execute_heap_does_not_grow_with_the_array() {
         (small_ip, "in place, n=1000"),
         (big_ip, "in place, n=100000"),
     ] {
-        assert_eq!(usage.calls, 0, "seed {what}: executing allocates: {usage:?}");
+        assert_eq!(
+            usage.calls, 0,
+            "seed {what}: executing allocates: {usage:?}"
+        );
     }
     // The general exchange path (a different split axis), out of place.
     let flat = |n: i64| usage(&world, &[10, n, 10], 1, &[10 * n * 10], 0, Path::Exchange);
     let ((small, _), (big, _)) = (flat(1_000), flat(100_000));
     println!("flatten n=1000: {small:?}; n=100000: {big:?}");
     for (usage, n) in [(small, 1_000), (big, 100_000)] {
-        assert_eq!(usage.calls, 0, "flatten n={n}: executing allocates: {usage:?}");
+        assert_eq!(
+            usage.calls, 0,
+            "flatten n={n}: executing allocates: {usage:?}"
+        );
     }
 }
