@@ -74,13 +74,9 @@ impl Stream {
         spec: ScheduledStream,
         plan: &RankPlan,
         limits: MessageLimits,
-        slot_start: usize,
         packed_at: usize,
     ) -> Result<Stream> {
         let elems = usize::try_from(spec.elems).unwrap_or(usize::MAX);
-        let slot_len = limits
-            .packed_bytes
-            .min(elems.saturating_mul(plan.elem_size));
         Ok(Stream {
             spec,
             cut: None,
@@ -91,7 +87,7 @@ impl Stream {
                 "the message segments",
                 plan.rank,
             )?,
-            slot: slot_start..slot_start + slot_len,
+            slot: 0..0,
             packed_at,
             staged: false,
             done: false,
@@ -115,6 +111,20 @@ impl Stream {
             ))
         })?;
         Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
+    }
+
+    /// Places this stream's staging slot at `start`: as large as its largest
+    /// scattered message when its messages are kept, otherwise as large as a packed
+    /// message can be.
+    fn place_slot(&mut self, start: usize, plan: &RankPlan, limits: MessageLimits) {
+        let elems = usize::try_from(self.spec.elems).unwrap_or(usize::MAX);
+        let len = match &self.cut {
+            Some(cut) => cut.largest_scattered_bytes(),
+            None => limits
+                .packed_bytes
+                .min(elems.saturating_mul(plan.elem_size)),
+        };
+        self.slot = start..start + len;
     }
 
     /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
@@ -321,8 +331,7 @@ pub struct Exchange {
     requests: Vec<ffi::MPI_Request>,
     /// Indices of completed requests, filled by MPI_Waitsome.
     completed: Vec<c_int>,
-    /// One slot per stream for scattered messages; only its capacity is used
-    /// (through raw pointers), so pages no message needs are never touched.
+    /// One slot per stream for scattered messages, used through raw pointers.
     staging: Vec<u8>,
 }
 
@@ -350,14 +359,16 @@ impl Exchange {
         let mut slots = 0;
         for spec in specs {
             let packed_at = packed_offset(plan, spec);
-            let mut stream = Stream::new(spec, plan, limits, slots, packed_at)?;
+            let mut stream = Stream::new(spec, plan, limits, packed_at)?;
             budget -= stream.keep_messages(plan, limits, budget)?.min(budget);
             if stream.cut.is_none() {
                 budget = 0;
             }
+            stream.place_slot(slots, plan, limits);
             slots = stream.slot.end;
             streams.push(stream);
         }
+        let staging = staging(&streams, slots, plan.rank)?;
         let count = streams.len() * per_round;
         let mut requests = try_vec(count, "the MPI requests", plan.rank)?;
         // SAFETY: reading an MPI constant handle.
@@ -372,7 +383,7 @@ impl Exchange {
             kept,
             requests,
             completed,
-            staging: try_vec(slots, "the message staging", plan.rank)?,
+            staging,
         })
     }
 
@@ -618,6 +629,18 @@ fn wait_all(requests: &mut [ffi::MPI_Request]) -> Result<()> {
         },
         "MPI_Waitall",
     )
+}
+
+/// The staging of `slots` bytes for `streams`. When every stream's messages are kept,
+/// each slot is exactly as large as its largest scattered message, so the staging is
+/// touched now and executions take no page faults; otherwise only its capacity is
+/// reserved, and pages no message needs are never touched.
+fn staging(streams: &[Stream], slots: usize, rank: usize) -> Result<Vec<u8>> {
+    let mut staging = try_vec(slots, "the message staging", rank)?;
+    if streams.iter().all(|s| s.cut.is_some()) {
+        staging.resize(slots, 0);
+    }
+    Ok(staging)
 }
 
 /// Where the bytes `spec` sends start among the packed sends of an in-place execution

@@ -414,6 +414,20 @@ impl CutMessages {
         self.segments.len()
     }
 
+    /// Bytes of the largest message scattered over several segments on this side
+    /// (the largest that goes through a staging slot).
+    pub fn largest_scattered_bytes(&self) -> usize {
+        let mut start = 0;
+        let mut largest = 0;
+        for &(end, _) in &self.ends {
+            if end - start > 1 {
+                largest = largest.max(self.segments[start..end].iter().map(|s| s.len).sum());
+            }
+            start = end;
+        }
+        largest
+    }
+
     /// Replays the messages from the `next`-th on.
     pub fn replay(&self, next: usize) -> Replay<'_> {
         Replay {
