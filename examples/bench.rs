@@ -3,7 +3,7 @@
 //! ```text
 //! cargo build --release --example bench
 //! mpiexec -n P target/release/examples/bench [--case NAME[,NAME...]] [--repeat N]
-//!                                            [--warmup N] [--json FILE] [--list]
+//!                                            [--warmup N] [--json FILE] [--list] [--cold]
 //! ```
 //!
 //! For every case (float64 elements, input value = global C-order flat index, built
@@ -22,7 +22,11 @@
 //!   that stay on the rank, and `MPI_Alltoallv` over MPI_COMM_WORLD of exactly the
 //!   per-peer volumes the plan sends, from and into contiguous buffers;
 //! - `ratio_vs_baseline` = median / (memcpy of the bytes that stay + Alltoallv of the
-//!   bytes that move), or median / memcpy when no rank moves anything.
+//!   bytes that move), or median / memcpy when no rank moves anything;
+//! - `first_s` is the plan's first execute, timed before anything else of the case,
+//!   and `first_ratio` its ratio to the first run of the same baseline; with `--cold`
+//!   (no throwaway warm-up plan) and one `--case`, that is the first execute in a
+//!   fresh process.
 //!
 //! Rank 0 prints a table and, with `--json FILE`, writes one JSON object per case and
 //! line.
@@ -48,6 +52,9 @@ struct Case {
     new_split: Option<usize>,
     /// Rank 0 holds half the rows, the others share the rest.
     unbalanced: bool,
+    /// Target ratio to the baseline when data moves between ranks (1.1 to memcpy
+    /// when nothing moves).
+    target: f64,
 }
 
 const CASES: &[Case] = &[
@@ -58,6 +65,7 @@ const CASES: &[Case] = &[
         new_shape: &[10, 100_000],
         new_split: Some(1),
         unbalanced: false,
+        target: 1.25,
     },
     Case {
         name: "seed_big",
@@ -66,6 +74,7 @@ const CASES: &[Case] = &[
         new_shape: &[10, 10_000_000],
         new_split: Some(1),
         unbalanced: false,
+        target: 1.25,
     },
     Case {
         name: "same_split_rebalance",
@@ -74,6 +83,7 @@ const CASES: &[Case] = &[
         new_shape: &[4000, 250, 100],
         new_split: Some(0),
         unbalanced: false,
+        target: 1.25,
     },
     Case {
         name: "unbalanced_rebalance",
@@ -82,6 +92,7 @@ const CASES: &[Case] = &[
         new_shape: &[4000, 250, 100],
         new_split: Some(0),
         unbalanced: true,
+        target: 1.25,
     },
     Case {
         name: "split_change",
@@ -90,6 +101,7 @@ const CASES: &[Case] = &[
         new_shape: &[1000, 100_000],
         new_split: Some(1),
         unbalanced: false,
+        target: 1.25,
     },
     Case {
         name: "infeasible_same_split",
@@ -98,6 +110,7 @@ const CASES: &[Case] = &[
         new_shape: &[1000, 100, 1000],
         new_split: Some(1),
         unbalanced: false,
+        target: 1.25,
     },
     Case {
         name: "flatten",
@@ -106,6 +119,25 @@ const CASES: &[Case] = &[
         new_shape: &[100_000_000],
         new_split: Some(0),
         unbalanced: false,
+        target: 1.25,
+    },
+    Case {
+        name: "scattered_split_change",
+        gshape: &[1000, 100, 1000],
+        split: Some(0),
+        new_shape: &[1000, 100, 1000],
+        new_split: Some(2),
+        unbalanced: false,
+        target: 1.3,
+    },
+    Case {
+        name: "small_latency",
+        gshape: &[64, 64, 64],
+        split: Some(0),
+        new_shape: &[64, 64, 64],
+        new_split: Some(2),
+        unbalanced: false,
+        target: 1.5,
     },
     Case {
         name: "to_replicated",
@@ -114,6 +146,7 @@ const CASES: &[Case] = &[
         new_shape: &[10_000, 1000],
         new_split: None,
         unbalanced: false,
+        target: 1.25,
     },
 ];
 
@@ -123,6 +156,9 @@ struct Options {
     warmup: usize,
     json: Option<String>,
     list: bool,
+    /// Skip the throwaway warm-up plan, so that the first case's `first_s` is the
+    /// first execute in a fresh process.
+    cold: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -132,6 +168,7 @@ fn parse_args() -> Result<Options, String> {
         warmup: 1,
         json: None,
         list: false,
+        cold: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -152,8 +189,9 @@ fn parse_args() -> Result<Options, String> {
             }
             "--json" => o.json = Some(value("--json")?),
             "--list" => o.list = true,
+            "--cold" => o.cold = true,
             "-h" | "--help" => {
-                return Err("usage: mpiexec -n P bench [--case NAME[,NAME]] [--repeat N] [--warmup N] [--json FILE] [--list]".into());
+                return Err("usage: mpiexec -n P bench [--case NAME[,NAME]] [--repeat N] [--warmup N] [--json FILE] [--list] [--cold]".into());
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -418,6 +456,8 @@ struct Row {
     plan_s: f64,
     median_s: f64,
     min_s: f64,
+    first_s: f64,
+    first_ratio: f64,
     memcpy_s: f64,
     memcpy_stay_s: f64,
     alltoallv_s: f64,
@@ -489,6 +529,26 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let (rcounts, rdispls, rtotal) = counts_and_displs(p, &rp.recvs);
     let send: Vec<f64> = (0..stotal).map(|i| i as f64).collect();
     let mut recv = vec![f64::NAN; rtotal];
+    let first = {
+        let mut t = [0.0f64; 2];
+        let mut step = |k: usize, f: &mut dyn FnMut()| {
+            world.barrier();
+            let t0 = Instant::now();
+            f();
+            t[k] += t0.elapsed().as_secs_f64();
+        };
+        step(0, &mut || {
+            plan.execute(&input, &mut output).expect("execute")
+        });
+        step(1, &mut || {
+            output[..n_stay].copy_from_slice(&input[..n_stay]);
+            std::hint::black_box(&mut output);
+        });
+        step(1, &mut || {
+            alltoallv(&send, &scounts, &sdispls, &mut recv, &rcounts, &rdispls)
+        });
+        max_f64(world, &t)
+    };
     let repeat = {
         // Small cases get more repeats: their medians are cheap and noisier.
         let warm = timed(
@@ -614,7 +674,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     } else {
         memcpy_s
     };
-    let time_target = if moves { 1.25 } else { 1.1 };
+    let time_target = if moves { case.target } else { 1.1 };
     let ratio = median_s / baseline_s;
     Row {
         case: case.name,
@@ -630,6 +690,8 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         plan_s: m[0],
         median_s,
         min_s: exec_times.iter().copied().fold(f64::INFINITY, f64::min),
+        first_s: first[0],
+        first_ratio: first[0] / if moves { first[1] } else { memcpy_s },
         memcpy_s,
         memcpy_stay_s,
         alltoallv_s,
@@ -673,6 +735,8 @@ fn json_line(r: &Row) -> String {
     kv("max_peers", r.max_peers.to_string());
     kv("median_s", json_num(r.median_s));
     kv("min_s", json_num(r.min_s));
+    kv("first_s", json_num(r.first_s));
+    kv("first_ratio", json_num(r.first_ratio));
     kv("plan_s", json_num(r.plan_s));
     kv("memcpy_s", json_num(r.memcpy_s));
     kv("memcpy_stay_s", json_num(r.memcpy_stay_s));
@@ -762,7 +826,7 @@ fn main() {
             o.warmup
         );
         println!(
-            "{:<22} {:>2} {:>9} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>8} {:>6} {:>8} {:>3}  targets",
+            "{:<22} {:>2} {:>9} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>8} {:>6} {:>8} {:>3}  targets",
             "case",
             "P",
             "elements",
@@ -770,6 +834,7 @@ fn main() {
             "sent MiB",
             "plan ms",
             "exec ms",
+            "1st ms",
             "memcpy",
             "stay cpy",
             "a2av ms",
@@ -784,8 +849,8 @@ fn main() {
         );
     }
     // MPI's one-time costs (first communicator duplication, connection setup) are
-    // paid by a throwaway plan, not by the first case.
-    {
+    // paid by a throwaway plan, not by the first case (unless --cold).
+    if !o.cold {
         let n = world.size() as i64;
         let args = ReshapeArgs::new(8, &[n, 2], Some(0), 1, &[2 * n], Some(0));
         let plan = Plan::new(&world, &args).expect("warm-up plan");
@@ -813,7 +878,7 @@ fn main() {
             }
             targets.push(format!("mem {}", if r.memory_ok { "ok" } else { "MISSED" }));
             println!(
-                "{:<22} {:>2} {:>9.3e} {:>8} {:>9.1} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6.2} {:>6.2} {:>6.2} {:>9} {:>8.2} {:>6.3} {:>8.1} {:>3}  {}",
+                "{:<22} {:>2} {:>9.3e} {:>8} {:>9.1} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6.2} {:>6.2} {:>6.2} {:>9} {:>8.2} {:>6.3} {:>8.1} {:>3}  {}",
                 r.case,
                 r.procs,
                 r.elements as f64,
@@ -821,6 +886,7 @@ fn main() {
                 r.bytes_sent as f64 / MIB,
                 ms(r.plan_s),
                 ms(r.median_s),
+                ms(r.first_s),
                 ms(r.memcpy_s),
                 ms(r.memcpy_stay_s),
                 ms(r.alltoallv_s),

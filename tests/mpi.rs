@@ -12,11 +12,16 @@
 //! survives, and the bytes sent and received must be exactly the elements that change
 //! owner.
 //!
+//! Every out-of-place execution is also checked to allocate nothing through Rust's
+//! allocator (everything it needs is allocated when the plan is created).
+//!
 //! Environment of the launcher: `DISTRESHAPE_MPIEXEC` (default `mpiexec`),
 //! `DISTRESHAPE_MPIEXEC_PREFLAGS` (flags before `-n`, split on whitespace, e.g.
 //! `--oversubscribe` for Open MPI) and `DISTRESHAPE_MPI_TIMEOUT` (seconds per run,
 //! default 300).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::fmt::Debug;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -29,6 +34,35 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use num_complex::Complex;
+
+/// Counts the allocations of the threads that enabled counting.
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get().map(|n| n + 1)));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Runs `f` and returns how many allocations it made on this thread.
+fn allocations<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    ALLOCATIONS.with(|n| n.set(Some(0)));
+    let result = f();
+    (result, ALLOCATIONS.with(|n| n.take()).unwrap_or(0))
+}
 
 /// Rank counts the launcher runs the workers with.
 const RANK_COUNTS: [usize; 5] = [1, 2, 3, 4, 5];
@@ -575,8 +609,12 @@ impl Case {
         let want = out.indices(w.rank);
 
         let mut output = vec![T::default(); plan.output_elems()];
-        if let Err(e) = plan.execute(input, &mut output) {
+        let (result, allocated) = allocations(|| plan.execute(input, &mut output));
+        if let Err(e) = result {
             w.fail(self.name, format!("execute failed: {e}"));
+        }
+        if allocated > 0 {
+            w.fail(self.name, format!("execute made {allocated} allocations"));
         }
         check_values(w, self.name, "execute", &output, &want);
 
