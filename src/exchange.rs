@@ -26,8 +26,8 @@ use mpi::ffi;
 use crate::comm::{Comm, check, count};
 use crate::error::{Error, Result};
 use crate::faults::try_vec;
+use crate::planner::KeptCopy;
 use crate::planner::RankPlan;
-use crate::planner::{KeptCopy, copy_kept};
 use crate::runs::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
@@ -681,7 +681,8 @@ unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'a mut [u8] 
 }
 
 /// Copies the elements `plan` keeps, from the `kept` copies listed at plan creation
-/// when there are.
+/// when there are. Through raw pointers: receives in flight write other parts of
+/// `output`, so no reference may cover it.
 ///
 /// # Safety
 /// As [`Exchange::run`], out of place.
@@ -691,19 +692,16 @@ unsafe fn copy_local(
     input: *const u8,
     output: *mut u8,
 ) {
-    let size = plan.elem_size;
-    let in_bytes = plan.input_elems() as usize * size;
-    let out_bytes = plan.output_elems() as usize * size;
-    // SAFETY: the caller guarantees both buffers' sizes and that they are disjoint.
-    let (from, to) = unsafe {
-        (
-            slice_or_empty(input, in_bytes),
-            slice_or_empty_mut(output, out_bytes),
-        )
+    let copy = |c: &KeptCopy| {
+        // SAFETY: every kept copy lies inside both buffers (planner invariant), which
+        // do not overlap, and no message touches the bytes it writes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(input.add(c.from.start), output.add(c.to), c.from.len())
+        }
     };
     match kept {
-        Some(kept) => copy_kept(kept.iter().cloned(), from, to),
-        None => plan.copy_local(from, to),
+        Some(kept) => kept.iter().for_each(copy),
+        None => plan.kept_copies().for_each(|c| copy(&c)),
     }
 }
 
@@ -723,18 +721,6 @@ fn keep_copies(plan: &RankPlan, budget: usize) -> Result<Option<Vec<KeptCopy>>> 
         kept.push(copy);
     }
     Ok(Some(kept))
-}
-
-/// The slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.
-///
-/// # Safety
-/// `ptr` must be readable for `len` bytes.
-unsafe fn slice_or_empty<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
-    if len == 0 {
-        &[]
-    } else {
-        unsafe { std::slice::from_raw_parts(ptr, len) }
-    }
 }
 
 /// The mutable slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.

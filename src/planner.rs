@@ -198,7 +198,9 @@ impl RankPlan {
     /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
     /// this rank's input and output).
     pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        copy_kept(self.kept_copies(), input, output);
+        for KeptCopy { from, to } in self.kept_copies() {
+            output[to..to + from.len()].copy_from_slice(&input[from]);
+        }
     }
 
     /// Appends what this rank sends from its input to `staging`, peer after peer (in
@@ -271,13 +273,6 @@ pub struct KeptCopy {
     pub from: Range<usize>,
     /// Byte offset in the output buffer.
     pub to: usize,
-}
-
-/// Performs `copies` from `input` to `output`.
-pub fn copy_kept(copies: impl IntoIterator<Item = KeptCopy>, input: &[u8], output: &mut [u8]) {
-    for KeptCopy { from, to } in copies {
-        output[to..to + from.len()].copy_from_slice(&input[from]);
-    }
 }
 
 /// A split layout from per-rank row counts, its offsets allocated fallibly.
