@@ -226,7 +226,9 @@ enum dr_status dr_reshape(const void *buf,
  `new_local_len`: -1 for the balanced distribution, else this rank's number of
  rows along `new_split` (the values of all ranks must add up). On success `*plan`
  holds a plan to execute any number of times and to free with `dr_plan_destroy`.
- `comm` is duplicated, never freed.
+ `comm` is duplicated, never freed. Everything an execution needs (the message
+ list within the plan's budget, MPI requests, staging) is allocated here, so an
+ allocation failure is agreed here.
 
  # Safety
  Shapes readable for their dimension counts; `plan` writable.
@@ -265,7 +267,10 @@ enum dr_status dr_plan_output(const struct dr_plan *plan,
  place touches nothing. A plan that moves nothing between ranks (bytes_sent and
  bytes_received 0 on every rank, e.g. the seed case with balanced input) executes
  without communicating: it is then local, and a buffer error is reported only on
- the rank that made it. A NULL plan is reported locally only.
+ the rank that made it. A NULL plan is reported locally only. Otherwise the ranks
+ agree on the outcome with one `MPI_Allreduce` of one int64 before any data
+ moves, then exchange in pairwise windows. Out of place nothing is allocated; in
+ place on the exchange path the bytes that leave the rank are staged first.
 
  # Safety
  `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`

@@ -12,14 +12,15 @@
 //! When the split axis survives the reshape ([`Path::Local`]) no data moves for the
 //! reshape itself, and only rows that change owner move, between the ranks whose
 //! slabs overlap. Every other reshape ([`Path::Exchange`]) moves each element once,
-//! straight to its owner: large runs go directly between the caller's buffers and
-//! small ones through a bounded staging slot, so the extra memory stays bounded
-//! whatever the array size.
+//! straight to its owner, in pairwise rounds like the all-to-alls of MPI libraries:
+//! large runs go directly between the caller's buffers and small ones through a
+//! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
 //! The layers: [`layout`] and [`runs`] (distribution maths), [`args`] (validation),
-//! [`planner`] (pure planning, simulated for all ranks in tests), `exchange`
-//! (the MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed
-//! `ndarray` API) and `ffi` (the C ABI).
+//! [`planner`] (pure planning, simulated for all ranks in tests), [`schedule`] (the
+//! order of the messages, pure, replayed for all ranks in tests), `exchange` (the
+//! MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray`
+//! API) and `ffi` (the C ABI).
 
 mod agree;
 pub mod args;
