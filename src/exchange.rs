@@ -45,7 +45,6 @@ pub fn messages_per_round(peers: usize) -> usize {
 }
 
 /// One direction of the traffic with one peer.
-#[derive(Debug)]
 struct Stream {
     spec: ScheduledStream,
     /// The messages cut once when the plan was created, if they fit its budget.
@@ -317,7 +316,6 @@ pub enum Mode {
 
 /// Everything one rank needs to execute its plan, allocated when the plan is created
 /// (so an allocation failure is agreed there) and reused by every execution.
-#[derive(Debug)]
 pub struct Exchange {
     progress: Progress,
     limits: MessageLimits,
@@ -333,6 +331,19 @@ pub struct Exchange {
     completed: Vec<c_int>,
     /// One slot per stream for scattered messages, used through raw pointers.
     staging: Vec<u8>,
+}
+
+impl std::fmt::Debug for Exchange {
+    /// A summary: the lists an exchange keeps can hold millions of entries.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("progress", &self.progress)
+            .field("per_round", &self.per_round)
+            .field("streams", &self.streams.len())
+            .field("kept_copies", &self.kept.as_ref().map(Vec::len))
+            .field("staging_bytes", &self.staging.capacity())
+            .finish_non_exhaustive()
+    }
 }
 
 // SAFETY: the request handles are MPI_REQUEST_NULL between executions, and an
