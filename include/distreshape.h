@@ -267,7 +267,9 @@ enum dr_status dr_plan_output(const struct dr_plan *plan,
  place touches nothing. A plan that moves nothing between ranks (bytes_sent and
  bytes_received 0 on every rank, e.g. the seed case with balanced input) executes
  without communicating: it is then local, and a buffer error is reported only on
- the rank that made it. A NULL plan is reported locally only. Otherwise the ranks
+ the rank that made it. A NULL plan is reported locally only. After
+ `MPI_Finalize` every plan returns `DR_ERROR_MPI_NOT_INITIALIZED` without
+ calling MPI (on every rank alike). Otherwise the ranks
  agree on the outcome with one `MPI_Allreduce` of one int64 before any data
  moves, then exchange in pairwise windows. Out of place nothing is allocated; in
  place on the exchange path the bytes that leave the rank are staged first.

@@ -45,6 +45,19 @@ pub fn mpi_is_usable() -> bool {
 /// Most values [`Comm::allreduce_max`] reduces in one call.
 pub const MAX_REDUCED: usize = 256;
 
+/// `Ok` when MPI is initialized and not yet finalized, else
+/// [`Error::MpiNotInitialized`]: checked before any MPI call, so that a call after
+/// `MPI_Finalize` returns an error instead of aborting the process.
+pub fn require_mpi() -> Result<()> {
+    if mpi_is_usable() {
+        return Ok(());
+    }
+    Err(Error::MpiNotInitialized(
+        "call MPI_Init (or MPI_Init_thread) before DistReshape, and do not call it after MPI_Finalize"
+            .into(),
+    ))
+}
+
 /// A duplicate of a caller's communicator, freed on drop. Messages on it never mix
 /// with the caller's, and MPI errors on it are returned rather than fatal.
 #[derive(Debug)]
@@ -65,12 +78,7 @@ impl Comm {
     /// Duplicates `caller` (collective over it). Fails without communicating when MPI
     /// is not usable or `caller` is MPI_COMM_NULL or an intercommunicator.
     pub fn duplicate(caller: RawComm) -> Result<Comm> {
-        if !mpi_is_usable() {
-            return Err(Error::MpiNotInitialized(
-                "call MPI_Init (or MPI_Init_thread) before DistReshape, and do not call it after MPI_Finalize"
-                    .into(),
-            ));
-        }
+        require_mpi()?;
         // SAFETY: reading an MPI constant handle.
         if caller == unsafe { ffi::RSMPI_COMM_NULL } {
             return Err(Error::InvalidCommunicator(format!(

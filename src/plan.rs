@@ -10,7 +10,7 @@ use crate::agree::agree;
 use crate::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
-use crate::comm::{Comm, RawComm};
+use crate::comm::{Comm, RawComm, require_mpi};
 use crate::error::{Error, Result};
 use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
@@ -270,6 +270,8 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
+        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
+        require_mpi()?;
         let rank = self.comm.rank();
         let buffers = check_buffers(
             &self.plan,

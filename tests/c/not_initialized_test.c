@@ -1,7 +1,10 @@
 /* dr_reshape and dr_plan_create before MPI_Init and after MPI_Finalize must
  * return DR_ERROR_MPI_NOT_INITIALIZED (with a message) without touching MPI
  * or the outputs; in between, the same call succeeds. Each process works
- * alone (MPI_COMM_SELF), so any rank count gives the same result. */
+ * alone (MPI_COMM_SELF), so any rank count gives the same result.
+ * dr_plan_execute after MPI_Finalize returns the same status, for a plan that
+ * moves data between ranks (over MPI_COMM_WORLD, at 2 ranks and more) and for
+ * one that moves nothing, and dr_plan_destroy still frees both. */
 #include <distreshape.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -42,11 +45,34 @@ static void expect_not_initialized(const char *when)
     expect(plan == NULL, "no plan created");
 }
 
+/* (n, 2) split 0 -> (n, 2) split 1 over `comm` of n ranks: every rank's row goes
+ * half to each rank (the exchange path when n > 1). */
+static dr_plan *split_change(MPI_Comm comm)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    const int64_t gshape[2] = {n, 2};
+    dr_plan *plan = NULL;
+    expect(dr_plan_create(DR_DTYPE_INT32, 2, gshape, 0, comm, 1, 2, gshape, 1, -1, &plan) ==
+               DR_SUCCESS,
+           "dr_plan_create succeeds after MPI_Init");
+    return plan;
+}
+
+static void expect_execute_not_initialized(dr_plan *plan, const char *what)
+{
+    int32_t in[2] = {7, 7}, out[64];
+    for (int i = 0; i < 64; i++) out[i] = -1;
+    expect(dr_plan_execute(plan, in, out, 64) == DR_ERROR_MPI_NOT_INITIALIZED, what);
+    expect(out[0] == -1 && out[63] == -1, "execute after MPI_Finalize leaves the output untouched");
+}
+
 int main(int argc, char **argv)
 {
     expect_not_initialized("before MPI_Init");
 
     MPI_Init(&argc, &argv);
+    dr_plan *moving = split_change(MPI_COMM_WORLD), *local = split_change(MPI_COMM_SELF);
     const int32_t in[6] = {0, 1, 2, 3, 4, 5};
     int32_t out[6] = {0};
     int64_t written = 0;
@@ -55,6 +81,10 @@ int main(int argc, char **argv)
     MPI_Finalize();
 
     expect_not_initialized("after MPI_Finalize");
+    expect_execute_not_initialized(moving, "dr_plan_execute of a plan that moves data, after MPI_Finalize");
+    expect_execute_not_initialized(local, "dr_plan_execute of a plan that moves nothing, after MPI_Finalize");
+    dr_plan_destroy(moving);
+    dr_plan_destroy(local);
     printf("%s: %d failed check(s)\n", failures ? "FAILED" : "OK", failures);
     return failures ? 1 : 0;
 }
