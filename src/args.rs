@@ -138,7 +138,8 @@ pub struct Checked {
 impl Checked {
     /// Number of elements in the array.
     pub fn total(&self) -> u64 {
-        self.gshape.iter().product()
+        // Validated: the product fits (it is 0 whenever an extent is 0).
+        checked_product(&self.gshape).unwrap_or(0)
     }
 }
 
@@ -203,7 +204,12 @@ fn check_extents(name: &str, shape: &[i64], rank: usize) -> Result<Vec<u64>> {
         .collect()
 }
 
-fn checked_product(shape: &[u64]) -> Option<u64> {
+/// The number of elements of `shape`, `None` if it overflows. Any 0 extent makes it
+/// 0, whatever the other extents multiply to.
+pub fn checked_product(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
 }
 
@@ -309,6 +315,29 @@ mod tests {
         assert!(r(&[3, 5], 16).unwrap_err().contains("cannot reshape"));
         assert!(r(&[-2, 8], 16).unwrap_err().contains("new_shape[0] = -2"));
         assert!(r(&[i64::MAX, 4], 16).unwrap_err().contains("overflow"));
+    }
+
+    #[test]
+    fn zero_element_shapes_are_accepted_wherever_the_zero_is() {
+        let big = 1i64 << 62;
+        for gshape in [[0, 5, big], [5, big, 0], [big, 0, 5]] {
+            for split in 0..3 {
+                let args = ReshapeArgs::new(8, &gshape, Some(split), 0, &[big, 5, 0], Some(1));
+                let checked = check_local(&args, 0).unwrap_or_else(|e| panic!("{gshape:?}: {e}"));
+                assert_eq!(checked.total(), 0);
+                let lens = [0, 0];
+                let plan = crate::planner::RankPlan::new(&checked, &lens, None, 1).expect("plan");
+                assert_eq!((plan.input_elems(), plan.output_elems()), (0, 0));
+                assert!(plan.sends.is_empty() && plan.recvs.is_empty());
+            }
+        }
+        let inferred = ReshapeArgs::new(8, &[5, big, 0], None, 0, &[0, -1], None);
+        assert!(
+            check_local(&inferred, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("multiply to 0")
+        );
     }
 
     #[test]

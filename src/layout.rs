@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use crate::args::checked_product;
+
 /// Length and offset of rank `rank`'s slab when `extent` rows are balanced over
 /// `nranks` ranks (Heat's formula: `n/p + (r < n%p)` rows at `r*(n/p) + min(r, n%p)`).
 pub fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> (u64, u64) {
@@ -46,6 +48,11 @@ impl Pattern {
     /// Rows `[offset, offset + len)` of axis `extent` of an array viewed as
     /// `(outer, extent, inner)`.
     pub fn slab(outer: u64, extent: u64, inner: u64, offset: u64, len: u64) -> Pattern {
+        // Empty before multiplying: the extents of an empty array need not multiply
+        // within 64 bits.
+        if outer == 0 || inner == 0 || len == 0 {
+            return Pattern::EMPTY;
+        }
         Pattern::blocks(offset * inner, len * inner, extent * inner, outer)
     }
 
@@ -172,10 +179,13 @@ impl Layout {
     /// Split along `axis` of `shape`, rank `r` holding rows
     /// `[offsets[r], offsets[r + 1])` (`offsets` has one entry more than ranks).
     pub fn from_offsets(shape: &[u64], axis: usize, offsets: Vec<u64>) -> Layout {
+        // Only an array with a 0 extent (it holds nothing) can have extents that do
+        // not multiply within 64 bits; its blocks are empty either way.
+        let product = |s: &[u64]| checked_product(s).unwrap_or(0);
         Layout {
-            outer: shape[..axis].iter().product(),
+            outer: product(&shape[..axis]),
             extent: shape[axis],
-            inner: shape[axis + 1..].iter().product(),
+            inner: product(&shape[axis + 1..]),
             offsets,
         }
     }
