@@ -80,7 +80,8 @@ module distreshape
 
   !> call dr_plan_create(dtype, gshape, split, comm, local_len, new_gshape, new_split, plan
   !>                     [, new_local_len] [, stat])
-  !> Collective. new_local_len = -1 (default) means balanced slabs.
+  !> Collective. new_local_len = -1 (default) means balanced slabs; it is ignored
+  !> (any value, on any rank) when the output is not split (new_split = 0).
   interface dr_plan_create
     module procedure plan_create_f08, plan_create_int
   end interface dr_plan_create

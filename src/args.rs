@@ -76,7 +76,9 @@ impl ReshapeArgs {
         fp.push(axis_code(self.split));
         push_shape(&mut fp, &self.new_shape);
         fp.push(axis_code(self.new_split));
-        fp.push(i64::from(matches!(self.target, Target::Len(_))));
+        // The target matters only when the output is split; otherwise it is ignored.
+        let explicit = self.new_split.is_some() && matches!(self.target, Target::Len(_));
+        fp.push(i64::from(explicit));
         fp.push(self.dtype.map_or(-1, i64::from));
         fp
     }

@@ -299,7 +299,9 @@ pub unsafe extern "C" fn dr_reshape(
 
 /// Plans a reshape (collective over `comm`); arguments as in `dr_reshape`, plus
 /// `new_local_len`: -1 for the balanced distribution, else this rank's number of
-/// rows along `new_split` (the values of all ranks must add up). On success `*plan`
+/// rows along `new_split` (the values of all ranks must add up). When the output is
+/// not split (`new_split` is `DR_SPLIT_NONE`), `new_local_len` is ignored, whatever
+/// its value on each rank. On success `*plan`
 /// holds a plan to execute any number of times and to free with `dr_plan_destroy`.
 /// `comm` is duplicated, never freed. Everything an execution needs (the message
 /// list within the plan's budget, MPI requests, staging) is allocated here, so an

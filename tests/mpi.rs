@@ -194,6 +194,7 @@ fn worker() {
         w.passed(case.name);
     }
     chained(&w);
+    ignored_new_local_len(&w);
     ndarray_api(&w);
     error_agreement(&w);
 }
@@ -842,6 +843,26 @@ fn chained(w: &World) {
     let (mid, out) = second.sides(w.size);
     second.check::<u64>(w, &mid, &out, &halfway);
     w.passed("chained_16_to_44_to_28");
+}
+
+/// With the output not split, `new_local_len` is ignored: ranks passing different
+/// values (none, negative, huge) plan and reshape as if they passed -1.
+fn ignored_new_local_len(w: &World) {
+    let name = "ignored_new_local_len";
+    let p = w.size as u64;
+    let (len, off) = distreshape::balanced_slab(4, p, w.rank as u64);
+    let input: Vec<u64> = (off * 6..(off + len) * 6).collect();
+    let args = ReshapeArgs::new(8, &[4, 6], Some(0), len as i64, &[24], None);
+    // Even ranks leave it balanced (-1 in C), odd ranks pass different values.
+    let args = match w.rank % 4 {
+        1 => args.with_target_len(-7),
+        3 => args.with_target_len(i64::MAX),
+        _ => args,
+    };
+    let got = reshape(&w.comm, &args, &input)
+        .unwrap_or_else(|e| w.fail(name, format!("reshape failed: {e}")));
+    check_values(w, name, "reshape", &got, &(0..24).collect::<Vec<u64>>());
+    w.passed(name);
 }
 
 /// `reshape_array` from a split Fortran-ordered local array and from a replicated one.
