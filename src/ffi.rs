@@ -55,6 +55,10 @@ pub enum dr_dtype {
 }
 
 /// Status of every call. Collective calls return the same status on every rank.
+/// Errors are agreed step by step, in the order the steps run: argument errors
+/// (validation, cross-rank consistency, distributions) first, then planning and
+/// allocation errors, then buffer errors of the execution; within a step, where
+/// ranks found different errors, the lowest failing rank's wins.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dr_status {

@@ -1063,6 +1063,50 @@ fn error_agreement(w: &World) {
         &out.indices(w.rank),
     );
     w.passed("valid_execute_after_error");
+    argument_errors_before_buffer_errors(w);
+}
+
+/// `dr_reshape` with rank 1's output one element short (a buffer error) and rank 2's
+/// `local_len` -1 (an argument error): argument errors are agreed first, so every
+/// rank returns rank 2's status and message, not rank 1's.
+fn argument_errors_before_buffer_errors(w: &World) {
+    use distreshape::ffi::{dr_dtype, dr_last_error_message, dr_reshape, dr_status};
+    let name = "argument_errors_before_buffer_errors";
+    if w.size < 3 {
+        return;
+    }
+    let p = w.size as i64;
+    let (gshape, new_gshape) = ([2 * p, 3], [3, 2 * p]);
+    let input = vec![0u32; 6];
+    let mut output = vec![0u32; 2 * w.size];
+    let capacity = if w.rank == 1 { 2 * p - 1 } else { 2 * p };
+    let local_len = if w.rank == 2 { -1 } else { 2 };
+    let mut written = -1;
+    // SAFETY: the buffers hold what the shapes and capacity say.
+    let status = unsafe {
+        dr_reshape(
+            input.as_ptr().cast(),
+            dr_dtype::DR_DTYPE_UINT32 as i32,
+            2,
+            gshape.as_ptr(),
+            0,
+            w.comm.as_raw(),
+            local_len,
+            2,
+            new_gshape.as_ptr(),
+            0,
+            output.as_mut_ptr().cast(),
+            capacity,
+            &mut written,
+        )
+    };
+    // SAFETY: the message is a NUL-terminated string owned by this thread.
+    let message = unsafe { std::ffi::CStr::from_ptr(dr_last_error_message()) };
+    let message = message.to_string_lossy();
+    if status != dr_status::DR_ERROR_INVALID_DISTRIBUTION || !message.contains("rank 2") {
+        w.fail(name, format!("status {status:?}, message {message:?}"));
+    }
+    w.passed(name);
 }
 
 /// Checks an execution error made on the rank where `bad` holds: every rank reports it
