@@ -1077,7 +1077,7 @@ fn argument_errors_before_buffer_errors(w: &World) {
     }
     let p = w.size as i64;
     let (gshape, new_gshape) = ([2 * p, 3], [3, 2 * p]);
-    let input = vec![0u32; 6];
+    let input = [0u32; 6];
     let mut output = vec![0u32; 2 * w.size];
     let capacity = if w.rank == 1 { 2 * p - 1 } else { 2 * p };
     let local_len = if w.rank == 2 { -1 } else { 2 };
