@@ -10,6 +10,8 @@
 
 /*
  `split` / `new_split` value meaning "not split": every rank holds the whole array.
+ Beware when porting Heat or NumPy code: there an axis of -1 means the last axis;
+ here it means not split (pass `ndims - 1` for the last axis).
  */
 #define DR_SPLIT_NONE (-1)
 

@@ -17,6 +17,8 @@ use crate::planner::Path;
 pub type MPI_Comm = mpi::ffi::MPI_Comm;
 
 /// `split` / `new_split` value meaning "not split": every rank holds the whole array.
+/// Beware when porting Heat or NumPy code: there an axis of -1 means the last axis;
+/// here it means not split (pass `ndims - 1` for the last axis).
 /// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
 pub const DR_SPLIT_NONE: i32 = -1;
 /// Most dimensions of a global shape.

@@ -82,7 +82,7 @@ impl PlanOptions {
 /// let input = vec![0.0f64; plan.input_elems()];
 /// let mut output = vec![0.0f64; plan.output_elems()];
 /// plan.execute(&input, &mut output).unwrap();
-/// assert_eq!(plan.stats().bytes_sent, 0); // balanced input: nothing moves
+/// assert_eq!(plan.stats().bytes_sent, 0); // p divides 10000: nothing moves
 /// ```
 #[derive(Debug)]
 pub struct Plan {

@@ -462,6 +462,32 @@ fn seed_case_moves_nothing_when_balanced() {
 }
 
 #[test]
+fn seed_case_moves_boundary_rows_when_p_does_not_divide_n() {
+    let case = |p: u64| Case {
+        gshape: vec![10, 10_000, 10],
+        split: Some(1),
+        lens: (0..p).map(|r| balanced_slab(10_000, p, r).0).collect(),
+        new_shape: vec![10, -1],
+        new_split: Some(1),
+        targets: None,
+        limits: MessageLimits {
+            max_bytes: 1 << 20,
+            direct_bytes: 64,
+            packed_bytes: 1 << 10,
+            max_runs: 1 << 10,
+        },
+    };
+    let sent = |p| -> Vec<u64> {
+        plans(&case(p))
+            .iter()
+            .map(|r| r.stats().bytes_sent)
+            .collect()
+    };
+    assert_eq!(sent(3), vec![480, 240, 0]);
+    assert_eq!(sent(4), vec![0; 4]);
+}
+
+#[test]
 fn non_divisible_same_split_falls_back_to_exchange() {
     // (3, 4) split 1 -> (3, 2, 2) split 1: slabs of 1 column are not whole rows of 2.
     let case = Case {
