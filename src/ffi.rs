@@ -143,7 +143,8 @@ fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
         Ok(()) => dr_status::DR_SUCCESS,
         Err(error) => {
             let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
-            LAST_ERROR.with(|last| *last.borrow_mut() = text);
+            // try_with: never panic (thread teardown) outside the panic guard.
+            let _ = LAST_ERROR.try_with(|last| last.replace(text));
             status_of(&error)
         }
     }
@@ -587,7 +588,12 @@ pub extern "C" fn dr_status_string(status: StatusCode) -> *const c_char {
 /// this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    // try_with and try_borrow: this runs outside the panic guard, so it must not panic.
+    LAST_ERROR
+        .try_with(|last| last.try_borrow().map(|m| m.as_ptr()).ok())
+        .ok()
+        .flatten()
+        .unwrap_or(c"".as_ptr())
 }
 
 /// The library version, e.g. "0.1.0".
