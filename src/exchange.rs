@@ -26,9 +26,9 @@ use mpi::ffi;
 use crate::comm::{Comm, check, count};
 use crate::error::{Error, Result};
 use crate::faults::try_vec;
+use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::planner::KeptCopy;
 use crate::planner::RankPlan;
-use crate::runs::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
 /// Most messages one stream posts in one round.

@@ -16,7 +16,8 @@
 //! large runs go directly between the caller's buffers and small ones through a
 //! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
-//! The layers: [`layout`] and [`runs`] (distribution maths), [`args`] (validation),
+//! The layers: [`layout`] and [`runs`] (distribution maths), [`messages`] (runs cut
+//! into messages), [`args`] (validation),
 //! [`planner`] (pure planning, simulated for all ranks in tests), [`schedule`] (the
 //! order of the messages, pure, replayed for all ranks in tests), `exchange` (the
 //! MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray`
@@ -31,6 +32,7 @@ mod exchange;
 pub mod faults;
 pub mod ffi;
 pub mod layout;
+pub mod messages;
 mod plan;
 pub mod planner;
 pub mod runs;

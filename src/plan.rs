@@ -14,8 +14,8 @@ use crate::comm::{Comm, RawComm, require_mpi};
 use crate::error::{Error, Result};
 use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
+use crate::messages::MessageLimits;
 use crate::planner::{Path, PlanStats, RankPlan};
-use crate::runs::MessageLimits;
 use crate::schedule::Progress;
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to

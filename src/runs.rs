@@ -1,6 +1,6 @@
-//! Intersections of block patterns: how many elements two ranks share, the maximal
-//! runs they share in global order, and the cutting of those runs into bounded
-//! messages. Computed analytically from the patterns, never per element.
+//! Intersections of block patterns: how many elements two ranks share and the
+//! maximal runs they share in global order, computed analytically from the
+//! patterns, never per element.
 
 use std::ops::Range;
 
@@ -196,300 +196,30 @@ impl Iterator for SharedRunsDescending {
     }
 }
 
-/// A contiguous piece of a local buffer, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    /// Byte offset from the start of the local buffer.
-    pub offset: usize,
-    /// Length in bytes.
-    pub len: usize,
-}
+/// Patterns for the property tests of this module and of [`crate::messages`].
+#[cfg(test)]
+pub(crate) mod test_patterns {
+    use proptest::prelude::*;
 
-/// How shared runs are cut into messages. Sender and receiver use the same limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MessageLimits {
-    /// Most bytes in one message (MPI counts are 32-bit).
-    pub max_bytes: usize,
-    /// Runs of at least this many bytes travel alone, straight from the sender's
-    /// buffer into the receiver's (runs are contiguous on both sides).
-    pub direct_bytes: usize,
-    /// Most bytes packed together from smaller runs (the size of a staging slot).
-    pub packed_bytes: usize,
-    /// Most runs packed together.
-    pub max_runs: usize,
-}
+    use crate::layout::Pattern;
 
-/// What kind of message [`Messages::next_message`] cut (the same on both sides).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MessageKind {
-    /// One run (or a piece of one), contiguous in both buffers.
-    Direct,
-    /// Several small runs, contiguous in neither buffer in general.
-    Packed,
-}
-
-/// Where the runs of a stream lie in a local buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// Where the rank's elements lie in its input or output buffer.
-    Pattern(Pattern),
-    /// Back to back from a byte offset (a packed staging buffer).
-    Packed {
-        /// Byte offset of the next run.
-        next: usize,
-    },
-}
-
-impl Placement {
-    /// Byte offset of the run starting at `global`, `bytes` long.
-    fn place(&mut self, global: u64, bytes: usize, elem_size: usize) -> usize {
-        match self {
-            Placement::Pattern(p) => p.local_offset(global) as usize * elem_size,
-            Placement::Packed { next } => {
-                *next += bytes;
-                *next - bytes
-            }
-        }
-    }
-}
-
-/// Cuts the shared runs of a pair of ranks into messages. Sender and receiver cut the
-/// same global runs with the same limits, so their messages match one for one; each
-/// side places the runs in its own buffer.
-#[derive(Clone, Debug)]
-pub struct MessageCutter {
-    runs: SharedRuns,
-    placement: Placement,
-    pending: Option<Run>,
-    limits: MessageLimits,
-    elem_size: usize,
-}
-
-impl MessageCutter {
-    /// Cuts `runs` of elements of `elem_size` bytes, placed by `placement`, within
-    /// `limits`.
-    pub fn new(
-        runs: SharedRuns,
-        placement: Placement,
-        elem_size: usize,
-        limits: MessageLimits,
-    ) -> MessageCutter {
-        MessageCutter {
-            runs,
-            placement,
-            pending: None,
-            limits,
-            elem_size,
-        }
+    /// The global indices of `p`, one by one.
+    pub fn members(p: &Pattern) -> Vec<u64> {
+        (0..p.count).flat_map(|o| p.block(o)).collect()
     }
 
-    fn take(&mut self) -> Option<Run> {
-        self.pending.take().or_else(|| self.runs.next())
-    }
-
-    /// The first `most` elements of `run`; the rest waits for the next message.
-    fn split(&mut self, run: Run, most: u64) -> Run {
-        if run.len <= most {
-            return run;
-        }
-        self.pending = Some(Run {
-            global: run.global + most,
-            len: run.len - most,
-        });
-        Run {
-            global: run.global,
-            len: most,
-        }
-    }
-
-    fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
-        let len = run.len as usize * self.elem_size;
-        let offset = self.placement.place(run.global, len, self.elem_size);
-        push_coalesced(segments, Segment { offset, len });
-    }
-}
-
-/// The messages of one stream, in order: cut on the fly by a [`MessageCutter`], or
-/// replayed from messages cut once ([`CutMessages`]).
-pub trait Messages {
-    /// Replaces `segments` with the next message as coalesced byte segments of the
-    /// local buffer and says what kind it is; `None` when no message is left.
-    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind>;
-
-    /// True when every message has been handed out.
-    fn is_exhausted(&mut self) -> bool;
-
-    /// Cuts the next round: up to `per_round` messages, ending early after a packed one
-    /// (its staging slot is busy until the round completes), each handed to `post` as
-    /// segments of the local buffer. Returns how many were cut, 0 once the messages
-    /// are exhausted. Both ends of a stream cut the same rounds.
-    fn next_round<E>(
-        &mut self,
-        segments: &mut Vec<Segment>,
-        per_round: usize,
-        mut post: impl FnMut(&[Segment]) -> Result<(), E>,
-    ) -> Result<usize, E> {
-        for posted in 0..per_round {
-            let Some(kind) = self.next_message(segments) else {
-                return Ok(posted);
-            };
-            post(segments)?;
-            if kind == MessageKind::Packed {
-                return Ok(posted + 1);
-            }
-        }
-        Ok(per_round)
-    }
-}
-
-impl Messages for MessageCutter {
-    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
-        segments.clear();
-        let first = self.take()?;
-        let size = self.elem_size as u64;
-        if first.len * size >= self.limits.direct_bytes as u64 {
-            let most = (self.limits.max_bytes as u64 / size).max(1);
-            let piece = self.split(first, most);
-            self.push(segments, piece);
-            return Some(MessageKind::Direct);
-        }
-        let mut bytes = first.len * size;
-        self.push(segments, first);
-        for _ in 1..self.limits.max_runs {
-            let Some(run) = self.take() else { break };
-            let run_bytes = run.len * size;
-            if run_bytes >= self.limits.direct_bytes as u64
-                || bytes + run_bytes > self.limits.packed_bytes as u64
-            {
-                self.pending = Some(run);
-                break;
-            }
-            bytes += run_bytes;
-            self.push(segments, run);
-        }
-        Some(MessageKind::Packed)
-    }
-
-    /// True when every run has been cut into messages.
-    fn is_exhausted(&mut self) -> bool {
-        if self.pending.is_none() {
-            self.pending = self.runs.next();
-        }
-        self.pending.is_none()
-    }
-}
-
-/// The messages of one stream cut once and kept (16 bytes per segment), so that
-/// repeated executions replay them instead of cutting the runs again.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CutMessages {
-    segments: Vec<Segment>,
-    /// Where each message's segments end, and its kind.
-    ends: Vec<(usize, MessageKind)>,
-}
-
-impl CutMessages {
-    /// Every message of `cutter`, or `None` when they hold more than `budget`
-    /// segments (cutting stops there). `scratch` holds one message while it is cut.
-    pub fn cut(
-        mut cutter: MessageCutter,
-        budget: usize,
-        scratch: &mut Vec<Segment>,
-    ) -> std::result::Result<Option<CutMessages>, std::collections::TryReserveError> {
-        let mut cut = CutMessages::default();
-        while let Some(kind) = cutter.next_message(scratch) {
-            if cut.segments.len() + scratch.len() > budget {
-                return Ok(None);
-            }
-            cut.segments.try_reserve(scratch.len())?;
-            cut.segments.extend_from_slice(scratch);
-            cut.ends.try_reserve(1)?;
-            cut.ends.push((cut.segments.len(), kind));
-        }
-        Ok(Some(cut))
-    }
-
-    /// Number of segments kept.
-    pub fn segment_count(&self) -> usize {
-        self.segments.len()
-    }
-
-    /// Bytes of the largest message scattered over several segments on this side
-    /// (the largest that goes through a staging slot).
-    pub fn largest_scattered_bytes(&self) -> usize {
-        let mut start = 0;
-        let mut largest = 0;
-        for &(end, _) in &self.ends {
-            if end - start > 1 {
-                largest = largest.max(self.segments[start..end].iter().map(|s| s.len).sum());
-            }
-            start = end;
-        }
-        largest
-    }
-
-    /// Replays the messages from the `next`-th on.
-    pub fn replay(&self, next: usize) -> Replay<'_> {
-        Replay {
-            messages: self,
-            next,
-        }
-    }
-}
-
-/// A cursor over [`CutMessages`].
-#[derive(Debug)]
-pub struct Replay<'a> {
-    messages: &'a CutMessages,
-    next: usize,
-}
-
-impl Replay<'_> {
-    /// Index of the next message to hand out.
-    pub fn position(&self) -> usize {
-        self.next
-    }
-}
-
-impl Messages for Replay<'_> {
-    fn next_message(&mut self, segments: &mut Vec<Segment>) -> Option<MessageKind> {
-        let &(end, kind) = self.messages.ends.get(self.next)?;
-        let start = self
-            .next
-            .checked_sub(1)
-            .map_or(0, |i| self.messages.ends[i].0);
-        segments.clear();
-        segments.extend_from_slice(&self.messages.segments[start..end]);
-        self.next += 1;
-        Some(kind)
-    }
-
-    fn is_exhausted(&mut self) -> bool {
-        self.next == self.messages.ends.len()
-    }
-}
-
-/// Appends `seg`, merging it into the last segment when they are adjacent.
-pub fn push_coalesced(segments: &mut Vec<Segment>, seg: Segment) {
-    match segments.last_mut() {
-        Some(last) if last.offset + last.len == seg.offset => last.len += seg.len,
-        _ => segments.push(seg),
+    /// Small random patterns, empty ones included.
+    pub fn pattern() -> impl Strategy<Value = Pattern> {
+        (0u64..12, 0u64..6, 1u64..9, 0u64..40)
+            .prop_map(|(start, len, gap, count)| Pattern::blocks(start, len, len + gap, count))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::test_patterns::{members, pattern};
     use super::*;
     use proptest::prelude::*;
-
-    fn members(p: &Pattern) -> Vec<u64> {
-        (0..p.count).flat_map(|o| p.block(o)).collect()
-    }
-
-    fn pattern() -> impl Strategy<Value = Pattern> {
-        (0u64..12, 0u64..6, 1u64..9, 0u64..40)
-            .prop_map(|(start, len, gap, count)| Pattern::blocks(start, len, len + gap, count))
-    }
 
     #[test]
     fn periodic_counting_matches_brute_force() {
@@ -531,57 +261,6 @@ mod tests {
             for w in runs.windows(2) {
                 prop_assert!(w[0].global + w[0].len < w[1].global, "runs not maximal: {:?}", w);
             }
-        }
-
-        #[test]
-        fn kept_messages_replay_what_the_cutter_cuts(a in pattern(), b in pattern(), budget in 0usize..40) {
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
-            let cutter = || MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
-            let mut fresh = cutter();
-            let (mut want, mut segs) = (Vec::new(), Vec::new());
-            while let Some(kind) = fresh.next_message(&mut segs) {
-                want.push((kind, segs.clone()));
-            }
-            let total: usize = want.iter().map(|(_, s)| s.len()).sum();
-            let kept = CutMessages::cut(cutter(), budget, &mut segs).unwrap();
-            prop_assert_eq!(kept.is_some(), total <= budget);
-            if let Some(kept) = kept {
-                prop_assert_eq!(kept.segment_count(), total);
-                let mut replay = kept.replay(0);
-                let mut got = Vec::new();
-                while let Some(kind) = replay.next_message(&mut segs) {
-                    got.push((kind, segs.clone()));
-                }
-                prop_assert!(replay.is_exhausted());
-                prop_assert_eq!(got, want);
-            }
-        }
-
-        #[test]
-        fn messages_respect_limits_and_cover_the_runs(
-            a in pattern(), b in pattern(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
-        ) {
-            let packed_bytes = max_bytes.max(direct);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
-            let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
-            let mut segs = Vec::new();
-            let mut covered = Vec::new();
-            while let Some(kind) = cutter.next_message(&mut segs) {
-                let bytes: usize = segs.iter().map(|s| s.len).sum();
-                match kind {
-                    MessageKind::Direct => prop_assert!(segs.len() == 1 && bytes <= max_bytes.max(4)),
-                    MessageKind::Packed => prop_assert!(bytes <= packed_bytes.max(4) && segs.len() <= max_runs),
-                }
-                covered.extend(segs.iter().flat_map(|s| (s.offset / 4)..(s.offset + s.len) / 4));
-            }
-            let bset = members(&b);
-            let want: Vec<usize> = members(&a)
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| bset.contains(g))
-                .map(|(i, _)| i)
-                .collect();
-            prop_assert_eq!(covered, want);
         }
     }
 }

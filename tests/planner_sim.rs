@@ -12,8 +12,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use distreshape::args::{ReshapeArgs, check_local};
+use distreshape::messages::{
+    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
+};
 use distreshape::planner::{Path, RankPlan};
-use distreshape::runs::{MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment};
 use distreshape::schedule::{Progress, ScheduledStream, Side, schedule};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
