@@ -35,55 +35,55 @@ typedef enum dr_status {
   /*
    A required pointer was NULL.
    */
-  DR_ERROR_NULL_POINTER,
+  DR_ERROR_NULL_POINTER = 1,
   /*
    `dtype` is not a `dr_dtype` value.
    */
-  DR_ERROR_INVALID_DTYPE,
+  DR_ERROR_INVALID_DTYPE = 2,
   /*
    A shape is malformed, does not match the element count, or overflows int64.
    */
-  DR_ERROR_INVALID_SHAPE,
+  DR_ERROR_INVALID_SHAPE = 3,
   /*
    A split axis is out of range.
    */
-  DR_ERROR_INVALID_SPLIT,
+  DR_ERROR_INVALID_SPLIT = 4,
   /*
    Slab lengths are negative or do not add up to the extent of the split axis.
    */
-  DR_ERROR_INVALID_DISTRIBUTION,
+  DR_ERROR_INVALID_DISTRIBUTION = 5,
   /*
    Ranks passed different global arguments (shapes, splits, dtype).
    */
-  DR_ERROR_INCONSISTENT_ARGUMENTS,
+  DR_ERROR_INCONSISTENT_ARGUMENTS = 6,
   /*
    `out_capacity` (or the input) is smaller than this rank needs.
    */
-  DR_ERROR_BUFFER_TOO_SMALL,
+  DR_ERROR_BUFFER_TOO_SMALL = 7,
   /*
    Input and output buffers partially overlap (identical pointers are in place).
    */
-  DR_ERROR_ALIASING,
+  DR_ERROR_ALIASING = 8,
   /*
    An allocation inside the library failed.
    */
-  DR_ERROR_OUT_OF_MEMORY,
+  DR_ERROR_OUT_OF_MEMORY = 9,
   /*
    An MPI call failed.
    */
-  DR_ERROR_MPI,
+  DR_ERROR_MPI = 10,
   /*
    MPI is not initialized, or already finalized.
    */
-  DR_ERROR_MPI_NOT_INITIALIZED,
+  DR_ERROR_MPI_NOT_INITIALIZED = 11,
   /*
    The communicator is MPI_COMM_NULL or an intercommunicator.
    */
-  DR_ERROR_INVALID_COMMUNICATOR,
+  DR_ERROR_INVALID_COMMUNICATOR = 12,
   /*
    A bug inside the library (a caught panic); please report it.
    */
-  DR_ERROR_INTERNAL,
+  DR_ERROR_INTERNAL = 13,
 } dr_status;
 
 /*
@@ -93,11 +93,11 @@ typedef enum dr_path {
   /*
    Split-preserving local reshape + balance: only rows that change owner move.
    */
-  DR_PATH_LOCAL,
+  DR_PATH_LOCAL = 0,
   /*
    General exchange: every element moves at most once, straight to its owner.
    */
-  DR_PATH_EXCHANGE,
+  DR_PATH_EXCHANGE = 1,
 } dr_path;
 
 /*
@@ -107,55 +107,55 @@ typedef enum dr_dtype {
   /*
    `int8_t`
    */
-  DR_DTYPE_INT8,
+  DR_DTYPE_INT8 = 0,
   /*
    `int16_t`
    */
-  DR_DTYPE_INT16,
+  DR_DTYPE_INT16 = 1,
   /*
    `int32_t`
    */
-  DR_DTYPE_INT32,
+  DR_DTYPE_INT32 = 2,
   /*
    `int64_t`
    */
-  DR_DTYPE_INT64,
+  DR_DTYPE_INT64 = 3,
   /*
    `uint8_t`
    */
-  DR_DTYPE_UINT8,
+  DR_DTYPE_UINT8 = 4,
   /*
    `uint16_t`
    */
-  DR_DTYPE_UINT16,
+  DR_DTYPE_UINT16 = 5,
   /*
    `uint32_t`
    */
-  DR_DTYPE_UINT32,
+  DR_DTYPE_UINT32 = 6,
   /*
    `uint64_t`
    */
-  DR_DTYPE_UINT64,
+  DR_DTYPE_UINT64 = 7,
   /*
    `float`
    */
-  DR_DTYPE_FLOAT32,
+  DR_DTYPE_FLOAT32 = 8,
   /*
    `double`
    */
-  DR_DTYPE_FLOAT64,
+  DR_DTYPE_FLOAT64 = 9,
   /*
    `float _Complex` (two floats)
    */
-  DR_DTYPE_COMPLEX64,
+  DR_DTYPE_COMPLEX64 = 10,
   /*
    `double _Complex` (two doubles)
    */
-  DR_DTYPE_COMPLEX128,
+  DR_DTYPE_COMPLEX128 = 11,
   /*
    `bool` (one byte)
    */
-  DR_DTYPE_BOOL,
+  DR_DTYPE_BOOL = 12,
 } dr_dtype;
 
 /*

@@ -4,9 +4,15 @@
 use crate::args::FINGERPRINT_LEN;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::ffi::dr_status;
 
 /// Longest error detail shared with the other ranks, in bytes.
 const MESSAGE_BYTES: usize = 1024;
+
+/// The agreed key packs the failing rank and its status as
+/// `(size - rank) * STATUS_RADIX + code`, so every status code must be below it.
+const STATUS_RADIX: i64 = 16;
+const _: () = assert!((dr_status::ALL.len() as i64) <= STATUS_RADIX);
 
 /// Most values [`agree`] can piggyback.
 pub const MAX_PIGGYBACK: usize = 2 * FINGERPRINT_LEN;
@@ -18,7 +24,7 @@ pub const MAX_PIGGYBACK: usize = 2 * FINGERPRINT_LEN;
 /// unless some rank failed.
 pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Result<()> {
     let key = local.map_or(0, |e| {
-        (comm.size() - comm.rank()) as i64 * 16 + i64::from(e.code())
+        (comm.size() - comm.rank()) as i64 * STATUS_RADIX + i64::from(e.code())
     });
     let n = piggyback.len();
     let mut values = [0i64; MAX_PIGGYBACK + 1];
@@ -30,7 +36,7 @@ pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Resul
     if key == 0 {
         return Ok(());
     }
-    let root = comm.size() - (key / 16) as usize;
+    let root = comm.size() - (key / STATUS_RADIX) as usize;
     let mut message = [0u8; MESSAGE_BYTES];
     if let (true, Some(error)) = (comm.rank() == root, local) {
         let detail = truncate(error.detail(), MESSAGE_BYTES);
@@ -49,7 +55,7 @@ pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Resul
         None => detail += &format!(" (reported to rank {})", comm.rank()),
         _ => {}
     }
-    Err(Error::from_code((key % 16) as i32, detail))
+    Err(Error::from_code((key % STATUS_RADIX) as i32, detail))
 }
 
 /// The longest prefix of `s` that fits in `max` bytes and ends on a char boundary.

@@ -1,5 +1,7 @@
 //! The error type shared by every layer, with the stable status codes the C ABI exposes.
 
+use crate::ffi::dr_status;
+
 /// Everything that can go wrong in DistReshape.
 ///
 /// Every collective call returns the same variant on every rank (the one found by the
@@ -47,44 +49,58 @@ pub enum Error {
     Internal(String),
 }
 
+/// The one table of the error variants and their `dr_status` (the C ABI's codes);
+/// both directions of the mapping are generated from it.
+macro_rules! status_table {
+    ($($variant:ident => $status:ident),* $(,)?) => {
+        impl Error {
+            /// The `dr_status` of this error (its stable code in the C ABI).
+            pub fn status(&self) -> dr_status {
+                match self {
+                    $(Error::$variant(_) => dr_status::$status,)*
+                }
+            }
+
+            /// Rebuilds an error from its status and detail message (used to share
+            /// one rank's error with every other rank); `DR_SUCCESS` becomes
+            /// [`Error::Internal`].
+            pub fn from_status(status: dr_status, detail: String) -> Error {
+                match status {
+                    $(dr_status::$status => Error::$variant(detail),)*
+                    dr_status::DR_SUCCESS => Error::Internal(detail),
+                }
+            }
+        }
+    };
+}
+
+status_table!(
+    NullPointer => DR_ERROR_NULL_POINTER,
+    InvalidDtype => DR_ERROR_INVALID_DTYPE,
+    InvalidShape => DR_ERROR_INVALID_SHAPE,
+    InvalidSplit => DR_ERROR_INVALID_SPLIT,
+    InvalidDistribution => DR_ERROR_INVALID_DISTRIBUTION,
+    InconsistentArguments => DR_ERROR_INCONSISTENT_ARGUMENTS,
+    BufferTooSmall => DR_ERROR_BUFFER_TOO_SMALL,
+    Aliasing => DR_ERROR_ALIASING,
+    OutOfMemory => DR_ERROR_OUT_OF_MEMORY,
+    Mpi => DR_ERROR_MPI,
+    MpiNotInitialized => DR_ERROR_MPI_NOT_INITIALIZED,
+    InvalidCommunicator => DR_ERROR_INVALID_COMMUNICATOR,
+    Internal => DR_ERROR_INTERNAL,
+);
+
 impl Error {
     /// The stable numeric code of this error (`dr_status` in C; 0 is success).
     pub fn code(&self) -> i32 {
-        match self {
-            Error::NullPointer(_) => 1,
-            Error::InvalidDtype(_) => 2,
-            Error::InvalidShape(_) => 3,
-            Error::InvalidSplit(_) => 4,
-            Error::InvalidDistribution(_) => 5,
-            Error::InconsistentArguments(_) => 6,
-            Error::BufferTooSmall(_) => 7,
-            Error::Aliasing(_) => 8,
-            Error::OutOfMemory(_) => 9,
-            Error::Mpi(_) => 10,
-            Error::MpiNotInitialized(_) => 11,
-            Error::InvalidCommunicator(_) => 12,
-            Error::Internal(_) => 13,
-        }
+        self.status() as i32
     }
 
-    /// Rebuilds an error from its code and detail message (used to share one rank's
-    /// error with every other rank). Unknown codes become [`Error::Internal`].
+    /// Rebuilds an error from its code and detail message. Unknown codes become
+    /// [`Error::Internal`].
     pub fn from_code(code: i32, detail: String) -> Error {
-        match code {
-            1 => Error::NullPointer(detail),
-            2 => Error::InvalidDtype(detail),
-            3 => Error::InvalidShape(detail),
-            4 => Error::InvalidSplit(detail),
-            5 => Error::InvalidDistribution(detail),
-            6 => Error::InconsistentArguments(detail),
-            7 => Error::BufferTooSmall(detail),
-            8 => Error::Aliasing(detail),
-            9 => Error::OutOfMemory(detail),
-            10 => Error::Mpi(detail),
-            11 => Error::MpiNotInitialized(detail),
-            12 => Error::InvalidCommunicator(detail),
-            _ => Error::Internal(detail),
-        }
+        let status = dr_status::from_code(code).unwrap_or(dr_status::DR_ERROR_INTERNAL);
+        Error::from_status(status, detail)
     }
 
     /// The same error with the detail naming `rank` (unless it already does), for
@@ -94,7 +110,7 @@ impl Error {
             return self;
         }
         let detail = format!("{} (rank {rank})", self.detail());
-        Error::from_code(self.code(), detail)
+        Error::from_status(self.status(), detail)
     }
 
     /// The detail message without the category prefix.

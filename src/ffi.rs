@@ -29,31 +29,31 @@ pub const DR_MAX_DIMS: i32 = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dr_dtype {
     /// `int8_t`
-    DR_DTYPE_INT8,
+    DR_DTYPE_INT8 = 0,
     /// `int16_t`
-    DR_DTYPE_INT16,
+    DR_DTYPE_INT16 = 1,
     /// `int32_t`
-    DR_DTYPE_INT32,
+    DR_DTYPE_INT32 = 2,
     /// `int64_t`
-    DR_DTYPE_INT64,
+    DR_DTYPE_INT64 = 3,
     /// `uint8_t`
-    DR_DTYPE_UINT8,
+    DR_DTYPE_UINT8 = 4,
     /// `uint16_t`
-    DR_DTYPE_UINT16,
+    DR_DTYPE_UINT16 = 5,
     /// `uint32_t`
-    DR_DTYPE_UINT32,
+    DR_DTYPE_UINT32 = 6,
     /// `uint64_t`
-    DR_DTYPE_UINT64,
+    DR_DTYPE_UINT64 = 7,
     /// `float`
-    DR_DTYPE_FLOAT32,
+    DR_DTYPE_FLOAT32 = 8,
     /// `double`
-    DR_DTYPE_FLOAT64,
+    DR_DTYPE_FLOAT64 = 9,
     /// `float _Complex` (two floats)
-    DR_DTYPE_COMPLEX64,
+    DR_DTYPE_COMPLEX64 = 10,
     /// `double _Complex` (two doubles)
-    DR_DTYPE_COMPLEX128,
+    DR_DTYPE_COMPLEX128 = 11,
     /// `bool` (one byte)
-    DR_DTYPE_BOOL,
+    DR_DTYPE_BOOL = 12,
 }
 
 /// Status of every call. Collective calls return the same status on every rank.
@@ -67,31 +67,61 @@ pub enum dr_status {
     /// The call succeeded.
     DR_SUCCESS = 0,
     /// A required pointer was NULL.
-    DR_ERROR_NULL_POINTER,
+    DR_ERROR_NULL_POINTER = 1,
     /// `dtype` is not a `dr_dtype` value.
-    DR_ERROR_INVALID_DTYPE,
+    DR_ERROR_INVALID_DTYPE = 2,
     /// A shape is malformed, does not match the element count, or overflows int64.
-    DR_ERROR_INVALID_SHAPE,
+    DR_ERROR_INVALID_SHAPE = 3,
     /// A split axis is out of range.
-    DR_ERROR_INVALID_SPLIT,
+    DR_ERROR_INVALID_SPLIT = 4,
     /// Slab lengths are negative or do not add up to the extent of the split axis.
-    DR_ERROR_INVALID_DISTRIBUTION,
+    DR_ERROR_INVALID_DISTRIBUTION = 5,
     /// Ranks passed different global arguments (shapes, splits, dtype).
-    DR_ERROR_INCONSISTENT_ARGUMENTS,
+    DR_ERROR_INCONSISTENT_ARGUMENTS = 6,
     /// `out_capacity` (or the input) is smaller than this rank needs.
-    DR_ERROR_BUFFER_TOO_SMALL,
+    DR_ERROR_BUFFER_TOO_SMALL = 7,
     /// Input and output buffers partially overlap (identical pointers are in place).
-    DR_ERROR_ALIASING,
+    DR_ERROR_ALIASING = 8,
     /// An allocation inside the library failed.
-    DR_ERROR_OUT_OF_MEMORY,
+    DR_ERROR_OUT_OF_MEMORY = 9,
     /// An MPI call failed.
-    DR_ERROR_MPI,
+    DR_ERROR_MPI = 10,
     /// MPI is not initialized, or already finalized.
-    DR_ERROR_MPI_NOT_INITIALIZED,
+    DR_ERROR_MPI_NOT_INITIALIZED = 11,
     /// The communicator is MPI_COMM_NULL or an intercommunicator.
-    DR_ERROR_INVALID_COMMUNICATOR,
+    DR_ERROR_INVALID_COMMUNICATOR = 12,
     /// A bug inside the library (a caught panic); please report it.
-    DR_ERROR_INTERNAL,
+    DR_ERROR_INTERNAL = 13,
+}
+
+impl dr_status {
+    /// Every status, in the order of their values (0, 1, 2, ...).
+    pub const ALL: [dr_status; 14] = {
+        use dr_status::*;
+        [
+            DR_SUCCESS,
+            DR_ERROR_NULL_POINTER,
+            DR_ERROR_INVALID_DTYPE,
+            DR_ERROR_INVALID_SHAPE,
+            DR_ERROR_INVALID_SPLIT,
+            DR_ERROR_INVALID_DISTRIBUTION,
+            DR_ERROR_INCONSISTENT_ARGUMENTS,
+            DR_ERROR_BUFFER_TOO_SMALL,
+            DR_ERROR_ALIASING,
+            DR_ERROR_OUT_OF_MEMORY,
+            DR_ERROR_MPI,
+            DR_ERROR_MPI_NOT_INITIALIZED,
+            DR_ERROR_INVALID_COMMUNICATOR,
+            DR_ERROR_INTERNAL,
+        ]
+    };
+
+    /// The status of value `code`, if there is one.
+    pub fn from_code(code: i32) -> Option<dr_status> {
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| dr_status::ALL.get(i).copied())
+    }
 }
 
 /// How a plan moves data.
@@ -99,9 +129,9 @@ pub enum dr_status {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum dr_path {
     /// Split-preserving local reshape + balance: only rows that change owner move.
-    DR_PATH_LOCAL,
+    DR_PATH_LOCAL = 0,
     /// General exchange: every element moves at most once, straight to its owner.
-    DR_PATH_EXCHANGE,
+    DR_PATH_EXCHANGE = 1,
 }
 
 /// A dtype as passed by C: read as an integer so that invalid values are caught.
@@ -151,24 +181,7 @@ fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
 }
 
 fn status_of(error: &Error) -> dr_status {
-    use dr_status::*;
-    const BY_CODE: [dr_status; 14] = [
-        DR_SUCCESS,
-        DR_ERROR_NULL_POINTER,
-        DR_ERROR_INVALID_DTYPE,
-        DR_ERROR_INVALID_SHAPE,
-        DR_ERROR_INVALID_SPLIT,
-        DR_ERROR_INVALID_DISTRIBUTION,
-        DR_ERROR_INCONSISTENT_ARGUMENTS,
-        DR_ERROR_BUFFER_TOO_SMALL,
-        DR_ERROR_ALIASING,
-        DR_ERROR_OUT_OF_MEMORY,
-        DR_ERROR_MPI,
-        DR_ERROR_MPI_NOT_INITIALIZED,
-        DR_ERROR_INVALID_COMMUNICATOR,
-        DR_ERROR_INTERNAL,
-    ];
-    BY_CODE[error.code() as usize]
+    error.status()
 }
 
 /// Bytes per element of a dtype code.
@@ -627,10 +640,20 @@ mod tests {
     }
 
     #[test]
-    fn every_error_maps_to_its_status() {
-        for code in 1..=13 {
-            let status = status_of(&Error::from_code(code, String::new()));
-            assert_eq!(status as i32, code);
+    fn the_status_list_is_complete_and_in_order() {
+        for (value, status) in dr_status::ALL.iter().enumerate() {
+            assert_eq!(*status as usize, value);
         }
+        assert_eq!(dr_status::ALL.last(), Some(&dr_status::DR_ERROR_INTERNAL));
+    }
+
+    #[test]
+    fn every_error_status_round_trips() {
+        for &status in &dr_status::ALL[1..] {
+            let error = Error::from_code(status as i32, String::new());
+            assert_eq!(status_of(&error), status);
+        }
+        let unknown = Error::from_code(99, String::new());
+        assert_eq!(status_of(&unknown), dr_status::DR_ERROR_INTERNAL);
     }
 }

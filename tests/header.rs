@@ -24,3 +24,50 @@ fn committed_header_is_fresh() {
         "include/distreshape.h is stale: run DISTRESHAPE_BLESS=1 cargo test --test header"
     );
 }
+
+/// `NAME = value` pairs of the `DR_` constants in `text` (C enumerators or Fortran
+/// parameters), in order.
+fn constants(text: &str) -> Vec<(String, i64)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("DR_") {
+        rest = &rest[at..];
+        let name_len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, after) = rest.split_at(name_len);
+        if let Some(value) = after.trim_start().strip_prefix('=') {
+            let value = value.trim_start();
+            let digits = value
+                .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                .unwrap_or(value.len());
+            if let Ok(v) = value[..digits].parse() {
+                found.push((name.to_string(), v));
+            }
+        }
+        rest = after;
+    }
+    found
+}
+
+#[test]
+fn fortran_constants_equal_the_c_enumerators() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
+    let c = constants(&read("include/distreshape.h"));
+    let fortran = constants(&read("include/distreshape.f90"));
+    let families = ["DR_SUCCESS", "DR_ERROR_", "DR_DTYPE_", "DR_PATH_"];
+    let of_families = |list: &[(String, i64)]| -> Vec<(String, i64)> {
+        let mut v: Vec<_> = list
+            .iter()
+            .filter(|(n, _)| families.iter().any(|f| n.starts_with(f)))
+            .cloned()
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (c, fortran) = (of_families(&c), of_families(&fortran));
+    assert_eq!(c.len(), 14 + 13 + 2, "C enumerators: {c:?}");
+    assert_eq!(fortran, c, "the Fortran module's constants differ from the C header's");
+}
