@@ -28,6 +28,29 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 
 run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 
+# The shared library: one file libdistreshape.so.X.Y.Z whose SONAME is
+# libdistreshape.so.X, and both shorter names as symbolic links to it.
+file(GLOB installed_so "${prefix}/lib/libdistreshape.so.*.*.*")
+list(LENGTH installed_so count)
+if(NOT count EQUAL 1 OR IS_SYMLINK "${installed_so}")
+  message(FATAL_ERROR "install test: expected one libdistreshape.so.X.Y.Z file, found '${installed_so}'")
+endif()
+string(REGEX MATCH "[0-9]+\\.[0-9]+\\.[0-9]+$" version "${installed_so}")
+string(REGEX MATCH "^[0-9]+" major "${version}")
+foreach(link "libdistreshape.so.${major}" "libdistreshape.so")
+  file(REAL_PATH "${prefix}/lib/${link}" target)
+  if(NOT IS_SYMLINK "${prefix}/lib/${link}" OR NOT target STREQUAL installed_so)
+    message(FATAL_ERROR "install test: ${link} is not a symbolic link to ${installed_so}")
+  endif()
+endforeach()
+find_program(READELF readelf)
+if(READELF)
+  execute_process(COMMAND "${READELF}" -d "${installed_so}" OUTPUT_VARIABLE dynamic COMMAND_ERROR_IS_FATAL ANY)
+  if(NOT dynamic MATCHES "Library soname: \\[libdistreshape\\.so\\.${major}\\]")
+    message(FATAL_ERROR "install test: the SONAME of ${installed_so} is not libdistreshape.so.${major}")
+  endif()
+endif()
+
 set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
     "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")

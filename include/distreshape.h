@@ -16,6 +16,22 @@
 #define DR_SPLIT_NONE (-1)
 
 /*
+ The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
+ change whenever the ABI breaks (README, "Versions and ABI").
+ */
+#define DR_VERSION_MAJOR 0
+
+/*
+ The library's minor version: new functions or enumerators, nothing removed.
+ */
+#define DR_VERSION_MINOR 1
+
+/*
+ The library's patch version: fixes only.
+ */
+#define DR_VERSION_PATCH 0
+
+/*
  Most dimensions of a global shape.
  */
 #define DR_MAX_DIMS 32

@@ -21,6 +21,13 @@ pub type MPI_Comm = mpi::ffi::MPI_Comm;
 /// here it means not split (pass `ndims - 1` for the last axis).
 /// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
 pub const DR_SPLIT_NONE: i32 = -1;
+/// The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
+/// change whenever the ABI breaks (README, "Versions and ABI").
+pub const DR_VERSION_MAJOR: i32 = 0;
+/// The library's minor version: new functions or enumerators, nothing removed.
+pub const DR_VERSION_MINOR: i32 = 1;
+/// The library's patch version: fixes only.
+pub const DR_VERSION_PATCH: i32 = 0;
 /// Most dimensions of a global shape.
 pub const DR_MAX_DIMS: i32 = 32;
 
@@ -632,6 +639,17 @@ pub extern "C" fn dr_test_set_panic(enabled: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_macros_equal_cargo_toml() {
+        let version = [DR_VERSION_MAJOR, DR_VERSION_MINOR, DR_VERSION_PATCH].map(|v| v.to_string());
+        let cargo = [
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            env!("CARGO_PKG_VERSION_MINOR"),
+            env!("CARGO_PKG_VERSION_PATCH"),
+        ];
+        assert_eq!(version, cargo);
+    }
 
     #[test]
     fn constants_match_the_engine() {

@@ -69,5 +69,8 @@ fn fortran_constants_equal_the_c_enumerators() {
     };
     let (c, fortran) = (of_families(&c), of_families(&fortran));
     assert_eq!(c.len(), 14 + 13 + 2, "C enumerators: {c:?}");
-    assert_eq!(fortran, c, "the Fortran module's constants differ from the C header's");
+    assert_eq!(
+        fortran, c,
+        "the Fortran module's constants differ from the C header's"
+    );
 }
