@@ -1,7 +1,9 @@
 //! Plans: collective creation (validation agreed by all ranks, one allgather of the
 //! slab lengths, pure planning) and repeated collective execution.
 
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
@@ -84,15 +86,27 @@ impl PlanOptions {
 /// plan.execute(&input, &mut output).unwrap();
 /// assert_eq!(plan.stats().bytes_sent, 0); // p divides 10000: nothing moves
 /// ```
+///
+/// A plan can move to another thread but not be shared between threads (it is not
+/// `Sync`): two executions of one plan at once would use the same messages, and the
+/// ranks could pair one thread's execution with the other's.
+///
+/// ```compile_fail
+/// fn shared_between_threads<T: Sync>() {}
+/// shared_between_threads::<distreshape::Plan>();
+/// ```
 #[derive(Debug)]
 pub struct Plan {
     comm: Comm,
     plan: RankPlan,
-    /// Streams, requests and staging, reused by every execution (one at a time).
+    /// Streams, requests and staging, reused by every execution. The mutex keeps
+    /// C callers who break the one-thread-per-plan rule from racing on them.
     exchange: Mutex<Exchange>,
     /// False when no rank sends or receives anything: execution is then purely
     /// local on every rank and needs no collective.
     collective: bool,
+    /// Makes the plan `!Sync` (see above).
+    not_shared: PhantomData<Cell<()>>,
 }
 
 impl Plan {
@@ -130,6 +144,7 @@ impl Plan {
             comm,
             plan,
             collective,
+            not_shared: PhantomData,
         })
     }
 
@@ -485,7 +500,8 @@ pub(crate) fn reshape_with<T: crate::Element>(plan: &Plan, input: &[T]) -> Resul
     let bytes = plan.output_elems() * size_of::<T>();
     let (src, src_len) = (input.as_ptr().cast(), size_of_val(input));
     // SAFETY: the capacity is reserved (or an error is agreed before anything is
-    // written); a successful execution writes every output element exactly once.
+    // written); a successful execution writes every output element exactly once
+    // (kept plus received elements fill the output: checked when the plan is built).
     unsafe {
         plan.execute_checked(src, src_len, output.as_mut_ptr().cast(), bytes, pre)?;
         output.set_len(plan.output_elems());

@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::args::Checked;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::faults::try_vec;
 use crate::layout::{Layout, Pattern, balanced_slab};
 use crate::runs::{Run, SharedRuns, shared_elements};
@@ -120,7 +120,23 @@ impl RankPlan {
                 (p.input.pattern(peer), p.output_pattern())
             })?;
         }
+        plan.check_coverage()?;
         Ok(plan)
+    }
+
+    /// Checks that the elements kept and received fill the output exactly: what lets
+    /// a successful execution hand out an output it did not initialize.
+    fn check_coverage(&self) -> Result<()> {
+        let received: u64 = self.recvs.iter().map(|t| t.elems).sum();
+        if self.local_elems + received == self.output_elems() {
+            return Ok(());
+        }
+        Err(Error::Internal(format!(
+            "rank {} keeps {} and receives {received} elements but its output holds {}",
+            self.rank,
+            self.local_elems,
+            self.output_elems()
+        )))
     }
 
     fn transfers(
