@@ -62,6 +62,14 @@ impl ReshapeArgs {
         }
     }
 
+    /// The same arguments for elements of type `T`: its size, and its `dr_dtype`
+    /// (compared across ranks) when it has one.
+    pub fn with_element<T: crate::Element>(mut self) -> ReshapeArgs {
+        self.elem_size = size_of::<T>();
+        self.dtype = (T::DTYPE >= 0).then_some(T::DTYPE);
+        self
+    }
+
     /// The same arguments asking for `len` output rows on this rank.
     pub fn with_target_len(mut self, len: i64) -> ReshapeArgs {
         self.target = Target::Len(len);

@@ -7,25 +7,57 @@ use num_complex::Complex;
 
 use crate::args::ReshapeArgs;
 use crate::error::{Error, Result};
+use crate::ffi::dr_dtype;
 use crate::plan::{Plan, PlanOptions};
 
 /// Element types a reshape can move: plain data whose every byte is initialized and
 /// whose values survive a byte-wise copy between processes.
 ///
 /// # Safety
-/// Implementors must have no padding bytes and no pointers or references.
-pub unsafe trait Element: Copy + Send + Sync + 'static {}
+/// Implementors must have no padding bytes and no pointers or references, and every
+/// bit pattern of their size must be a valid value, unless [`Element::DTYPE`] names
+/// their `dr_dtype`: ranks are then checked to move the same type (as for `bool`,
+/// whose bytes other than 0 and 1 are invalid).
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// The type's `dr_dtype` value, compared across ranks by `reshape`,
+    /// `reshape_array` and plans made with [`ReshapeArgs::with_element`]; -1 (the
+    /// default) for other plain data, compared by size only.
+    const DTYPE: i32 = -1;
+}
 
 macro_rules! elements {
-    ($($t:ty),*) => { $(
-        // SAFETY: primitive plain-data type without padding.
-        unsafe impl Element for $t {}
+    ($($t:ty => $dtype:expr),* $(,)?) => { $(
+        // SAFETY: primitive plain-data type without padding; every bit pattern is
+        // valid except for bool, whose DTYPE is compared across ranks.
+        unsafe impl Element for $t {
+            const DTYPE: i32 = $dtype as i32;
+        }
     )* };
 }
 elements!(
-    i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize, f32, f64, bool
+    i8 => dr_dtype::DR_DTYPE_INT8,
+    i16 => dr_dtype::DR_DTYPE_INT16,
+    i32 => dr_dtype::DR_DTYPE_INT32,
+    i64 => dr_dtype::DR_DTYPE_INT64,
+    u8 => dr_dtype::DR_DTYPE_UINT8,
+    u16 => dr_dtype::DR_DTYPE_UINT16,
+    u32 => dr_dtype::DR_DTYPE_UINT32,
+    u64 => dr_dtype::DR_DTYPE_UINT64,
+    f32 => dr_dtype::DR_DTYPE_FLOAT32,
+    f64 => dr_dtype::DR_DTYPE_FLOAT64,
+    Complex<f32> => dr_dtype::DR_DTYPE_COMPLEX64,
+    Complex<f64> => dr_dtype::DR_DTYPE_COMPLEX128,
+    bool => dr_dtype::DR_DTYPE_BOOL,
 );
-elements!(Complex<f32>, Complex<f64>);
+
+/// Plain data without a `dr_dtype`: compared by size only.
+macro_rules! untyped_elements {
+    ($($t:ty),*) => { $(
+        // SAFETY: primitive integer without padding; every bit pattern is valid.
+        unsafe impl Element for $t {}
+    )* };
+}
+untyped_elements!(i128, u128, isize, usize);
 
 /// Reshapes a distributed array given as this rank's local part (collective).
 ///
@@ -62,7 +94,8 @@ pub fn reshape_array<T: Element, C: Communicator>(
         local_len as i64,
         &new_shape.iter().map(|&n| n as i64).collect::<Vec<_>>(),
         new_split,
-    );
+    )
+    .with_element::<T>();
     let checked_args = check_local_shape(local.shape(), gshape, split, comm.rank()).map(|()| args);
     let plan = Plan::create(comm.as_raw(), checked_args, PlanOptions::default())?.agreeing_always();
     let input = local.as_standard_layout();

@@ -16,6 +16,7 @@ use crate::comm::{Comm, RawComm, require_mpi};
 use crate::error::{Error, Result};
 use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
+use crate::ffi::dr_dtype;
 use crate::messages::MessageLimits;
 use crate::planner::{Path, PlanStats, RankPlan};
 use crate::schedule::Progress;
@@ -105,6 +106,8 @@ pub struct Plan {
     /// False when no rank sends or receives anything: execution is then purely
     /// local on every rank and needs no collective.
     collective: bool,
+    /// The `dr_dtype` every rank planned for, when the arguments named one.
+    dtype: Option<i32>,
     /// Makes the plan `!Sync` (see above).
     not_shared: PhantomData<Cell<()>>,
 }
@@ -119,6 +122,7 @@ impl Plan {
     /// argument the caller could not even decode) is agreed with the other ranks like
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
+        let dtype = args.as_ref().ok().and_then(|a| a.dtype);
         let comm = Comm::duplicate(comm)?;
         let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
         gathered.exchange(&comm, &checked)?;
@@ -144,6 +148,7 @@ impl Plan {
             comm,
             plan,
             collective,
+            dtype,
             not_shared: PhantomData,
         })
     }
@@ -251,15 +256,29 @@ impl Plan {
         unsafe { self.execute_checked(input, in_bytes, output, output_capacity, None) }
     }
 
-    fn check_type<T>(&self) -> Result<()> {
-        let size = std::mem::size_of::<T>();
-        if size == self.plan.elem_size {
+    /// Checks that `T` is the type the plan was made for: its size, its `dr_dtype`
+    /// when the plan has one, and a plan with a `dr_dtype` for `bool` (the ranks
+    /// then all move `bool`, so no invalid byte can arrive).
+    fn check_type<T: crate::Element>(&self) -> Result<()> {
+        let (size, rank) = (size_of::<T>(), self.comm.rank());
+        let problem = if size != self.plan.elem_size {
+            format!(
+                "has {size} bytes but the plan was made for {}",
+                self.plan.elem_size
+            )
+        } else if self.dtype.is_some_and(|d| d != T::DTYPE) {
+            format!(
+                "is dtype {} but the plan was made for dtype {:?}",
+                T::DTYPE,
+                self.dtype
+            )
+        } else if self.dtype.is_none() && T::DTYPE == dr_dtype::DR_DTYPE_BOOL as i32 {
+            "is bool, which needs a plan made for bool (ReshapeArgs::with_element::<bool>)".into()
+        } else {
             return Ok(());
-        }
+        };
         Err(Error::InvalidDtype(format!(
-            "the element type has {size} bytes but the plan was made for {} (rank {})",
-            self.plan.elem_size,
-            self.comm.rank()
+            "the element type {problem} (rank {rank})"
         )))
     }
 
@@ -484,7 +503,8 @@ pub fn reshape<T: crate::Element, C: AsRaw<Raw = RawComm>>(
     args: &ReshapeArgs,
     input: &[T],
 ) -> Result<Vec<T>> {
-    reshape_with(&Plan::new(comm, args)?.agreeing_always(), input)
+    let args = args.clone().with_element::<T>();
+    reshape_with(&Plan::new(comm, &args)?.agreeing_always(), input)
 }
 
 /// Executes `plan` from `input` into a newly allocated output (collective); a failed

@@ -589,7 +589,8 @@ impl Case {
             local_len,
             self.new_shape,
             self.new_split,
-        );
+        )
+        .with_element::<T>();
         match (self.target, out.split) {
             (Some(_), Some(_)) => args.with_target_len(out.lens[w.rank] as i64),
             _ => args,
@@ -1064,6 +1065,39 @@ fn error_agreement(w: &World) {
     );
     w.passed("valid_execute_after_error");
     argument_errors_before_buffer_errors(w);
+    element_types_are_compared(w);
+}
+
+/// `reshape::<u8>` on some ranks and `reshape::<bool>` on others (same size) is
+/// inconsistent on every rank; executing a plan made without a dtype as `bool` is
+/// refused on every rank (no rank can then receive bytes that are no `bool`).
+fn element_types_are_compared(w: &World) {
+    let name = "element_types_differ";
+    let (len, _) = distreshape::balanced_slab(4, w.size as u64, w.rank as u64);
+    let args = ReshapeArgs::new(1, &[4, 6], Some(0), len as i64, &[6, 4], Some(0));
+    let input = vec![1u8; (len * 6) as usize];
+    if w.size > 1 {
+        let result = if w.rank.is_multiple_of(2) {
+            reshape::<u8, _>(&w.comm, &args, &input).map(drop)
+        } else {
+            let flags: Vec<bool> = input.iter().map(|&b| b == 1).collect();
+            reshape::<bool, _>(&w.comm, &args, &flags).map(drop)
+        };
+        expect_agreed_error(w, name, result, 6);
+        w.passed(name);
+    }
+    let name = "bool_needs_a_bool_plan";
+    let plan =
+        Plan::new(&w.comm, &args).unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")));
+    let flags = vec![true; (len * 6) as usize];
+    let mut out = vec![false; plan.output_elems()];
+    let result = plan.execute(&flags, &mut out);
+    if w.size > 1 {
+        expect_agreed_error(w, name, result, 2);
+    } else if !matches!(result, Err(distreshape::Error::InvalidDtype(_))) {
+        w.fail(name, format!("{result:?}"));
+    }
+    w.passed(name);
 }
 
 /// `dr_reshape` with rank 1's output one element short (a buffer error) and rank 2's
