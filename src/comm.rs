@@ -87,8 +87,8 @@ impl Comm {
             )));
         }
         let mut inter: c_int = 0;
-        // SAFETY: caller is a non-null communicator handle supplied by the user.
         check(
+            // SAFETY: caller is a non-null communicator handle supplied by the user.
             unsafe { ffi::MPI_Comm_test_inter(caller, &mut inter) },
             "MPI_Comm_test_inter",
         )
@@ -100,8 +100,8 @@ impl Comm {
             )));
         }
         let mut raw = caller;
-        // SAFETY: duplicating a valid intracommunicator into a local handle.
         check(
+            // SAFETY: duplicating a valid intracommunicator into a local handle.
             unsafe { ffi::MPI_Comm_dup(caller, &mut raw) },
             "MPI_Comm_dup",
         )?;
@@ -110,19 +110,19 @@ impl Comm {
             rank: 0,
             size: 1,
         };
-        // SAFETY: raw is our own valid communicator.
         check(
+            // SAFETY: raw is our own valid communicator.
             unsafe { ffi::MPI_Comm_set_errhandler(raw, ffi::RSMPI_ERRORS_RETURN) },
             "MPI_Comm_set_errhandler",
         )?;
         let (mut rank, mut size): (c_int, c_int) = (0, 0);
-        // SAFETY: as above.
         check(
+            // SAFETY: raw is our own valid communicator.
             unsafe { ffi::MPI_Comm_rank(raw, &mut rank) },
             "MPI_Comm_rank",
         )?;
-        // SAFETY: as above.
         check(
+            // SAFETY: raw is our own valid communicator.
             unsafe { ffi::MPI_Comm_size(raw, &mut size) },
             "MPI_Comm_size",
         )?;

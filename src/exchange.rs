@@ -425,19 +425,24 @@ impl Exchange {
             .for_each(|s| s.reset(plan, mode, limits));
         let both = |_: Side| true;
         match mode {
-            // SAFETY (all arms): forwarded from the caller.
+            // SAFETY: forwarded from the caller.
             Mode::OutOfPlace => unsafe {
                 self.progress(plan, comm, input, output, both, Some(input))
             },
             Mode::InPlaceStaged => {
+                // SAFETY: forwarded from the caller.
                 let send_base = unsafe { stage_in_place(plan, packed, output) };
+                // SAFETY: forwarded from the caller.
                 unsafe { self.progress(plan, comm, send_base, output, both, None) }
             }
             Mode::InPlaceOrdered => {
                 let sends = |side| side == Side::Send;
+                // SAFETY: forwarded from the caller.
                 unsafe { self.progress(plan, comm, input, output, sends, None) }?;
+                // SAFETY: forwarded from the caller.
                 unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
                 let receives = |side| side == Side::Receive;
+                // SAFETY: forwarded from the caller.
                 unsafe { self.progress(plan, comm, input, output, receives, None) }
             }
         }
@@ -466,9 +471,10 @@ impl Exchange {
             }
         };
         let buffers = (send_base.cast_mut(), output);
-        // SAFETY (both arms): forwarded from the caller.
         let result = match self.progress {
+            // SAFETY: forwarded from the caller.
             Progress::Pairwise { .. } => unsafe { self.pairwise(comm, buffers, &mut copy_once) },
+            // SAFETY: forwarded from the caller.
             Progress::Independent => unsafe {
                 self.independent(comm, buffers, selected, &mut copy_once)
             },
@@ -562,9 +568,10 @@ impl Exchange {
                 .streams
                 .iter_mut()
                 .all(|s| s.pending == 0 || s.is_exhausted());
-            // SAFETY (both): forwarded from the caller.
             match last_rounds {
+                // SAFETY: forwarded from the caller.
                 true => unsafe { self.complete_all(output) }?,
+                // SAFETY: forwarded from the caller.
                 false => unsafe { self.complete_some(output) }?,
             }
         }
@@ -587,9 +594,9 @@ impl Exchange {
     /// As [`Exchange::run`].
     unsafe fn complete_some(&mut self, output: *mut u8) -> Result<()> {
         let mut done: c_int = 0;
-        // SAFETY: both arrays hold requests.len() entries; finished requests become
-        // MPI_REQUEST_NULL, which later calls skip.
         check(
+            // SAFETY: both arrays hold requests.len() entries; finished requests become
+            // MPI_REQUEST_NULL, which later calls skip.
             unsafe {
                 ffi::MPI_Waitsome(
                     count(self.requests.len())?,
@@ -742,6 +749,7 @@ unsafe fn slice_or_empty_mut<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 {
         &mut []
     } else {
+        // SAFETY: as documented, ptr is writable for len bytes and not aliased.
         unsafe { std::slice::from_raw_parts_mut(ptr, len) }
     }
 }

@@ -23,6 +23,8 @@
 //! MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray`
 //! API) and `ffi` (the C ABI).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod agree;
 pub mod args;
 mod array;

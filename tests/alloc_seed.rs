@@ -58,22 +58,26 @@ fn record_free(size: usize) {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         record_alloc(layout.size());
+        // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         record_alloc(layout.size());
+        // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         record_free(layout.size());
+        // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         record_free(layout.size());
         record_alloc(new_size);
+        // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
