@@ -36,7 +36,7 @@ use std::io::Write as _;
 use std::os::raw::{c_char, c_int, c_void};
 use std::time::Instant;
 
-use distreshape::{Path, Plan, ReshapeArgs, balanced_slab};
+use distreshape::{Plan, ReshapeArgs, Route, balanced_slab};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -681,8 +681,8 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         procs: p,
         elements: case.gshape.iter().product(),
         path: match plan.path() {
-            Path::Local => "local",
-            Path::Exchange => "exchange",
+            Route::Local => "local",
+            Route::Exchange => "exchange",
         },
         bytes_sent,
         bytes_copied,

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::balanced_slab;
-use distreshape::planner::{Path, RankPlan};
+use distreshape::planner::{RankPlan, Route};
 
 struct Shape {
     name: &'static str,
@@ -193,8 +193,8 @@ fn main() {
                         s.bytes_copied_locally,
                         plan_bytes,
                         match s.path {
-                            Path::Local => "local",
-                            Path::Exchange => "exchange",
+                            Route::Local => "local",
+                            Route::Exchange => "exchange",
                         }
                     );
                 }

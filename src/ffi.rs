@@ -11,10 +11,11 @@ use crate::args::{MAX_DIMS, ReshapeArgs, Target};
 use crate::error::{Error, Result};
 use crate::faults::{contain_panic, set_allocation_limit, set_panic_in_planning};
 use crate::plan::{Plan, PlanOptions};
-use crate::planner::Path;
+use crate::planner::Route;
 
-/// The MPI communicator type of the `mpi.h` DistReshape was built with.
-pub type MPI_Comm = mpi::ffi::MPI_Comm;
+/// The MPI communicator type of the `mpi.h` DistReshape was built with: the C
+/// spelling of [`crate::RawComm`].
+pub type MPI_Comm = crate::RawComm;
 
 /// `split` / `new_split` value meaning "not split": every rank holds the whole array.
 /// Beware when porting Heat or NumPy code: there an axis of -1 means the last axis;
@@ -483,8 +484,8 @@ pub unsafe extern "C" fn dr_plan_stats_get(
         let s = plan.stats();
         let out = dr_plan_stats {
             path: match s.path {
-                Path::Local => dr_path::DR_PATH_LOCAL,
-                Path::Exchange => dr_path::DR_PATH_EXCHANGE,
+                Route::Local => dr_path::DR_PATH_LOCAL,
+                Route::Exchange => dr_path::DR_PATH_EXCHANGE,
             },
             bytes_sent: s.bytes_sent as i64,
             bytes_received: s.bytes_received as i64,

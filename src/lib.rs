@@ -9,35 +9,46 @@
 //! distribution (rank `r` of `p` gets `n/p + (r < n%p)` rows; see [`balanced_slab`])
 //! or in row counts the caller chooses.
 //!
-//! When the split axis survives the reshape ([`Path::Local`]) no data moves for the
+//! When the split axis survives the reshape ([`Route::Local`]) no data moves for the
 //! reshape itself, and only rows that change owner move, between the ranks whose
-//! slabs overlap. Every other reshape ([`Path::Exchange`]) moves each element once,
+//! slabs overlap. Every other reshape ([`Route::Exchange`]) moves each element once,
 //! straight to its owner, in pairwise rounds like the all-to-alls of MPI libraries:
 //! large runs go directly between the caller's buffers and small ones through a
 //! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
-//! The layers: [`layout`] and [`runs`] (distribution maths), [`messages`] (runs cut
-//! into messages), [`args`] (validation),
-//! [`planner`] (pure planning, simulated for all ranks in tests), [`schedule`] (the
-//! order of the messages, pure, replayed for all ranks in tests), `exchange` (the
-//! MPI traffic), [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray`
-//! API) and `ffi` (the C ABI).
+//! The layers (README, "Code layout"): `layout` and `runs` (distribution maths),
+//! `messages` (runs cut into messages), `args` (validation), `planner` (pure
+//! planning, simulated for all ranks in tests), `schedule` (the order of the
+//! messages, pure, replayed for all ranks in tests), `exchange` (the MPI traffic),
+//! [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray` API) and `ffi`
+//! (the C ABI).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+// The modules marked doc(hidden) are public only for the simulation tests, the
+// benchmarks and the C ABI (`ffi`, whose documentation is the generated header):
+// they are not part of the Rust API, which is the re-exports below.
 mod agree;
+#[doc(hidden)]
 pub mod args;
 mod array;
 mod comm;
 mod error;
 mod exchange;
+#[doc(hidden)]
 pub mod faults;
+#[doc(hidden)]
 pub mod ffi;
+#[doc(hidden)]
 pub mod layout;
+#[doc(hidden)]
 pub mod messages;
 mod plan;
+#[doc(hidden)]
 pub mod planner;
+#[doc(hidden)]
 pub mod runs;
+#[doc(hidden)]
 pub mod schedule;
 
 pub use args::{MAX_DIMS, ReshapeArgs, Target};
@@ -46,4 +57,4 @@ pub use comm::RawComm;
 pub use error::{Error, Result};
 pub use layout::balanced_slab;
 pub use plan::{Plan, PlanOptions, reshape};
-pub use planner::{Path, PlanStats};
+pub use planner::{PlanStats, Route};

@@ -18,7 +18,7 @@ use crate::exchange::{Exchange, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::ffi::dr_dtype;
 use crate::messages::MessageLimits;
-use crate::planner::{Path, PlanStats, RankPlan};
+use crate::planner::{PlanStats, RankPlan, Route};
 use crate::schedule::Progress;
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
@@ -167,7 +167,7 @@ impl Plan {
     }
 
     /// The path taken (the same on every rank).
-    pub fn path(&self) -> Path {
+    pub fn path(&self) -> Route {
         self.plan.path
     }
 
@@ -204,7 +204,8 @@ impl Plan {
         self.collective
     }
 
-    /// The per-rank plan (peers, volumes, layouts).
+    /// The per-rank plan (peers, volumes, layouts), for the benchmarks and tests.
+    #[doc(hidden)]
     pub fn rank_plan(&self) -> &RankPlan {
         &self.plan
     }
@@ -287,8 +288,8 @@ impl Plan {
     fn mode(&self, in_place: bool) -> Mode {
         match (in_place, self.plan.path) {
             (false, _) => Mode::OutOfPlace,
-            (true, Path::Local) => Mode::InPlaceOrdered,
-            (true, Path::Exchange) => Mode::InPlaceStaged,
+            (true, Route::Local) => Mode::InPlaceOrdered,
+            (true, Route::Exchange) => Mode::InPlaceStaged,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::runs::{Run, SharedRuns, shared_elements};
 
 /// How a reshape moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
+pub enum Route {
     /// The split axis survives: every slab reshapes in place, and only the rows that
     /// change owner move, between the ranks whose slabs overlap.
     Local,
@@ -34,7 +34,7 @@ pub struct Transfer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanStats {
     /// The path taken (the same on every rank).
-    pub path: Path,
+    pub path: Route,
     /// Bytes this rank sends.
     pub bytes_sent: u64,
     /// Bytes this rank receives.
@@ -55,7 +55,7 @@ pub struct RankPlan {
     /// Bytes per element.
     pub elem_size: usize,
     /// The path taken.
-    pub path: Path,
+    pub path: Route,
     /// How the input is spread.
     pub input: Layout,
     /// How the output is spread.
@@ -96,9 +96,9 @@ impl RankPlan {
             }
         };
         let path = if split_survives(&input, &output) {
-            Path::Local
+            Route::Local
         } else {
-            Path::Exchange
+            Route::Exchange
         };
         let mut plan = RankPlan {
             rank,
@@ -323,8 +323,8 @@ impl fmt::Display for RankPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.stats();
         let path = match self.path {
-            Path::Local => "local (split-preserving reshape + balance)",
-            Path::Exchange => "exchange (general)",
+            Route::Local => "local (split-preserving reshape + balance)",
+            Route::Exchange => "exchange (general)",
         };
         write!(
             f,

@@ -17,7 +17,7 @@
 
 use crate::error::Result;
 use crate::faults::try_vec;
-use crate::planner::{Path, RankPlan, Transfer};
+use crate::planner::{RankPlan, Route, Transfer};
 
 /// Which way a stream's messages go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,10 +44,10 @@ pub enum Progress {
 
 impl Progress {
     /// The progress of a plan on `path` with windows of `window` distances.
-    pub fn for_path(path: Path, window: usize) -> Progress {
+    pub fn for_path(path: Route, window: usize) -> Progress {
         match path {
-            Path::Local => Progress::Independent,
-            Path::Exchange => Progress::Pairwise {
+            Route::Local => Progress::Independent,
+            Route::Exchange => Progress::Pairwise {
                 window: window.max(1),
             },
         }

@@ -17,7 +17,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use distreshape::{Path, Plan, ReshapeArgs};
+use distreshape::{Plan, ReshapeArgs, Route};
 
 /// Counts the bytes and calls of allocations made by threads that enabled counting,
 /// and the peak of their live bytes.
@@ -117,7 +117,7 @@ fn usage(
     split: usize,
     new_shape: &[i64],
     new_split: usize,
-    path: Path,
+    path: Route,
 ) -> (Usage, Usage) {
     let args = ReshapeArgs::new(
         8,
@@ -159,7 +159,7 @@ fn usage(
 fn execute_heap_does_not_grow_with_the_array() {
     let universe = mpi::initialize().expect("MPI initialization (singleton, no mpiexec needed)");
     let world = universe.world();
-    let seed = |n: i64| usage(&world, &[10, n, 10], 1, &[10, 10 * n], 1, Path::Local);
+    let seed = |n: i64| usage(&world, &[10, n, 10], 1, &[10, 10 * n], 1, Route::Local);
     let (small, small_ip) = seed(1_000);
     let (big, big_ip) = seed(100_000);
     println!("seed n=1000:   out of place {small:?}, in place {small_ip:?}");
@@ -176,7 +176,7 @@ fn execute_heap_does_not_grow_with_the_array() {
         );
     }
     // The general exchange path (a different split axis), out of place.
-    let flat = |n: i64| usage(&world, &[10, n, 10], 1, &[10 * n * 10], 0, Path::Exchange);
+    let flat = |n: i64| usage(&world, &[10, n, 10], 1, &[10 * n * 10], 0, Route::Exchange);
     let ((small, _), (big, _)) = (flat(1_000), flat(100_000));
     println!("flatten n=1000: {small:?}; n=100000: {big:?}");
     for (usage, n) in [(small, 1_000), (big, 100_000)] {

@@ -8,7 +8,7 @@
 //! Every case fills the input with the global C-order flat index of each element and
 //! checks every output element against indices computed here, independently of the
 //! crate's layout code, by plain nested loops over each slab. The plan statistics are
-//! checked the same way: the path must be [`Path::Local`] exactly when the split axis
+//! checked the same way: the path must be [`Route::Local`] exactly when the split axis
 //! survives, and the bytes sent and received must be exactly the elements that change
 //! owner.
 //!
@@ -28,7 +28,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use distreshape::{Element, Path, Plan, PlanOptions, ReshapeArgs, reshape, reshape_array};
+use distreshape::{Element, Plan, PlanOptions, ReshapeArgs, Route, reshape, reshape_array};
 use mpi::collective::CommunicatorCollectives;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -685,9 +685,9 @@ impl Case {
         let stats = plan.stats();
         let want = ExpectedStats::new(inp, out, w.rank);
         let path = if want.local {
-            Path::Local
+            Route::Local
         } else {
-            Path::Exchange
+            Route::Exchange
         };
         if stats.path != path || plan.path() != path {
             fail("path", &(stats.path, plan.path()), &path);
@@ -735,7 +735,7 @@ impl Case {
         let mut all = vec![0u64; w.size];
         w.comm.all_gather_into(&largest, &mut all[..]);
         let most = all.iter().copied().max().unwrap_or(0);
-        if plan.path() == Path::Exchange && w.size > 1 && most <= limits.max_message_bytes as u64 {
+        if plan.path() == Route::Exchange && w.size > 1 && most <= limits.max_message_bytes as u64 {
             w.fail(
                 self.name,
                 format!("the largest transfer has {most} bytes, which fits in one message"),

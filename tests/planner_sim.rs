@@ -15,7 +15,7 @@ use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-use distreshape::planner::{Path, RankPlan};
+use distreshape::planner::{RankPlan, Route};
 use distreshape::schedule::{Progress, ScheduledStream, Side, schedule};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
@@ -346,9 +346,9 @@ fn check_case(case: &Case) {
     let (inputs, outputs) = oracle_sets(case, &new_shape);
     let p = plans.len();
     let path = if local_condition(case, &new_shape) {
-        Path::Local
+        Route::Local
     } else {
-        Path::Exchange
+        Route::Exchange
     };
     let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
     let mut out_bufs: Vec<Vec<u8>> = outputs.iter().map(|v| vec![0xEE; v.len() * 8]).collect();
@@ -405,7 +405,7 @@ fn check_case(case: &Case) {
             "rank {r}: in-place output"
         );
     }
-    if path == Path::Local {
+    if path == Route::Local {
         // Each input slab is exactly a row slab of the output: nothing moves but rows.
         let new_split = case.new_split.unwrap();
         let inner: u64 = new_shape[new_split + 1..].iter().product();
@@ -457,7 +457,7 @@ fn seed_case_moves_nothing_when_balanced() {
         };
         check_case(&case);
         for plan in plans(&case) {
-            assert_eq!(plan.path, Path::Local);
+            assert_eq!(plan.path, Route::Local);
             assert!(plan.is_identity(), "{plan}");
         }
     }
@@ -507,13 +507,13 @@ fn non_divisible_same_split_falls_back_to_exchange() {
         },
     };
     check_case(&case);
-    assert_eq!(plans(&case)[0].path, Path::Exchange);
+    assert_eq!(plans(&case)[0].path, Route::Exchange);
     let even = Case {
         lens: vec![2, 2],
         ..case
     };
     check_case(&even);
-    assert_eq!(plans(&even)[0].path, Path::Local);
+    assert_eq!(plans(&even)[0].path, Route::Local);
 }
 
 /// One rank replaying the pairwise schedule: its streams in schedule order, the
@@ -647,7 +647,7 @@ impl Scheduled {
 /// panics if no rank can move while some have not finished (a deadlock).
 fn replay_pairwise(case: &Case, window: usize, per_round: usize) {
     let plans = plans(case);
-    if plans[0].path != Path::Exchange {
+    if plans[0].path != Route::Exchange {
         return;
     }
     let p = plans.len();
