@@ -51,6 +51,19 @@ if(READELF)
   endif()
 endif()
 
+# The test hooks stay out of what users get: the header and the library.
+file(READ "${prefix}/include/distreshape.h" header)
+if(header MATCHES "dr_test_")
+  message(FATAL_ERROR "install test: the installed header declares test hooks")
+endif()
+find_program(NM nm)
+if(NM)
+  execute_process(COMMAND "${NM}" -D "${installed_so}" OUTPUT_VARIABLE symbols COMMAND_ERROR_IS_FATAL ANY)
+  if(symbols MATCHES "dr_test_")
+    message(FATAL_ERROR "install test: the installed library exports test hooks")
+  endif()
+endif()
+
 set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
     "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")

@@ -364,18 +364,6 @@ const char *dr_last_error_message(void);
  */
 const char *dr_version(void);
 
-/*
- Test hook: makes every allocation of the library larger than `bytes` fail as if
- memory were exhausted, on this process (a negative value removes the limit).
- */
-void dr_test_set_allocation_limit(int64_t bytes);
-
-/*
- Test hook: when `enabled` is non-zero, plan creation panics inside the library on
- this process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere).
- */
-void dr_test_set_panic(int32_t enabled);
-
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

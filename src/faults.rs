@@ -1,28 +1,57 @@
-//! Fallible allocation and the fault-injection switches tests use to prove that
-//! allocation failures and internal panics come back as errors on every rank.
+//! Fallible allocation, panic containment, and the fault-injection switches (only
+//! with the `test-hooks` feature) that tests use to prove that allocation failures
+//! and internal panics come back as errors on every rank.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
-static ALLOCATION_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
-static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
+/// The switches, compiled only with the `test-hooks` feature (the fault tests'
+/// build of the library).
+#[cfg(feature = "test-hooks")]
+mod hooks {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Test hook: makes every allocation of the library larger than `bytes` fail as if
-/// the machine were out of memory (`None` removes the limit). Process-wide.
-pub fn set_allocation_limit(bytes: Option<u64>) {
-    ALLOCATION_LIMIT.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
+    static ALLOCATION_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+    static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
+
+    /// Test hook: makes every allocation of the library larger than `bytes` fail as
+    /// if the machine were out of memory (`None` removes the limit). Process-wide.
+    pub fn set_allocation_limit(bytes: Option<u64>) {
+        ALLOCATION_LIMIT.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Test hook: makes the validation step of plan creation panic on this process.
+    pub fn set_panic_in_planning(enabled: bool) {
+        PANIC_IN_PLANNING.store(enabled, Ordering::Relaxed);
+    }
+
+    pub(crate) fn allocation_allowed(bytes: u64) -> bool {
+        bytes <= ALLOCATION_LIMIT.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn panic_requested() -> bool {
+        PANIC_IN_PLANNING.load(Ordering::Relaxed)
+    }
 }
+#[cfg(feature = "test-hooks")]
+pub use hooks::{set_allocation_limit, set_panic_in_planning};
 
-/// Test hook: makes the validation step of plan creation panic on this process.
-pub fn set_panic_in_planning(enabled: bool) {
-    PANIC_IN_PLANNING.store(enabled, Ordering::Relaxed);
+/// Without the test hooks nothing is injected.
+#[cfg(not(feature = "test-hooks"))]
+mod hooks {
+    pub(crate) fn allocation_allowed(_bytes: u64) -> bool {
+        true
+    }
+
+    pub(crate) fn panic_requested() -> bool {
+        false
+    }
 }
 
 /// Panics when the test hook asks for it.
 pub(crate) fn injected_panic_point() {
-    if PANIC_IN_PLANNING.load(Ordering::Relaxed) {
+    if hooks::panic_requested() {
         panic!("panic injected by the test hook set_panic_in_planning");
     }
 }
@@ -31,7 +60,7 @@ pub(crate) fn injected_panic_point() {
 pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
     let bytes = capacity.saturating_mul(size_of::<T>());
     let mut v = Vec::new();
-    let within_limit = bytes as u64 <= ALLOCATION_LIMIT.load(Ordering::Relaxed);
+    let within_limit = hooks::allocation_allowed(bytes as u64);
     if within_limit && v.try_reserve_exact(capacity).is_ok() {
         return Ok(v);
     }

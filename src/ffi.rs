@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::args::{MAX_DIMS, ReshapeArgs, Target};
 use crate::error::{Error, Result};
-use crate::faults::{contain_panic, set_allocation_limit, set_panic_in_planning};
+use crate::faults::contain_panic;
 use crate::plan::{Plan, PlanOptions};
 use crate::planner::Route;
 
@@ -623,18 +623,22 @@ pub extern "C" fn dr_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// Test hook: makes every allocation of the library larger than `bytes` fail as if
-/// memory were exhausted, on this process (a negative value removes the limit).
+/// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
+/// makes every allocation of the library larger than `bytes` fail as if memory were
+/// exhausted, on this process (a negative value removes the limit).
+#[cfg(feature = "test-hooks")]
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_test_set_allocation_limit(bytes: i64) {
-    set_allocation_limit(u64::try_from(bytes).ok());
+    crate::faults::set_allocation_limit(u64::try_from(bytes).ok());
 }
 
-/// Test hook: when `enabled` is non-zero, plan creation panics inside the library on
-/// this process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere).
+/// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
+/// when `enabled` is non-zero, plan creation panics inside the library on this
+/// process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere).
+#[cfg(feature = "test-hooks")]
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_test_set_panic(enabled: i32) {
-    set_panic_in_planning(enabled != 0);
+    crate::faults::set_panic_in_planning(enabled != 0);
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "distreshape.h"
+#include "test_hooks.h"
 
 static int rank, size, failures;
 

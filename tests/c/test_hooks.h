@@ -1,0 +1,16 @@
+/* The fault-injection switches of the library's test build (cargo feature
+ * `test-hooks`, CMake target DistReshape::distreshape_test_hooks). They are not
+ * in distreshape.h, nor in the library users link. */
+#ifndef DISTRESHAPE_TEST_HOOKS_H
+#define DISTRESHAPE_TEST_HOOKS_H
+#include <stdint.h>
+
+/* Makes every allocation of the library larger than `bytes` fail as if memory were
+ * exhausted, on this process (a negative value removes the limit). */
+void dr_test_set_allocation_limit(int64_t bytes);
+
+/* When `enabled` is non-zero, plan creation panics inside the library on this
+ * process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere). */
+void dr_test_set_panic(int32_t enabled);
+
+#endif
