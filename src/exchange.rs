@@ -25,11 +25,14 @@ use mpi::ffi;
 
 use crate::comm::{Comm, check, count};
 use crate::error::{Error, Result};
-use crate::faults::try_vec;
+use crate::faults::{injected_exchange_failure, try_vec};
 use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::planner::KeptCopy;
 use crate::planner::RankPlan;
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
+
+/// Tags cycle through 0..TAGS (every MPI allows tags up to 32767).
+const TAGS: c_int = 32768;
 
 /// Most messages one stream posts in one round.
 const MESSAGES_PER_ROUND: usize = 1024;
@@ -146,7 +149,7 @@ impl Stream {
     /// The messages must lie inside `buffer`, the slot inside `staging`.
     unsafe fn post_round(
         &mut self,
-        comm: &Comm,
+        channel: (&Comm, c_int),
         buffer: *mut u8,
         staging: *mut u8,
         slots: &mut [ffi::MPI_Request],
@@ -157,7 +160,7 @@ impl Stream {
         let (mut posted, mut staged) = (0, false);
         let mut post_one = |segments: &[Segment]| {
             // SAFETY: forwarded from the caller.
-            let (request, packed) = unsafe { post(comm, peer, side, segments, buffer, slot) }?;
+            let (request, packed) = unsafe { post(channel, peer, side, segments, buffer, slot) }?;
             slots[posted] = request;
             posted += 1;
             staged |= packed && side == Side::Receive;
@@ -243,7 +246,7 @@ fn stream_cutter(
 /// The segments must lie inside `buffer`; `slot` must hold their total length and be
 /// unused until the request completes.
 unsafe fn post(
-    comm: &Comm,
+    (comm, tag): (&Comm, c_int),
     peer: c_int,
     side: Side,
     segments: &[Segment],
@@ -270,11 +273,11 @@ unsafe fn post(
         let at = at.cast::<c_void>();
         match side {
             Side::Send => (
-                ffi::MPI_Isend(at, n, byte, peer, 0, comm.raw(), &mut request),
+                ffi::MPI_Isend(at, n, byte, peer, tag, comm.raw(), &mut request),
                 "MPI_Isend",
             ),
             Side::Receive => (
-                ffi::MPI_Irecv(at, n, byte, peer, 0, comm.raw(), &mut request),
+                ffi::MPI_Irecv(at, n, byte, peer, tag, comm.raw(), &mut request),
                 "MPI_Irecv",
             ),
         }
@@ -331,6 +334,9 @@ pub struct Exchange {
     completed: Vec<c_int>,
     /// One slot per stream for scattered messages, used through raw pointers.
     staging: Vec<u8>,
+    /// The tag of this execution's messages: every execution takes the next one, on
+    /// every rank alike, so messages of an abandoned execution never match later ones.
+    tag: c_int,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -392,6 +398,7 @@ impl Exchange {
             per_round,
             streams,
             kept,
+            tag: 0,
             requests,
             completed,
             staging,
@@ -420,6 +427,7 @@ impl Exchange {
         output: *mut u8,
     ) -> Result<()> {
         let limits = self.limits;
+        self.tag = (self.tag + 1) % TAGS;
         self.streams
             .iter_mut()
             .for_each(|s| s.reset(plan, mode, limits));
@@ -481,7 +489,31 @@ impl Exchange {
         };
         copy_once();
         self.kept = kept;
+        if result.is_err() {
+            self.abandon();
+        }
         result
+    }
+
+    /// After a failure mid-exchange: cancels every message still in flight and waits
+    /// for it (MPI guarantees that a cancelled request's wait returns, whatever the
+    /// other ranks do), so that no buffer is released while MPI may still use it.
+    fn abandon(&mut self) {
+        for request in &mut self.requests {
+            // SAFETY: reading an MPI constant handle.
+            if *request == unsafe { ffi::RSMPI_REQUEST_NULL } {
+                continue;
+            }
+            // SAFETY: an active request of this exchange; errors are moot here, the
+            // execution has already failed.
+            unsafe {
+                ffi::MPI_Cancel(request);
+                ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
+            }
+        }
+        for stream in &mut self.streams {
+            stream.pending = 0;
+        }
     }
 
     /// Pairwise progress: window after window, every stream of the window posts its
@@ -495,8 +527,7 @@ impl Exchange {
         (send_base, output): (*mut u8, *mut u8),
         copy_once: &mut dyn FnMut(),
     ) -> Result<()> {
-        let staging = self.staging.as_mut_ptr();
-        let per_round = self.per_round;
+        let (staging, per_round, tag) = (self.staging.as_mut_ptr(), self.per_round, self.tag);
         let mut rest = &mut self.streams[..];
         while let Some(first) = rest.first() {
             let window = first.spec.window;
@@ -511,7 +542,7 @@ impl Exchange {
                     };
                     let slots = &mut self.requests[used..used + per_round];
                     // SAFETY: the messages lie inside their buffer (planner invariant).
-                    unsafe { stream.post_round(comm, base, staging, slots) }?;
+                    unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
                     used += stream.pending;
                 }
                 copy_once();
@@ -541,7 +572,7 @@ impl Exchange {
         selected: impl Fn(Side) -> bool,
         copy_once: &mut dyn FnMut(),
     ) -> Result<()> {
-        let staging = self.staging.as_mut_ptr();
+        let (staging, tag) = (self.staging.as_mut_ptr(), self.tag);
         loop {
             let mut in_flight = 0;
             for (stream, slots) in self
@@ -556,7 +587,7 @@ impl Exchange {
                         Side::Receive => output,
                     };
                     // SAFETY: the messages lie inside their buffer (planner invariant).
-                    unsafe { stream.post_round(comm, base, staging, slots) }?;
+                    unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
                 }
                 in_flight += stream.pending;
             }
@@ -593,6 +624,7 @@ impl Exchange {
     /// # Safety
     /// As [`Exchange::run`].
     unsafe fn complete_some(&mut self, output: *mut u8) -> Result<()> {
+        injected_exchange_failure()?;
         let mut done: c_int = 0;
         check(
             // SAFETY: both arrays hold requests.len() entries; finished requests become
@@ -636,6 +668,7 @@ unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const
 
 /// Waits for every request of `requests`.
 fn wait_all(requests: &mut [ffi::MPI_Request]) -> Result<()> {
+    injected_exchange_failure()?;
     // SAFETY: the slice holds requests.len() valid (or null) requests.
     check(
         unsafe {

@@ -14,6 +14,7 @@ mod hooks {
 
     static ALLOCATION_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
     static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
+    static FAIL_EXCHANGE: AtomicBool = AtomicBool::new(false);
 
     /// Test hook: makes every allocation of the library larger than `bytes` fail as
     /// if the machine were out of memory (`None` removes the limit). Process-wide.
@@ -26,6 +27,12 @@ mod hooks {
         PANIC_IN_PLANNING.store(enabled, Ordering::Relaxed);
     }
 
+    /// Test hook: makes the next exchange on this process fail as if MPI had, just
+    /// before it first waits for its messages (they are all posted by then).
+    pub fn set_exchange_failure(enabled: bool) {
+        FAIL_EXCHANGE.store(enabled, Ordering::Relaxed);
+    }
+
     pub(crate) fn allocation_allowed(bytes: u64) -> bool {
         bytes <= ALLOCATION_LIMIT.load(Ordering::Relaxed)
     }
@@ -33,9 +40,13 @@ mod hooks {
     pub(crate) fn panic_requested() -> bool {
         PANIC_IN_PLANNING.load(Ordering::Relaxed)
     }
+
+    pub(crate) fn exchange_failure_requested() -> bool {
+        FAIL_EXCHANGE.swap(false, Ordering::Relaxed)
+    }
 }
 #[cfg(feature = "test-hooks")]
-pub use hooks::{set_allocation_limit, set_panic_in_planning};
+pub use hooks::{set_allocation_limit, set_exchange_failure, set_panic_in_planning};
 
 /// Without the test hooks nothing is injected.
 #[cfg(not(feature = "test-hooks"))]
@@ -47,6 +58,10 @@ mod hooks {
     pub(crate) fn panic_requested() -> bool {
         false
     }
+
+    pub(crate) fn exchange_failure_requested() -> bool {
+        false
+    }
 }
 
 /// Panics when the test hook asks for it.
@@ -54,6 +69,16 @@ pub(crate) fn injected_panic_point() {
     if hooks::panic_requested() {
         panic!("panic injected by the test hook set_panic_in_planning");
     }
+}
+
+/// Fails like an MPI call when the test hook asks for it.
+pub(crate) fn injected_exchange_failure() -> Result<()> {
+    if hooks::exchange_failure_requested() {
+        return Err(Error::Mpi(
+            "MPI_Waitall failed: injected by the test hook set_exchange_failure".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`].

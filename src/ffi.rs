@@ -641,6 +641,15 @@ pub extern "C" fn dr_test_set_panic(enabled: i32) {
     crate::faults::set_panic_in_planning(enabled != 0);
 }
 
+/// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
+/// when `enabled` is non-zero, the next exchange on this process fails with
+/// DR_ERROR_MPI once all its first messages are posted.
+#[cfg(feature = "test-hooks")]
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_test_set_exchange_failure(enabled: i32) {
+    crate::faults::set_exchange_failure(enabled != 0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

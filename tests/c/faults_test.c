@@ -1,6 +1,7 @@
 /* Faults on one rank only: an allocation failure (through the test hook's limit) and
  * a panic inside the library must give the same status on every rank, never an abort
- * or a hang, and leave the communicator usable. Several plans alive at once on one
+ * or a hang, and leave the communicator usable. An MPI failure in the middle of an
+ * exchange is abandoned cleanly. Several plans alive at once on one
  * communicator, executed in any order, must each give the right result. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,21 @@ int main(int argc, char **argv) {
   expect(agreed(s) && s == DR_ERROR_INTERNAL, "a panic on one rank is agreed as internal error");
   expect(strstr(dr_last_error_message(), "panic") != NULL, "message names the panic");
   release(&e);
+
+  /* An MPI failure in the middle of an exchange, on every rank (as when the job's
+   * network fails): each rank that has messages returns DR_ERROR_MPI after
+   * cancelling them, none hangs, and nothing of that execution reaches a later one
+   * (its messages carry another tag). */
+  for (int i = 0; i < 3; i++) {
+    dr_plan_stats st;
+    dr_plan_stats_get(order[i]->plan, &st);
+    dr_test_set_exchange_failure(1);
+    s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
+    dr_test_set_exchange_failure(0);
+    int talks = st.peers_sent + st.peers_received > 0;
+    expect(talks ? s == DR_ERROR_MPI : s == DR_SUCCESS, "an exchange failing mid-way is abandoned");
+    expect(!talks || strstr(dr_last_error_message(), "injected") != NULL, "message names the failure");
+  }
 
   /* The communicator still works, and the old plans too. */
   for (int i = 0; i < 3; i++) {

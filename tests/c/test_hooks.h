@@ -13,4 +13,8 @@ void dr_test_set_allocation_limit(int64_t bytes);
  * process (the panic is caught and reported as DR_ERROR_INTERNAL everywhere). */
 void dr_test_set_panic(int32_t enabled);
 
+/* When `enabled` is non-zero, the next exchange on this process fails with
+ * DR_ERROR_MPI once all its first messages are posted (they are then cancelled). */
+void dr_test_set_exchange_failure(int32_t enabled);
+
 #endif
