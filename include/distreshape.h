@@ -317,7 +317,8 @@ enum dr_status dr_plan_stats_get(const struct dr_plan *plan, struct dr_plan_stat
 
 /*
  A human-readable description of what the plan does on this rank (local), written
- NUL-terminated into `buf` of `len` bytes, truncated if it does not fit.
+ NUL-terminated into `buf` of `len` bytes, truncated (on a UTF-8 character
+ boundary) if it does not fit.
 
  # Safety
  `plan` from `dr_plan_create`; `buf` writable for `len` bytes.

@@ -59,7 +59,7 @@ pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Resul
 }
 
 /// The longest prefix of `s` that fits in `max` bytes and ends on a char boundary.
-fn truncate(s: &str, max: usize) -> &str {
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -501,7 +501,8 @@ pub unsafe extern "C" fn dr_plan_stats_get(
 }
 
 /// A human-readable description of what the plan does on this rank (local), written
-/// NUL-terminated into `buf` of `len` bytes, truncated if it does not fit.
+/// NUL-terminated into `buf` of `len` bytes, truncated (on a UTF-8 character
+/// boundary) if it does not fit.
 ///
 /// # Safety
 /// `plan` from `dr_plan_create`; `buf` writable for `len` bytes.
@@ -520,11 +521,11 @@ pub unsafe extern "C" fn dr_plan_describe(
             )));
         }
         let text = plan.to_string();
-        let n = text.len().min(len - 1);
-        // SAFETY: buf is writable for len bytes.
+        let text = crate::agree::truncate(&text, len - 1);
+        // SAFETY: buf is writable for len bytes, and text holds at most len - 1.
         unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+            *buf.add(text.len()) = 0;
         }
         Ok(())
     })
