@@ -437,24 +437,29 @@ proptest! {
     }
 }
 
+/// The seed case of Heat's PR 873, (10, n, 10) split 1 -> (10, -1) split 1, with
+/// balanced input over `p` ranks.
+fn seed_case(n: u64, p: u64) -> Case {
+    Case {
+        gshape: vec![10, n as i64, 10],
+        split: Some(1),
+        lens: (0..p).map(|r| balanced_slab(n, p, r).0).collect(),
+        new_shape: vec![10, -1],
+        new_split: Some(1),
+        targets: None,
+        limits: MessageLimits {
+            max_bytes: 1 << 20,
+            direct_bytes: 64,
+            packed_bytes: 1 << 10,
+            max_runs: 1 << 10,
+        },
+    }
+}
+
 #[test]
 fn seed_case_moves_nothing_when_balanced() {
     for p in [1u64, 2, 5] {
-        let lens: Vec<u64> = (0..p).map(|r| balanced_slab(100, p, r).0).collect();
-        let case = Case {
-            gshape: vec![10, 100, 10],
-            split: Some(1),
-            lens,
-            new_shape: vec![10, -1],
-            new_split: Some(1),
-            targets: None,
-            limits: MessageLimits {
-                max_bytes: 1 << 20,
-                direct_bytes: 64,
-                packed_bytes: 1 << 10,
-                max_runs: 1 << 10,
-            },
-        };
+        let case = seed_case(100, p);
         check_case(&case);
         for plan in plans(&case) {
             assert_eq!(plan.path, Route::Local);
@@ -465,22 +470,8 @@ fn seed_case_moves_nothing_when_balanced() {
 
 #[test]
 fn seed_case_moves_boundary_rows_when_p_does_not_divide_n() {
-    let case = |p: u64| Case {
-        gshape: vec![10, 10_000, 10],
-        split: Some(1),
-        lens: (0..p).map(|r| balanced_slab(10_000, p, r).0).collect(),
-        new_shape: vec![10, -1],
-        new_split: Some(1),
-        targets: None,
-        limits: MessageLimits {
-            max_bytes: 1 << 20,
-            direct_bytes: 64,
-            packed_bytes: 1 << 10,
-            max_runs: 1 << 10,
-        },
-    };
     let sent = |p| -> Vec<u64> {
-        plans(&case(p))
+        plans(&seed_case(10_000, p))
             .iter()
             .map(|r| r.stats().bytes_sent)
             .collect()
