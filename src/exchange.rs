@@ -9,8 +9,9 @@
 //! runs are packed together: a packed message that is scattered in the local buffer
 //! goes through this stream's slot of a staging buffer (packed before the send,
 //! unpacked after the receive). MPI derived datatypes would avoid that copy, but
-//! measured on MPICH 4.0 and Open MPI 4.1 a vector datatype moves scattered runs
-//! 1.2-1.6x slower than a pack and a contiguous send (README, "Performance").
+//! measured with `bench/datatypes.c` a vector datatype is no faster than a pack and a
+//! contiguous send on MPICH 4.0 (up to 1.25x slower for small runs), and at most 10 %
+//! faster on Open MPI 4.1 (README, "Performance").
 //! Packed messages are capped so the staging stays within the plan's budget however
 //! large the array.
 //!
@@ -27,8 +28,7 @@ use crate::comm::{Comm, check, count};
 use crate::error::{Error, Result};
 use crate::faults::{injected_exchange_failure, try_vec};
 use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
-use crate::planner::KeptCopy;
-use crate::planner::RankPlan;
+use crate::planner::{KeptCopy, RankPlan};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
 /// Tags cycle through 0..TAGS (every MPI allows tags up to 32767).
