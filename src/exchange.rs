@@ -373,9 +373,13 @@ impl Exchange {
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
         let kept = keep_copies(plan, keep_budget)?;
         let mut budget = keep_budget - kept.as_ref().map_or(keep_budget, Vec::len);
+        let packed_starts = packed_starts(plan)?;
         let mut slots = 0;
         for spec in specs {
-            let packed_at = packed_offset(plan, spec);
+            let packed_at = match spec.side {
+                Side::Send => packed_starts[plan.sends.partition_point(|t| t.peer < spec.peer)],
+                Side::Receive => 0,
+            };
             let mut stream = Stream::new(spec, plan, limits, packed_at)?;
             budget -= stream.keep_messages(plan, limits, budget)?.min(budget);
             if stream.cut.is_none() {
@@ -694,17 +698,16 @@ fn staging(streams: &[Stream], slots: usize, rank: usize) -> Result<Vec<u8>> {
     Ok(staging)
 }
 
-/// Where the bytes `spec` sends start among the packed sends of an in-place execution
-/// (peer after peer in the order of `plan.sends`); 0 for receives.
-fn packed_offset(plan: &RankPlan, spec: ScheduledStream) -> usize {
-    if spec.side == Side::Receive {
-        return 0;
+/// Where each send's bytes start among the packed sends of an in-place execution
+/// (peer after peer in the order of `plan.sends`), in that order.
+fn packed_starts(plan: &RankPlan) -> Result<Vec<usize>> {
+    let mut starts = try_vec(plan.sends.len(), "the packed send offsets", plan.rank)?;
+    let mut at = 0;
+    for t in &plan.sends {
+        starts.push(at);
+        at += t.elems as usize * plan.elem_size;
     }
-    let before = plan.sends.partition_point(|t| t.peer < spec.peer);
-    plan.sends[..before]
-        .iter()
-        .map(|t| t.elems as usize * plan.elem_size)
-        .sum()
+    Ok(starts)
 }
 
 /// Packs the sends into `packed` and moves the kept elements within `buffer`;

@@ -269,9 +269,9 @@ impl Plan {
             )
         } else if self.dtype.is_some_and(|d| d != T::DTYPE) {
             format!(
-                "is dtype {} but the plan was made for dtype {:?}",
+                "is dtype {} but the plan was made for dtype {}",
                 T::DTYPE,
-                self.dtype
+                self.dtype.unwrap_or(-1)
             )
         } else if self.dtype.is_none() && T::DTYPE == dr_dtype::DR_DTYPE_BOOL as i32 {
             "is bool, which needs a plan made for bool (ReshapeArgs::with_element::<bool>)".into()
