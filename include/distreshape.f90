@@ -19,7 +19,7 @@
 !>    return the same status on every rank, so all ranks stop together.
 module distreshape
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_loc, c_associated, c_f_pointer, &
-                                         c_int, c_int32_t, c_int64_t, c_size_t, c_char, c_null_char
+                                         c_int, c_int32_t, c_int64_t, c_size_t, c_char
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
   use mpi_f08, only: MPI_Comm
   implicit none
@@ -135,11 +135,11 @@ module distreshape
       type(dr_plan_stats), intent(out) :: stats
     end function c_plan_stats_get
 
-    integer(c_int) function c_plan_describe(plan, buf, len) bind(c, name="dr_plan_describe")
-      import :: c_ptr, c_int, c_size_t, c_char
-      type(c_ptr), value :: plan
-      character(kind=c_char), intent(out) :: buf(*)
+    integer(c_int) function c_plan_describe(plan, buf, len, needed) bind(c, name="dr_plan_describe")
+      import :: c_ptr, c_int, c_size_t
+      type(c_ptr), value :: plan, buf
       integer(c_size_t), value :: len
+      integer(c_size_t), intent(out) :: needed
     end function c_plan_describe
 
     subroutine c_plan_destroy(plan) bind(c, name="dr_plan_destroy")
@@ -571,16 +571,16 @@ contains
     type(dr_plan), intent(in) :: plan
     integer, intent(out), optional :: stat
     character(:), allocatable :: text
-    integer, parameter :: capacity = 16384
-    character(kind=c_char) :: buf(capacity)
+    character(kind=c_char), allocatable, target :: buf(:)
+    integer(c_size_t) :: needed
     integer(c_int) :: status
-    integer :: n
-    status = c_plan_describe(plan%handle, buf, int(capacity, c_size_t))
-    n = 0
-    if (status == DR_SUCCESS) n = findloc(buf, c_null_char, dim=1) - 1
-    if (n < 0) n = capacity
-    allocate(character(n) :: text)
-    text = transfer(buf(1:n), text)
+    status = c_plan_describe(plan%handle, c_null_ptr, 0_c_size_t, needed)
+    if (status == DR_SUCCESS) then
+      allocate(buf(needed + 1))
+      status = c_plan_describe(plan%handle, c_loc(buf), needed + 1, needed)
+    end if
+    text = ''
+    if (status == DR_SUCCESS) text = transfer(buf(1:needed), repeat(' ', int(needed)))
     call finish(status, stat)
   end function dr_plan_describe
 

@@ -17,14 +17,15 @@
 
 /*
  The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
- change whenever the ABI breaks (README, "Versions and ABI").
+ change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+ version plays that role (SONAME `libdistreshape.so.0.MINOR`).
  */
 #define DR_VERSION_MAJOR 0
 
 /*
  The library's minor version: new functions or enumerators, nothing removed.
  */
-#define DR_VERSION_MINOR 1
+#define DR_VERSION_MINOR 2
 
 /*
  The library's patch version: fixes only.
@@ -317,13 +318,16 @@ enum dr_status dr_plan_stats_get(const struct dr_plan *plan, struct dr_plan_stat
 
 /*
  A human-readable description of what the plan does on this rank (local), written
- NUL-terminated into `buf` of `len` bytes, truncated (on a UTF-8 character
- boundary) if it does not fit.
+ NUL-terminated into `buf` of `len` bytes and cut (on a UTF-8 character boundary)
+ if it does not fit. Like `snprintf`, `*needed` (when not NULL) receives the
+ length of the whole description without its NUL, so a caller can ask with
+ `buf = NULL, len = 0` first and then allocate `needed + 1` bytes.
 
  # Safety
- `plan` from `dr_plan_create`; `buf` writable for `len` bytes.
+ `plan` from `dr_plan_create`; `buf` writable for `len` bytes (or NULL when `len`
+ is 0); `needed` NULL or writable.
  */
-enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t len);
+enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t len, size_t *needed);
 
 /*
  Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
@@ -361,7 +365,7 @@ const char *dr_status_string(dr_status status);
 const char *dr_last_error_message(void);
 
 /*
- The library version, e.g. "0.1.0".
+ The library version, e.g. "0.2.0".
  */
 const char *dr_version(void);
 

@@ -23,10 +23,11 @@ pub type MPI_Comm = crate::RawComm;
 /// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
 pub const DR_SPLIT_NONE: i32 = -1;
 /// The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
-/// change whenever the ABI breaks (README, "Versions and ABI").
+/// change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+/// version plays that role (SONAME `libdistreshape.so.0.MINOR`).
 pub const DR_VERSION_MAJOR: i32 = 0;
 /// The library's minor version: new functions or enumerators, nothing removed.
-pub const DR_VERSION_MINOR: i32 = 1;
+pub const DR_VERSION_MINOR: i32 = 2;
 /// The library's patch version: fixes only.
 pub const DR_VERSION_PATCH: i32 = 0;
 /// Most dimensions of a global shape.
@@ -501,31 +502,39 @@ pub unsafe extern "C" fn dr_plan_stats_get(
 }
 
 /// A human-readable description of what the plan does on this rank (local), written
-/// NUL-terminated into `buf` of `len` bytes, truncated (on a UTF-8 character
-/// boundary) if it does not fit.
+/// NUL-terminated into `buf` of `len` bytes and cut (on a UTF-8 character boundary)
+/// if it does not fit. Like `snprintf`, `*needed` (when not NULL) receives the
+/// length of the whole description without its NUL, so a caller can ask with
+/// `buf = NULL, len = 0` first and then allocate `needed + 1` bytes.
 ///
 /// # Safety
-/// `plan` from `dr_plan_create`; `buf` writable for `len` bytes.
+/// `plan` from `dr_plan_create`; `buf` writable for `len` bytes (or NULL when `len`
+/// is 0); `needed` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_describe(
     plan: *const dr_plan,
     buf: *mut c_char,
     len: usize,
+    needed: *mut usize,
 ) -> dr_status {
     guard(|| {
         // SAFETY: as documented.
         let plan = unsafe { plan_ref(plan) }?;
-        if buf.is_null() || len == 0 {
-            return Err(Error::NullPointer(format!(
-                "buf is NULL or len = {len} is 0"
-            )));
+        if buf.is_null() && len > 0 {
+            return Err(Error::NullPointer(format!("buf is NULL but len = {len}")));
         }
         let text = plan.to_string();
-        let text = crate::agree::truncate(&text, len - 1);
-        // SAFETY: buf is writable for len bytes, and text holds at most len - 1.
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
-            *buf.add(text.len()) = 0;
+        if len > 0 {
+            let cut = crate::agree::truncate(&text, len - 1);
+            // SAFETY: buf is writable for len bytes, and cut holds at most len - 1.
+            unsafe {
+                std::ptr::copy_nonoverlapping(cut.as_ptr(), buf.cast::<u8>(), cut.len());
+                *buf.add(cut.len()) = 0;
+            }
+        }
+        if !needed.is_null() {
+            // SAFETY: needed is writable (documented).
+            unsafe { *needed = text.len() };
         }
         Ok(())
     })
@@ -618,7 +627,7 @@ pub extern "C" fn dr_last_error_message() -> *const c_char {
         .unwrap_or(c"".as_ptr())
 }
 
-/// The library version, e.g. "0.1.0".
+/// The library version, e.g. "0.2.0".
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         char description[4096];
-        CHECK(dr_plan_describe(plan, description, sizeof description));
+        CHECK(dr_plan_describe(plan, description, sizeof description, NULL));
         printf("distreshape %s on %d rank(s)\n", dr_version(), nranks);
         printf("(10, %" PRId64 ", 10) split 1 -> (10, %" PRId64 ") split 1\n", n, resolved[1]);
         printf("%s\n", description);

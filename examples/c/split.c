@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         char description[4096];
         dr_plan_stats stats;
-        CHECK(dr_plan_describe(plan, description, sizeof description));
+        CHECK(dr_plan_describe(plan, description, sizeof description, NULL));
         CHECK(dr_plan_stats_get(plan, &stats));
         printf("(1000, 100, 10) split 0 -> (100, 10000) split 1 on %d rank(s)\n", nranks);
         printf("%s\n", description);

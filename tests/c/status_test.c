@@ -335,8 +335,22 @@ int main(int argc, char **argv)
           "not DR_ERROR_NULL_POINTER");
     check(dr_plan_stats_get(plan, NULL) == DR_ERROR_NULL_POINTER,
           "dr_plan_stats_get(NULL stats)", "not DR_ERROR_NULL_POINTER");
-    check(dr_plan_describe(NULL, text, sizeof text) == DR_ERROR_NULL_POINTER,
+    check(dr_plan_describe(NULL, text, sizeof text, NULL) == DR_ERROR_NULL_POINTER,
           "dr_plan_describe(NULL)", "not DR_ERROR_NULL_POINTER");
+    check(dr_plan_describe(plan, NULL, 1, NULL) == DR_ERROR_NULL_POINTER,
+          "dr_plan_describe(NULL buf, len 1)", "not DR_ERROR_NULL_POINTER");
+    /* snprintf convention: the full length comes back whatever fits. */
+    size_t needed = 0, again = 0;
+    check(dr_plan_describe(plan, NULL, 0, &needed) == DR_SUCCESS && needed > sizeof text,
+          "dr_plan_describe(NULL, 0, &needed)", "no length, or a description under 16 bytes");
+    char *whole = malloc(needed + 1);
+    check(dr_plan_describe(plan, whole, needed + 1, &again) == DR_SUCCESS && again == needed &&
+              strlen(whole) == needed,
+          "dr_plan_describe(needed + 1 bytes)", "did not write the whole description");
+    check(dr_plan_describe(plan, text, sizeof text, &again) == DR_SUCCESS && again == needed &&
+              strlen(text) == sizeof text - 1 && strncmp(text, whole, sizeof text - 1) == 0,
+          "dr_plan_describe(16 bytes)", "not the first 15 bytes and the full length");
+    free(whole);
     check(dr_plan_execute(NULL, arena, arena + ROWS * COLS, 0) == DR_ERROR_NULL_POINTER,
           "dr_plan_execute(NULL plan)", "not DR_ERROR_NULL_POINTER");
     dr_plan_destroy(plan);
