@@ -251,7 +251,12 @@ enum dr_status dr_reshape(const void *buf,
  not split (`new_split` is `DR_SPLIT_NONE`), `new_local_len` is ignored, whatever
  its value on each rank. On success `*plan`
  holds a plan to execute any number of times and to free with `dr_plan_destroy`.
- `comm` is duplicated, never freed. Everything an execution needs (the message
+ The first plan on `comm` duplicates it (collectively) and caches the duplicate
+ on it as an attribute; later plans share that duplicate, each with its own
+ tags, so any number of plans may be alive. `comm` itself is never freed, and
+ MPI calls on it run with MPI_ERRORS_RETURN (its handler is restored). Plans on
+ one communicator are created and executed in the same order on every rank and
+ never from two threads at once. Everything an execution needs (the message
  list within the plan's budget, MPI requests, staging) is allocated here, so an
  allocation failure is agreed here.
 
@@ -330,8 +335,9 @@ enum dr_status dr_plan_stats_get(const struct dr_plan *plan, struct dr_plan_stat
 enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t len, size_t *needed);
 
 /*
- Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
- rank of the plan (freeing a communicator is collective in MPI).
+ Frees a plan. NULL is a no-op. Call it on every rank of the plan: freeing the
+ last plan of a communicator the caller has already freed also frees the
+ library's duplicate of it, which is collective in MPI.
 
  # Safety
  `plan` from `dr_plan_create`, destroyed once.

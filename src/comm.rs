@@ -1,7 +1,12 @@
-//! The library's private communicator: a duplicate of the caller's with
-//! MPI_ERRORS_RETURN, and the few collectives the planner needs, each checked.
+//! The library's private communicator: one duplicate of each caller communicator
+//! with MPI_ERRORS_RETURN, cached on it as an attribute and shared by its plans,
+//! and the few collectives the planner needs, each checked.
 
 use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::ffi;
 
@@ -58,26 +63,58 @@ pub fn require_mpi() -> Result<()> {
     ))
 }
 
-/// A duplicate of a caller's communicator, freed on drop. Messages on it never mix
-/// with the caller's, and MPI errors on it are returned rather than fatal.
+/// Plans on one communicator share its private duplicate; each takes the tags of
+/// one of this many slots (plan `i` slot `i % PLAN_SLOTS`), so that up to this many
+/// plans can have messages in flight at once without matching each other's.
+const PLAN_SLOTS: u64 = 1024;
+
+/// The private duplicate of one caller communicator, cached on it as an MPI
+/// attribute (so it is made once, however many plans use it) and shared by its
+/// plans. Freed when the caller's communicator is freed and no plan uses it.
 #[derive(Debug)]
-pub struct Comm {
+struct Shared {
     raw: RawComm,
     rank: usize,
     size: usize,
+    /// Tags each plan cycles through: `(MPI_TAG_UB + 1) / PLAN_SLOTS`, at least 32.
+    tags_per_plan: u64,
+    /// Plans made so far on this communicator: the same count on every rank,
+    /// since plans are made collectively in the same order.
+    plans: AtomicU64,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if mpi_is_usable() {
+            // SAFETY: raw is our own duplicate, freed exactly once (by the last owner).
+            unsafe { ffi::MPI_Comm_free(&mut self.raw) };
+        }
+    }
+}
+
+/// One plan's use of the private duplicate of a caller's communicator. Messages on
+/// it never mix with the caller's, nor with other plans' (each plan has its own
+/// tags), and MPI errors on it are returned rather than fatal.
+#[derive(Debug)]
+pub struct Comm {
+    shared: Arc<Shared>,
+    /// The first of this plan's `shared.tags_per_plan` tags.
+    first_tag: u64,
 }
 
 // SAFETY: the handle is only used through MPI calls, which the MPI library
 // synchronizes when initialized with MPI_THREAD_MULTIPLE (documented requirement for
-// using one plan from several threads, and never concurrently).
-unsafe impl Send for Comm {}
+// using plans from several threads, and never concurrently on one communicator).
+unsafe impl Send for Shared {}
 // SAFETY: as above.
-unsafe impl Sync for Comm {}
+unsafe impl Sync for Shared {}
 
 impl Comm {
-    /// Duplicates `caller` (collective over it). Fails without communicating when MPI
-    /// is not usable or `caller` is MPI_COMM_NULL or an intercommunicator.
-    pub fn duplicate(caller: RawComm) -> Result<Comm> {
+    /// The private duplicate of `caller` (collective over it the first time, local
+    /// afterwards) with this plan's tags. Fails without communicating when MPI is
+    /// not usable or `caller` is MPI_COMM_NULL or an intercommunicator. Every MPI
+    /// call on `caller` runs with MPI_ERRORS_RETURN as its error handler.
+    pub fn for_plan(caller: RawComm) -> Result<Comm> {
         require_mpi()?;
         // SAFETY: reading an MPI constant handle.
         if caller == unsafe { ffi::RSMPI_COMM_NULL } {
@@ -86,64 +123,37 @@ impl Comm {
                 world_rank()
             )));
         }
-        let mut inter: c_int = 0;
-        check(
-            // SAFETY: caller is a non-null communicator handle supplied by the user.
-            unsafe { ffi::MPI_Comm_test_inter(caller, &mut inter) },
-            "MPI_Comm_test_inter",
-        )
-        .map_err(|e| Error::InvalidCommunicator(e.detail().to_string()))?;
-        if inter != 0 {
-            return Err(Error::InvalidCommunicator(format!(
-                "comm is an intercommunicator; DistReshape needs an intracommunicator (on rank {} of MPI_COMM_WORLD)",
-                world_rank()
-            )));
-        }
-        let mut raw = caller;
-        check(
-            // SAFETY: duplicating a valid intracommunicator into a local handle.
-            unsafe { ffi::MPI_Comm_dup(caller, &mut raw) },
-            "MPI_Comm_dup",
-        )?;
-        let mut comm = Comm {
-            raw,
-            rank: 0,
-            size: 1,
-        };
-        check(
-            // SAFETY: raw is our own valid communicator.
-            unsafe { ffi::MPI_Comm_set_errhandler(raw, ffi::RSMPI_ERRORS_RETURN) },
-            "MPI_Comm_set_errhandler",
-        )?;
-        let (mut rank, mut size): (c_int, c_int) = (0, 0);
-        check(
-            // SAFETY: raw is our own valid communicator.
-            unsafe { ffi::MPI_Comm_rank(raw, &mut rank) },
-            "MPI_Comm_rank",
-        )?;
-        check(
-            // SAFETY: raw is our own valid communicator.
-            unsafe { ffi::MPI_Comm_size(raw, &mut size) },
-            "MPI_Comm_size",
-        )?;
-        comm.rank = rank as usize;
-        comm.size = size as usize;
-        Ok(comm)
+        let shared = with_errors_returned(caller, || {
+            require_intracommunicator(caller)?;
+            cached_duplicate(caller)
+        })?;
+        let plan = shared.plans.fetch_add(1, Ordering::Relaxed);
+        Ok(Comm {
+            first_tag: (plan % PLAN_SLOTS) * shared.tags_per_plan,
+            shared,
+        })
+    }
+
+    /// The tag of this plan's `execution`-th execution: executions cycle through
+    /// the plan's tags, so the messages of a failed execution that MPI could not
+    /// cancel never match a later one's.
+    pub fn tag(&self, execution: u64) -> c_int {
+        (self.first_tag + execution % self.shared.tags_per_plan) as c_int
     }
 
     /// The raw handle of the duplicate.
     pub fn raw(&self) -> RawComm {
-        self.raw
+        self.shared.raw
     }
 
     /// This process's rank.
     pub fn rank(&self) -> usize {
-        self.rank
+        self.shared.rank
     }
 
     /// Number of ranks.
     pub fn size(&self) -> usize {
-        self.size
+        self.shared.size
     }
 
     /// Element-wise maximum of `values` (at most [`MAX_REDUCED`]) over all ranks, in
@@ -167,7 +177,7 @@ impl Comm {
                     count(values.len())?,
                     ffi::RSMPI_INT64_T,
                     ffi::RSMPI_MAX,
-                    self.raw,
+                    self.raw(),
                 )
             },
             "MPI_Allreduce",
@@ -177,7 +187,7 @@ impl Comm {
     /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
     /// into `all`, whose capacity must already hold them (so nothing allocates here).
     pub fn allgather_into(&self, mine: &[i64], all: &mut Vec<i64>) -> Result<()> {
-        let n = mine.len() * self.size;
+        let n = mine.len() * self.size();
         if all.capacity() < n {
             return Err(Error::Internal(format!(
                 "allgather buffer holds {} < {n}",
@@ -195,7 +205,7 @@ impl Comm {
                     all.as_mut_ptr().cast::<c_void>(),
                     count(mine.len())?,
                     ffi::RSMPI_INT64_T,
-                    self.raw,
+                    self.raw(),
                 )
             },
             "MPI_Allgather",
@@ -212,20 +222,11 @@ impl Comm {
                     count(bytes.len())?,
                     ffi::RSMPI_UINT8_T,
                     root as c_int,
-                    self.raw,
+                    self.raw(),
                 )
             },
             "MPI_Bcast",
         )
-    }
-}
-
-impl Drop for Comm {
-    fn drop(&mut self) {
-        if mpi_is_usable() {
-            // SAFETY: raw is our own duplicate, freed exactly once.
-            unsafe { ffi::MPI_Comm_free(&mut self.raw) };
-        }
     }
 }
 
@@ -242,4 +243,186 @@ fn world_rank() -> c_int {
 pub fn count(len: usize) -> Result<c_int> {
     c_int::try_from(len)
         .map_err(|_| Error::Internal(format!("MPI count {len} exceeds the 32-bit limit")))
+}
+
+/// Runs `body` with MPI_ERRORS_RETURN as `caller`'s error handler and restores the
+/// caller's handler afterwards, so that no MPI call of ours on the caller's
+/// communicator can abort the job.
+fn with_errors_returned<R>(caller: RawComm, body: impl FnOnce() -> Result<R>) -> Result<R> {
+    // SAFETY: reading an MPI constant handle.
+    let mut saved = unsafe { ffi::RSMPI_ERRORS_RETURN };
+    // SAFETY: caller is a non-null communicator handle supplied by the user.
+    check(
+        unsafe { ffi::MPI_Comm_get_errhandler(caller, &mut saved) },
+        "MPI_Comm_get_errhandler",
+    )?;
+    // SAFETY: as above; ERRORS_RETURN is a predefined handler.
+    let swapped = unsafe { ffi::MPI_Comm_set_errhandler(caller, ffi::RSMPI_ERRORS_RETURN) };
+    let result = check(swapped, "MPI_Comm_set_errhandler").and_then(|()| body());
+    // SAFETY: restoring the handler read above, then releasing our reference to it.
+    let restored = unsafe {
+        let code = ffi::MPI_Comm_set_errhandler(caller, saved);
+        ffi::MPI_Errhandler_free(&mut saved);
+        code
+    };
+    result.and_then(|r| check(restored, "MPI_Comm_set_errhandler").map(|()| r))
+}
+
+/// Fails when `caller` is not an intracommunicator.
+fn require_intracommunicator(caller: RawComm) -> Result<()> {
+    let mut inter: c_int = 0;
+    check(
+        // SAFETY: caller is a non-null communicator handle supplied by the user.
+        unsafe { ffi::MPI_Comm_test_inter(caller, &mut inter) },
+        "MPI_Comm_test_inter",
+    )
+    .map_err(|e| Error::InvalidCommunicator(e.detail().to_string()))?;
+    if inter != 0 {
+        return Err(Error::InvalidCommunicator(format!(
+            "comm is an intercommunicator; DistReshape needs an intracommunicator (on rank {} of MPI_COMM_WORLD)",
+            world_rank()
+        )));
+    }
+    Ok(())
+}
+
+/// The duplicate cached on `caller`, made (collectively) and cached if there is none.
+fn cached_duplicate(caller: RawComm) -> Result<Arc<Shared>> {
+    let keyval = keyval()?;
+    let mut value: *mut Shared = null_mut();
+    let mut found: c_int = 0;
+    check(
+        // SAFETY: an attribute of our keyval is a pointer from Arc::into_raw; MPI
+        // writes the pointer into `value`.
+        unsafe { ffi::MPI_Comm_get_attr(caller, keyval, (&raw mut value).cast(), &mut found) },
+        "MPI_Comm_get_attr",
+    )?;
+    if found != 0 {
+        // SAFETY: the attribute owns one count of this Arc until its delete callback
+        // runs, which cannot happen during this call; we take a count of our own.
+        return Ok(unsafe {
+            Arc::increment_strong_count(value);
+            Arc::from_raw(value)
+        });
+    }
+    let shared = Arc::new(duplicate(caller)?);
+    let attribute = Arc::into_raw(Arc::clone(&shared)).cast_mut();
+    // SAFETY: the attribute takes the count made by into_raw, given back by
+    // `release` when MPI deletes the attribute.
+    let stored = unsafe { ffi::MPI_Comm_set_attr(caller, keyval, attribute.cast()) };
+    if stored != 0 {
+        // SAFETY: MPI did not take the attribute, so its count is still ours.
+        drop(unsafe { Arc::from_raw(attribute) });
+    }
+    check(stored, "MPI_Comm_set_attr")?;
+    Ok(shared)
+}
+
+/// Duplicates `caller` (collective over it) with MPI_ERRORS_RETURN.
+fn duplicate(caller: RawComm) -> Result<Shared> {
+    let mut raw = caller;
+    check(
+        // SAFETY: duplicating a valid intracommunicator into a local handle.
+        unsafe { ffi::MPI_Comm_dup(caller, &mut raw) },
+        "MPI_Comm_dup",
+    )?;
+    let mut shared = Shared {
+        raw,
+        rank: 0,
+        size: 1,
+        tags_per_plan: 0,
+        plans: AtomicU64::new(0),
+    };
+    check(
+        // SAFETY: raw is our own valid communicator.
+        unsafe { ffi::MPI_Comm_set_errhandler(raw, ffi::RSMPI_ERRORS_RETURN) },
+        "MPI_Comm_set_errhandler",
+    )?;
+    let (mut rank, mut size): (c_int, c_int) = (0, 0);
+    // SAFETY: raw is our own valid communicator.
+    check(
+        unsafe { ffi::MPI_Comm_rank(raw, &mut rank) },
+        "MPI_Comm_rank",
+    )?;
+    // SAFETY: raw is our own valid communicator.
+    check(
+        unsafe { ffi::MPI_Comm_size(raw, &mut size) },
+        "MPI_Comm_size",
+    )?;
+    shared.rank = rank as usize;
+    shared.size = size as usize;
+    shared.tags_per_plan = (tag_upper_bound(raw)? as u64 + 1) / PLAN_SLOTS;
+    Ok(shared)
+}
+
+/// The largest tag `comm` allows (MPI_TAG_UB, at least 32767 by the standard).
+fn tag_upper_bound(comm: RawComm) -> Result<c_int> {
+    let mut value: *mut c_int = null_mut();
+    let mut found: c_int = 0;
+    check(
+        // SAFETY: MPI_TAG_UB's attribute is a pointer to an int, written into `value`.
+        unsafe {
+            ffi::MPI_Comm_get_attr(
+                comm,
+                ffi::MPI_TAG_UB as c_int,
+                (&raw mut value).cast(),
+                &mut found,
+            )
+        },
+        "MPI_Comm_get_attr(MPI_TAG_UB)",
+    )?;
+    // SAFETY: when found, MPI points `value` at the predefined attribute's int.
+    Ok(if found != 0 && !value.is_null() {
+        unsafe { *value }.max(32767)
+    } else {
+        32767
+    })
+}
+
+/// The keyval of our cached duplicates, created on first use.
+fn keyval() -> Result<c_int> {
+    static KEYVAL: Mutex<Option<c_int>> = Mutex::new(None);
+    let mut keyval = KEYVAL.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(k) = *keyval {
+        return Ok(k);
+    }
+    let mut k: c_int = 0;
+    check(
+        // SAFETY: both callbacks match MPI's signatures; no extra state.
+        unsafe { ffi::MPI_Comm_create_keyval(Some(not_copied), Some(release), &mut k, null_mut()) },
+        "MPI_Comm_create_keyval",
+    )?;
+    *keyval = Some(k);
+    Ok(k)
+}
+
+/// A duplicate of the caller's communicator (made by the caller) does not inherit
+/// our attribute: it gets its own private duplicate when a plan first uses it.
+unsafe extern "C" fn not_copied(
+    _comm: RawComm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    _value_in: *mut c_void,
+    _value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: MPI passes a valid flag pointer.
+    unsafe { *flag = 0 };
+    0
+}
+
+/// Gives back the attribute's count of the cached duplicate when the caller frees
+/// its communicator (or MPI finalizes): the duplicate is freed once no plan uses it.
+unsafe extern "C" fn release(
+    _comm: RawComm,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    // SAFETY: the value was stored from Arc::into_raw by cached_duplicate, and MPI
+    // deletes each attribute once. No panic may cross into MPI.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        drop(unsafe { Arc::from_raw(value.cast::<Shared>()) })
+    }));
+    0
 }

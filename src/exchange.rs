@@ -31,9 +31,6 @@ use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Place
 use crate::planner::{KeptCopy, RankPlan};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
 
-/// Tags cycle through 0..TAGS (every MPI allows tags up to 32767).
-const TAGS: c_int = 32768;
-
 /// Most messages one stream posts in one round.
 const MESSAGES_PER_ROUND: usize = 1024;
 
@@ -334,8 +331,10 @@ pub struct Exchange {
     completed: Vec<c_int>,
     /// One slot per stream for scattered messages, used through raw pointers.
     staging: Vec<u8>,
-    /// The tag of this execution's messages: every execution takes the next one, on
-    /// every rank alike, so messages of an abandoned execution never match later ones.
+    /// Executions started so far: the same count on every rank.
+    executions: u64,
+    /// The tag of this execution's messages: every execution takes the plan's next
+    /// one ([`Comm::tag`]), on every rank alike.
     tag: c_int,
 }
 
@@ -402,6 +401,7 @@ impl Exchange {
             per_round,
             streams,
             kept,
+            executions: 0,
             tag: 0,
             requests,
             completed,
@@ -431,7 +431,8 @@ impl Exchange {
         output: *mut u8,
     ) -> Result<()> {
         let limits = self.limits;
-        self.tag = (self.tag + 1) % TAGS;
+        self.executions += 1;
+        self.tag = comm.tag(self.executions);
         self.streams
             .iter_mut()
             .for_each(|s| s.reset(plan, mode, limits));

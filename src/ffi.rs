@@ -332,7 +332,12 @@ pub unsafe extern "C" fn dr_reshape(
 /// not split (`new_split` is `DR_SPLIT_NONE`), `new_local_len` is ignored, whatever
 /// its value on each rank. On success `*plan`
 /// holds a plan to execute any number of times and to free with `dr_plan_destroy`.
-/// `comm` is duplicated, never freed. Everything an execution needs (the message
+/// The first plan on `comm` duplicates it (collectively) and caches the duplicate
+/// on it as an attribute; later plans share that duplicate, each with its own
+/// tags, so any number of plans may be alive. `comm` itself is never freed, and
+/// MPI calls on it run with MPI_ERRORS_RETURN (its handler is restored). Plans on
+/// one communicator are created and executed in the same order on every rank and
+/// never from two threads at once. Everything an execution needs (the message
 /// list within the plan's budget, MPI requests, staging) is allocated here, so an
 /// allocation failure is agreed here.
 ///
@@ -540,8 +545,9 @@ pub unsafe extern "C" fn dr_plan_describe(
     })
 }
 
-/// Frees a plan and its duplicated communicator. NULL is a no-op. Call it on every
-/// rank of the plan (freeing a communicator is collective in MPI).
+/// Frees a plan. NULL is a no-op. Call it on every rank of the plan: freeing the
+/// last plan of a communicator the caller has already freed also frees the
+/// library's duplicate of it, which is collective in MPI.
 ///
 /// # Safety
 /// `plan` from `dr_plan_create`, destroyed once.

@@ -123,7 +123,7 @@ impl Plan {
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
-        let comm = Comm::duplicate(comm)?;
+        let comm = Comm::for_plan(comm)?;
         let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
         gathered.exchange(&comm, &checked)?;
         let targets = gathered.check(&checked)?;
