@@ -6,7 +6,16 @@
 !>    (n1, ..., nk) is the C array of shape (nk, ..., n1), same memory layout.
 !>  * `split` is the 1-based dimension the array is distributed along, 0 means
 !>    "not split" (every rank holds the whole array). Fortran dimension d is C
-!>    dimension k - d; messages from dr_last_error_message use the C numbering.
+!>    dimension k - d. Messages from dr_last_error_message quote shapes and
+!>    dimensions as the Fortran caller passed them: `gshape (6, 5, 4)`,
+!>    `split = 5 is out of range for 3 dimensions`.
+!>  * Arrays are checked on every rank: an array whose rank equals the number
+!>    of dimensions must have this rank's slab shape exactly (the global
+!>    extents, and the local length along the split dimension), otherwise
+!>    DR_ERROR_INVALID_SHAPE; an array of any other rank (e.g. a flat buffer)
+!>    must hold at least the slab's elements, otherwise
+!>    DR_ERROR_BUFFER_TOO_SMALL. The status is the same on every rank (agreed
+!>    like every buffer error).
 !>  * Communicators are `type(MPI_Comm)` (mpi_f08) or plain `integer` handles
 !>    (`use mpi`); both specifics exist for every procedure taking one.
 !>  * Data arrays may have any rank (assumed rank), element type real32,
@@ -93,22 +102,24 @@ module distreshape
 
   ! ---- the C functions (comm-taking ones through fortran/distreshape_fshim.c) ----
   interface
-    integer(c_int) function c_reshape(buf, dtype, ndims, gshape, split, comm, local_len, &
-        new_ndims, new_gshape, new_split, out, out_capacity, new_local_elems) &
+    integer(c_int) function c_reshape(a, a_ndims, a_shape, dtype, ndims, gshape, split, comm, &
+        local_len, new_ndims, new_gshape, new_split, b, b_ndims, b_shape, new_local_elems) &
         bind(c, name="dr_reshape_f")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
-      type(c_ptr), value :: buf, out
-      integer(c_int), value :: dtype, comm
-      integer(c_int32_t), value :: ndims, split, new_ndims, new_split
-      integer(c_int64_t), intent(in) :: gshape(*), new_gshape(*)
-      integer(c_int64_t), value :: local_len, out_capacity
+      type(c_ptr), value :: a, b
+      integer(c_int), value :: dtype
+      integer, value :: comm
+      integer(c_int32_t), value :: a_ndims, ndims, split, new_ndims, new_split, b_ndims
+      integer(c_int64_t), intent(in) :: a_shape(*), gshape(*), new_gshape(*), b_shape(*)
+      integer(c_int64_t), value :: local_len
       integer(c_int64_t), intent(out) :: new_local_elems
     end function c_reshape
 
     integer(c_int) function c_plan_create(dtype, ndims, gshape, split, comm, local_len, &
         new_ndims, new_gshape, new_split, new_local_len, plan) bind(c, name="dr_plan_create_f")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
-      integer(c_int), value :: dtype, comm
+      integer(c_int), value :: dtype
+      integer, value :: comm
       integer(c_int32_t), value :: ndims, split, new_ndims, new_split
       integer(c_int64_t), intent(in) :: gshape(*), new_gshape(*)
       integer(c_int64_t), value :: local_len, new_local_len
@@ -122,11 +133,12 @@ module distreshape
       integer(c_int64_t), intent(out) :: new_gshape(*), new_local_len, new_local_elems
     end function c_plan_output
 
-    integer(c_int) function c_plan_execute(plan, in, out, out_capacity) &
-        bind(c, name="dr_plan_execute")
-      import :: c_ptr, c_int, c_int64_t
-      type(c_ptr), value :: plan, in, out
-      integer(c_int64_t), value :: out_capacity
+    integer(c_int) function c_plan_execute(plan, a, a_ndims, a_shape, b, b_ndims, b_shape) &
+        bind(c, name="dr_fortran_plan_execute")
+      import :: c_ptr, c_int, c_int32_t, c_int64_t
+      type(c_ptr), value :: plan, a, b
+      integer(c_int32_t), value :: a_ndims, b_ndims
+      integer(c_int64_t), intent(in) :: a_shape(*), b_shape(*)
     end function c_plan_execute
 
     integer(c_int) function c_plan_stats_get(plan, stats) bind(c, name="dr_plan_stats_get")
@@ -178,27 +190,6 @@ contains
 
   ! ======================= helpers =======================
 
-  !> Fortran shape -> C shape (reversed order).
-  pure function c_shape(fshape)
-    integer(int64), intent(in) :: fshape(:)
-    integer(c_int64_t) :: c_shape(size(fshape))
-    c_shape = fshape(size(fshape):1:-1)
-  end function c_shape
-
-  !> Fortran split (1-based, 0 = none) -> C split (0-based, DR_SPLIT_NONE = -1).
-  !> Out-of-range values map to an out-of-range C value (ndims), so the library
-  !> reports DR_ERROR_INVALID_SPLIT collectively instead of misreading them.
-  pure integer(c_int32_t) function c_split(fsplit, ndims)
-    integer, intent(in) :: fsplit, ndims
-    if (fsplit == 0) then
-      c_split = -1
-    else if (fsplit >= 1 .and. fsplit <= ndims) then
-      c_split = int(ndims - fsplit, c_int32_t)
-    else
-      c_split = int(ndims, c_int32_t)
-    end if
-  end function c_split
-
   !> This rank's extent along `split`, derived from the local array's shape
   !> (see dr_reshape) unless given explicitly.
   pure integer(int64) function local_extent(ashape, gshape, split, local_len)
@@ -249,23 +240,24 @@ contains
     end if
   end subroutine finish
 
-  !> Shared body of all dr_reshape specifics.
+  !> Shared body of all dr_reshape specifics. The library checks the arrays'
+  !> shapes against the plan and words its messages in Fortran terms.
   subroutine reshape_core(dtype, a, ashape, gshape, split, fcomm, new_gshape, new_split, &
-                          b, bsize, nout, local_len, stat)
+                          b, bshape, nout, local_len, stat)
     integer, intent(in) :: dtype, split, new_split
     type(c_ptr), intent(in) :: a, b
-    integer(int64), intent(in) :: ashape(:), gshape(:), new_gshape(:), bsize
+    integer(int64), intent(in) :: ashape(:), gshape(:), new_gshape(:), bshape(:)
     integer, intent(in) :: fcomm
     integer(int64), intent(out), optional :: nout
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     integer(c_int64_t) :: written
     integer(c_int) :: status
-    status = c_reshape(a, int(dtype, c_int), size(gshape, kind=c_int32_t), c_shape(gshape), &
-                       c_split(split, size(gshape)), int(fcomm, c_int), &
+    status = c_reshape(a, size(ashape, kind=c_int32_t), ashape, int(dtype, c_int), &
+                       size(gshape, kind=c_int32_t), gshape, int(split, c_int32_t), fcomm, &
                        local_extent(ashape, gshape, split, local_len), &
-                       size(new_gshape, kind=c_int32_t), c_shape(new_gshape), &
-                       c_split(new_split, size(new_gshape)), b, bsize, written)
+                       size(new_gshape, kind=c_int32_t), new_gshape, int(new_split, c_int32_t), &
+                       b, size(bshape, kind=c_int32_t), bshape, written)
     if (status == DR_SUCCESS .and. present(nout)) nout = written
     call finish(status, stat)
   end subroutine reshape_core
@@ -284,7 +276,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_r32
 
   subroutine reshape_r64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -297,7 +289,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_r64
 
   subroutine reshape_i32(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -310,7 +302,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_i32
 
   subroutine reshape_i64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -323,7 +315,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_i64
 
   subroutine reshape_c64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -336,7 +328,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_c64
 
   subroutine reshape_c128(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -349,7 +341,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_c128
 
   ! ---- the same with an integer communicator handle (`use mpi`) ----
@@ -364,7 +356,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_r32_int
 
   subroutine reshape_r64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -377,7 +369,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_r64_int
 
   subroutine reshape_i32_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -390,7 +382,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_i32_int
 
   subroutine reshape_i64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -403,7 +395,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_i64_int
 
   subroutine reshape_c64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -416,7 +408,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_c64_int
 
   subroutine reshape_c128_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
@@ -429,7 +421,7 @@ contains
     integer(int64), intent(in), optional :: local_len
     integer, intent(out), optional :: stat
     call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), size(b, kind=int64), nout, local_len, stat)
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
   end subroutine reshape_c128_int
 
   ! ======================= plans =======================
@@ -446,10 +438,10 @@ contains
     integer(c_int) :: status
     target_len = -1
     if (present(new_local_len)) target_len = new_local_len
-    status = c_plan_create(int(dtype, c_int), size(gshape, kind=c_int32_t), c_shape(gshape), &
-                           c_split(split, size(gshape)), int(fcomm, c_int), local_len, &
-                           size(new_gshape, kind=c_int32_t), c_shape(new_gshape), &
-                           c_split(new_split, size(new_gshape)), target_len, handle)
+    status = c_plan_create(int(dtype, c_int), size(gshape, kind=c_int32_t), gshape, &
+                           int(split, c_int32_t), fcomm, local_len, &
+                           size(new_gshape, kind=c_int32_t), new_gshape, &
+                           int(new_split, c_int32_t), target_len, handle)
     if (status == DR_SUCCESS) plan = dr_plan(handle, dtype, size(new_gshape))
     call finish(status, stat)
   end subroutine plan_create_core
@@ -498,16 +490,18 @@ contains
   end subroutine dr_plan_output
 
   !> Shared body of the dr_plan_execute specifics. A type mismatch between
-  !> the arrays and the plan is a programming error and stops the program.
-  subroutine execute_core(plan, dtype, a, b, bsize, stat)
+  !> the arrays and the plan is a programming error and stops the program; the
+  !> library checks the arrays' shapes against the plan.
+  subroutine execute_core(plan, dtype, a, ashape, b, bshape, stat)
     type(dr_plan), intent(in) :: plan
     integer, intent(in) :: dtype
     type(c_ptr), intent(in) :: a, b
-    integer(int64), intent(in) :: bsize
+    integer(int64), intent(in) :: ashape(:), bshape(:)
     integer, intent(out), optional :: stat
     if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
       error stop 'distreshape: dr_plan_execute: array type differs from the plan''s dtype'
-    call finish(c_plan_execute(plan%handle, a, b, bsize), stat)
+    call finish(c_plan_execute(plan%handle, a, size(ashape, kind=c_int32_t), ashape, &
+                               b, size(bshape, kind=c_int32_t), bshape), stat)
   end subroutine execute_core
 
   subroutine execute_r32(plan, a, b, stat)
@@ -515,7 +509,8 @@ contains
     real(real32), dimension(..), contiguous, target, intent(in) :: a
     real(real32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_FLOAT32, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_r32
 
   subroutine execute_r64(plan, a, b, stat)
@@ -523,7 +518,8 @@ contains
     real(real64), dimension(..), contiguous, target, intent(in) :: a
     real(real64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_FLOAT64, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_r64
 
   subroutine execute_i32(plan, a, b, stat)
@@ -531,7 +527,8 @@ contains
     integer(int32), dimension(..), contiguous, target, intent(in) :: a
     integer(int32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_INT32, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_INT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_i32
 
   subroutine execute_i64(plan, a, b, stat)
@@ -539,7 +536,8 @@ contains
     integer(int64), dimension(..), contiguous, target, intent(in) :: a
     integer(int64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_INT64, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_INT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_i64
 
   subroutine execute_c64(plan, a, b, stat)
@@ -547,7 +545,8 @@ contains
     complex(real32), dimension(..), contiguous, target, intent(in) :: a
     complex(real32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_COMPLEX64, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_c64
 
   subroutine execute_c128(plan, a, b, stat)
@@ -555,7 +554,8 @@ contains
     complex(real64), dimension(..), contiguous, target, intent(in) :: a
     complex(real64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, DR_DTYPE_COMPLEX128, c_loc(a), c_loc(b), size(b, kind=int64), stat)
+    call execute_core(plan, DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), &
+                      stat)
   end subroutine execute_c128
 
   !> Local query of the plan's traffic statistics.

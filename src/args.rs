@@ -16,6 +16,49 @@ pub enum Target {
     Len(i64),
 }
 
+/// How messages show shapes and axes: as the caller wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Notation {
+    /// C order, 0-based axes, `DR_SPLIT_NONE` for not split: `[2, 3]`, `gshape[1]`.
+    #[default]
+    C,
+    /// The Fortran module's view: extents in column-major order, 1-based dimensions,
+    /// 0 for not split: `(3, 2)`, `gshape(1)`.
+    Fortran,
+}
+
+impl Notation {
+    /// A shape given in C order, shown in this notation.
+    pub fn shape<T: std::fmt::Display>(self, shape: &[T]) -> String {
+        let shown: Vec<String> = shape.iter().map(T::to_string).collect();
+        match self {
+            Notation::C => format!("[{}]", shown.join(", ")),
+            Notation::Fortran => {
+                let reversed: Vec<&str> = shown.iter().rev().map(String::as_str).collect();
+                format!("({})", reversed.join(", "))
+            }
+        }
+    }
+
+    /// Extent `i` (C order) of the `ndims`-dimensional shape `name`.
+    pub fn extent(self, name: &str, i: usize, ndims: usize) -> String {
+        match self {
+            Notation::C => format!("{name}[{i}]"),
+            Notation::Fortran => format!("{name}({})", ndims - i),
+        }
+    }
+
+    /// A split axis (C numbering) of an `ndims`-dimensional shape.
+    pub fn axis(self, axis: Option<usize>, ndims: usize) -> String {
+        match (self, axis) {
+            (Notation::C, Some(a)) => a.to_string(),
+            (Notation::C, None) => "DR_SPLIT_NONE".into(),
+            (Notation::Fortran, Some(a)) => ndims.saturating_sub(a).to_string(),
+            (Notation::Fortran, None) => "0 (not split)".into(),
+        }
+    }
+}
+
 /// What a caller asks for on one rank. Everything except `local_len` and a
 /// [`Target::Len`] value must be the same on every rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +81,8 @@ pub struct ReshapeArgs {
     /// its `dr_dtype`): ranks passing different types of the same size are then
     /// inconsistent too.
     pub dtype: Option<i32>,
+    /// How messages show shapes and axes (not compared across ranks).
+    pub notation: Notation,
 }
 
 impl ReshapeArgs {
@@ -59,6 +104,7 @@ impl ReshapeArgs {
             new_split,
             target: Target::Balanced,
             dtype: None,
+            notation: Notation::C,
         }
     }
 
@@ -108,12 +154,13 @@ fn axis_code(axis: Option<usize>) -> i64 {
 /// given the element-wise minimum and maximum over ranks.
 pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Option<Error> {
     let i = (0..FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
+    let n = args.notation;
     let (name, mine) = match i {
         0 => ("element size", args.elem_size.to_string()),
-        1..=33 => ("gshape", format!("{:?}", args.gshape)),
-        34 => ("split", format!("{:?}", args.split)),
-        35..=67 => ("new_shape", format!("{:?}", args.new_shape)),
-        68 => ("new_split", format!("{:?}", args.new_split)),
+        1..=33 => ("gshape", n.shape(&args.gshape)),
+        34 => ("split", n.axis(args.split, args.gshape.len())),
+        35..=67 => ("new_shape", n.shape(&args.new_shape)),
+        68 => ("new_split", n.axis(args.new_split, args.new_shape.len())),
         69 => (
             "target (balanced or explicit new_local_len)",
             format!("{:?}", args.target),
@@ -121,8 +168,7 @@ pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Op
         _ => ("dtype", format!("{:?}", args.dtype)),
     };
     Some(Error::InconsistentArguments(format!(
-        "ranks passed different {name} (values range from {} to {} across ranks); rank {rank} passed {mine}",
-        min[i], max[i]
+        "ranks passed different {name}; rank {rank} passed {mine}"
     )))
 }
 
@@ -159,7 +205,8 @@ pub fn check_local(args: &ReshapeArgs, rank: usize) -> Result<Checked> {
     if args.elem_size == 0 {
         return Err(Error::InvalidDtype(at("element size is 0 bytes".into())));
     }
-    let gshape = check_extents("gshape", &args.gshape, rank)?;
+    let n = args.notation;
+    let gshape = check_extents("gshape", &args.gshape, n, rank)?;
     let total = checked_product(&gshape)
         .filter(|n| {
             n.checked_mul(args.elem_size as u64)
@@ -167,11 +214,12 @@ pub fn check_local(args: &ReshapeArgs, rank: usize) -> Result<Checked> {
         })
         .ok_or_else(|| {
             Error::InvalidShape(at(format!(
-                "gshape {:?} holds more elements of {} bytes than fit in int64",
-                args.gshape, args.elem_size
+                "gshape {} holds more elements of {} bytes than fit in int64",
+                n.shape(&args.gshape),
+                args.elem_size
             )))
         })?;
-    let new_shape = resolve_new_shape(&args.new_shape, total, &args.gshape)
+    let new_shape = resolve_new_shape(&args.new_shape, total, &args.gshape, n)
         .map_err(|e| Error::InvalidShape(at(e)))?;
     check_axis("split", args.split, gshape.len(), rank)?;
     check_axis("new_split", args.new_split, new_shape.len(), rank)?;
@@ -196,7 +244,7 @@ pub fn check_local(args: &ReshapeArgs, rank: usize) -> Result<Checked> {
     })
 }
 
-fn check_extents(name: &str, shape: &[i64], rank: usize) -> Result<Vec<u64>> {
+fn check_extents(name: &str, shape: &[i64], notation: Notation, rank: usize) -> Result<Vec<u64>> {
     if shape.len() > MAX_DIMS {
         return Err(Error::InvalidShape(format!(
             "{name} has {} dimensions, more than the maximum {MAX_DIMS} (rank {rank})",
@@ -208,7 +256,8 @@ fn check_extents(name: &str, shape: &[i64], rank: usize) -> Result<Vec<u64>> {
         .enumerate()
         .map(|(i, &n)| {
             u64::try_from(n).map_err(|_| {
-                Error::InvalidShape(format!("{name}[{i}] = {n} is negative (rank {rank})"))
+                let extent = notation.extent(name, i, shape.len());
+                Error::InvalidShape(format!("{extent} = {n} is negative (rank {rank})"))
             })
         })
         .collect()
@@ -223,12 +272,15 @@ pub fn checked_product(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
 }
 
-/// Resolves a NumPy-style new shape (at most one `-1`) for `total` elements.
+/// Resolves a NumPy-style new shape (at most one `-1`) for `total` elements;
+/// messages show shapes in `notation`.
 pub fn resolve_new_shape(
     new_shape: &[i64],
     total: u64,
     gshape: &[i64],
+    notation: Notation,
 ) -> std::result::Result<Vec<u64>, String> {
+    let shown = notation.shape(new_shape);
     if new_shape.len() > MAX_DIMS {
         return Err(format!(
             "new_shape has {} dimensions, more than the maximum {MAX_DIMS}",
@@ -236,13 +288,14 @@ pub fn resolve_new_shape(
         ));
     }
     if let Some(i) = new_shape.iter().position(|&n| n < -1) {
-        return Err(format!("new_shape[{i}] = {} is negative", new_shape[i]));
+        let extent = notation.extent("new_shape", i, new_shape.len());
+        return Err(format!("{extent} = {} is negative", new_shape[i]));
     }
     let inferred: Vec<usize> = (0..new_shape.len())
         .filter(|&i| new_shape[i] == -1)
         .collect();
     if inferred.len() > 1 {
-        return Err(format!("new_shape {new_shape:?} has more than one -1"));
+        return Err(format!("new_shape {shown} has more than one -1"));
     }
     let known = checked_product(
         &new_shape
@@ -251,25 +304,28 @@ pub fn resolve_new_shape(
             .map(|&n| n as u64)
             .collect::<Vec<_>>(),
     )
-    .ok_or_else(|| format!("the extents of new_shape {new_shape:?} overflow int64"))?;
+    .ok_or_else(|| format!("the extents of new_shape {shown} overflow int64"))?;
     let mut resolved: Vec<u64> = new_shape.iter().map(|&n| n.max(0) as u64).collect();
     match inferred.first() {
         Some(_) if known == 0 => {
             return Err(format!(
-                "cannot infer the -1 in new_shape {new_shape:?}: the other extents multiply to 0"
+                "cannot infer the -1 in new_shape {shown}: the other extents multiply to 0"
             ));
         }
         Some(&i) if total.is_multiple_of(known) => resolved[i] = total / known,
         None if known == total => {}
         _ => {
             return Err(format!(
-                "cannot reshape gshape {gshape:?} ({total} elements) into new_shape {new_shape:?}"
+                "cannot reshape gshape {} ({total} elements) into new_shape {shown}",
+                notation.shape(gshape)
             ));
         }
     }
     Ok(resolved)
 }
 
+/// Fails when `axis` is out of range (only C callers can pass one: the Fortran
+/// module's dimensions are converted, and checked, by `fortran::split_arg`).
 fn check_axis(name: &str, axis: Option<usize>, ndims: usize, rank: usize) -> Result<()> {
     match axis {
         Some(a) if a >= ndims => Err(Error::InvalidSplit(format!(
@@ -313,7 +369,7 @@ mod tests {
 
     #[test]
     fn new_shape_follows_numpy() {
-        let r = |s: &[i64], n| resolve_new_shape(s, n, &[]);
+        let r = |s: &[i64], n| resolve_new_shape(s, n, &[], Notation::C);
         assert_eq!(r(&[4, -1], 64).unwrap(), vec![4, 16]);
         assert_eq!(r(&[-1, 2, 4, 2], 64).unwrap(), vec![4, 2, 4, 2]);
         assert_eq!(r(&[-1], 0).unwrap(), vec![0]);

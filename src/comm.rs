@@ -252,10 +252,8 @@ fn with_errors_returned<R>(caller: RawComm, body: impl FnOnce() -> Result<R>) ->
     // SAFETY: reading an MPI constant handle.
     let mut saved = unsafe { ffi::RSMPI_ERRORS_RETURN };
     // SAFETY: caller is a non-null communicator handle supplied by the user.
-    check(
-        unsafe { ffi::MPI_Comm_get_errhandler(caller, &mut saved) },
-        "MPI_Comm_get_errhandler",
-    )?;
+    let read = unsafe { ffi::MPI_Comm_get_errhandler(caller, &mut saved) };
+    check(read, "MPI_Comm_get_errhandler")?;
     // SAFETY: as above; ERRORS_RETURN is a predefined handler.
     let swapped = unsafe { ffi::MPI_Comm_set_errhandler(caller, ffi::RSMPI_ERRORS_RETURN) };
     let result = check(swapped, "MPI_Comm_set_errhandler").and_then(|()| body());
@@ -340,15 +338,11 @@ fn duplicate(caller: RawComm) -> Result<Shared> {
     )?;
     let (mut rank, mut size): (c_int, c_int) = (0, 0);
     // SAFETY: raw is our own valid communicator.
-    check(
-        unsafe { ffi::MPI_Comm_rank(raw, &mut rank) },
-        "MPI_Comm_rank",
-    )?;
+    let code = unsafe { ffi::MPI_Comm_rank(raw, &mut rank) };
+    check(code, "MPI_Comm_rank")?;
     // SAFETY: raw is our own valid communicator.
-    check(
-        unsafe { ffi::MPI_Comm_size(raw, &mut size) },
-        "MPI_Comm_size",
-    )?;
+    let code = unsafe { ffi::MPI_Comm_size(raw, &mut size) };
+    check(code, "MPI_Comm_size")?;
     shared.rank = rank as usize;
     shared.size = size as usize;
     shared.tags_per_plan = (tag_upper_bound(raw)? as u64 + 1) / PLAN_SLOTS;
@@ -371,12 +365,11 @@ fn tag_upper_bound(comm: RawComm) -> Result<c_int> {
         },
         "MPI_Comm_get_attr(MPI_TAG_UB)",
     )?;
+    if found == 0 || value.is_null() {
+        return Ok(32767);
+    }
     // SAFETY: when found, MPI points `value` at the predefined attribute's int.
-    Ok(if found != 0 && !value.is_null() {
-        unsafe { *value }.max(32767)
-    } else {
-        32767
-    })
+    Ok(unsafe { *value }.max(32767))
 }
 
 /// The keyval of our cached duplicates, created on first use.
@@ -420,9 +413,9 @@ unsafe extern "C" fn release(
     _extra: *mut c_void,
 ) -> c_int {
     // SAFETY: the value was stored from Arc::into_raw by cached_duplicate, and MPI
-    // deletes each attribute once. No panic may cross into MPI.
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        drop(unsafe { Arc::from_raw(value.cast::<Shared>()) })
-    }));
+    // deletes each attribute once.
+    let shared = unsafe { Arc::from_raw(value.cast::<Shared>()) };
+    // No panic may cross into MPI.
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(shared)));
     0
 }

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::args::{MAX_DIMS, ReshapeArgs, Target};
+use crate::args::{MAX_DIMS, Notation, ReshapeArgs, Target};
 use crate::error::{Error, Result};
 use crate::faults::contain_panic;
 use crate::plan::{Plan, PlanOptions};
@@ -176,7 +176,7 @@ thread_local! {
 }
 
 /// Runs `body`, turning errors and panics into a status and this thread's message.
-fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
+pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
     let outcome = contain_panic(body);
     match outcome {
         Ok(()) => dr_status::DR_SUCCESS,
@@ -194,7 +194,7 @@ fn status_of(error: &Error) -> dr_status {
 }
 
 /// Bytes per element of a dtype code.
-fn elem_size(dtype: DtypeCode) -> Result<usize> {
+pub(crate) fn elem_size(dtype: DtypeCode) -> Result<usize> {
     const SIZES: [usize; 13] = [1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16, 1];
     usize::try_from(dtype)
         .ok()
@@ -206,7 +206,7 @@ fn elem_size(dtype: DtypeCode) -> Result<usize> {
 ///
 /// # Safety
 /// `shape` must point to `ndims` values when `ndims > 0`.
-unsafe fn shape_arg(name: &str, ndims: i32, shape: *const i64) -> Result<Vec<i64>> {
+pub(crate) unsafe fn shape_arg(name: &str, ndims: i32, shape: *const i64) -> Result<Vec<i64>> {
     match usize::try_from(ndims) {
         Ok(0) => Ok(Vec::new()),
         Ok(n) if n <= MAX_DIMS && !shape.is_null() => {
@@ -263,6 +263,7 @@ unsafe fn decode_args(
         new_split: split_arg("new_split", new_split)?,
         target,
         dtype: Some(dtype),
+        notation: Notation::C,
     })
 }
 
@@ -372,24 +373,38 @@ pub unsafe extern "C" fn dr_plan_create(
                 new_local_len,
             )
         };
-        let args = args.and_then(|a| match plan.is_null() {
-            true => Err(Error::NullPointer(
-                "plan (the output pointer) is NULL".into(),
-            )),
-            false => Ok(a),
-        });
-        let created = Plan::create(comm, args, PlanOptions::default())?;
-        // SAFETY: plan is non-null (checked and agreed above).
-        unsafe { *plan = Box::into_raw(Box::new(dr_plan { plan: created })) };
-        Ok(())
+        // SAFETY: plan as documented.
+        unsafe { create_plan(comm, args, plan) }
     })
+}
+
+/// Plans `args` (agreeing a NULL `plan` like any argument error) and stores the
+/// plan in `*plan`.
+///
+/// # Safety
+/// `plan` NULL or writable.
+pub(crate) unsafe fn create_plan(
+    comm: MPI_Comm,
+    args: Result<ReshapeArgs>,
+    plan: *mut *mut dr_plan,
+) -> Result<()> {
+    let args = args.and_then(|a| match plan.is_null() {
+        true => Err(Error::NullPointer(
+            "plan (the output pointer) is NULL".into(),
+        )),
+        false => Ok(a),
+    });
+    let created = Plan::create(comm, args, PlanOptions::default())?;
+    // SAFETY: plan is non-null (checked and agreed above).
+    unsafe { *plan = Box::into_raw(Box::new(dr_plan { plan: created })) };
+    Ok(())
 }
 
 /// Borrows the plan behind a C pointer.
 ///
 /// # Safety
 /// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
-unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
+pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
     // SAFETY: as documented.
     unsafe { plan.as_ref() }
         .map(|p| &p.plan)

@@ -39,6 +39,7 @@ mod exchange;
 pub mod faults;
 #[doc(hidden)]
 pub mod ffi;
+mod fortran_abi;
 #[doc(hidden)]
 pub mod layout;
 #[doc(hidden)]

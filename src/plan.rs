@@ -108,6 +108,8 @@ pub struct Plan {
     collective: bool,
     /// The `dr_dtype` every rank planned for, when the arguments named one.
     dtype: Option<i32>,
+    /// This rank's input and output slabs' shapes (C order).
+    local_shapes: [Vec<u64>; 2],
     /// Makes the plan `!Sync` (see above).
     not_shared: PhantomData<Cell<()>>,
 }
@@ -143,12 +145,19 @@ impl Plan {
         if collective {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
         }
+        let input_shape = slab_shape(&checked.gshape, checked.split, checked.local_len);
+        let output_shape = slab_shape(
+            &plan.new_shape,
+            checked.new_split,
+            plan.output_rows().unwrap_or(0),
+        );
         Ok(Plan {
             exchange: Mutex::new(exchange?),
             comm,
             plan,
             collective,
             dtype,
+            local_shapes: [input_shape, output_shape],
             not_shared: PhantomData,
         })
     }
@@ -174,6 +183,18 @@ impl Plan {
     /// The resolved output global shape.
     pub fn new_shape(&self) -> &[u64] {
         &self.plan.new_shape
+    }
+
+    /// The shape of this rank's input slab (C order): the global shape with this
+    /// rank's rows along the split axis.
+    pub fn local_input_shape(&self) -> &[u64] {
+        &self.local_shapes[0]
+    }
+
+    /// The shape of this rank's output slab (C order): the new global shape with
+    /// this rank's rows along the new split axis.
+    pub fn local_output_shape(&self) -> &[u64] {
+        &self.local_shapes[1]
     }
 
     /// This rank's output rows along the new split axis (`None` when not split).
@@ -202,6 +223,11 @@ impl Plan {
     /// is reported only on the rank that made it.
     pub fn is_collective(&self) -> bool {
         self.collective
+    }
+
+    /// This process's rank in the plan's communicator.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
     }
 
     /// The per-rank plan (peers, volumes, layouts), for the benchmarks and tests.
@@ -403,6 +429,15 @@ fn check_buffers(
         )));
     }
     Ok(in_place)
+}
+
+/// `shape` with `rows` along `split` (unchanged when not split).
+fn slab_shape(shape: &[u64], split: Option<usize>, rows: u64) -> Vec<u64> {
+    let mut slab = shape.to_vec();
+    if let Some(axis) = split {
+        slab[axis] = rows;
+    }
+    slab
 }
 
 /// Validates the arguments on every rank and agrees on the outcome in one

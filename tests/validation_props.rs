@@ -44,6 +44,7 @@ fn args() -> impl Strategy<Value = (ReshapeArgs, usize)> {
                     new_split,
                     target: distreshape::Target::Balanced,
                     dtype: None,
+                    notation: Default::default(),
                 };
                 (args, p)
             },

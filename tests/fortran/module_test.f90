@@ -60,6 +60,8 @@ program module_test
   b = -1
   call dr_reshape(a, [6_int64, 4_int64], 3, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, stat=stat)
   call expect(stat == DR_ERROR_INVALID_SPLIT .and. all(b == -1), 'split 3 of 2 dimensions')
+  call expect(index(dr_last_error_message(), 'split = 3 is out of range for 2 dimensions') > 0, &
+              'the message quotes the Fortran split: ' // dr_last_error_message())
   call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 3, b, stat=stat)
   call expect(stat == DR_ERROR_INVALID_SPLIT, 'new split 3 of 2 dimensions')
   call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, &
@@ -67,7 +69,8 @@ program module_test
   call expect(stat == DR_ERROR_INVALID_DISTRIBUTION, 'local_len + 1 on every rank')
   call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b(:, 1:0), &
                   stat=stat)
-  call expect(stat == DR_ERROR_BUFFER_TOO_SMALL .or. new_len == 0, 'empty output buffer')
+  call expect(stat == DR_ERROR_INVALID_SHAPE .or. new_len == 0, 'empty output array')
+  call check_arrays()
   call expect(len(dr_last_error_message()) > 0, 'dr_last_error_message')
   call expect(dr_status_string(DR_SUCCESS) /= dr_status_string(DR_ERROR_INTERNAL), &
               'dr_status_string')
@@ -118,6 +121,53 @@ contains
                     out_c128)
     call expect(all(out_c128 == cmplx(want, -want, real64)), 'complex(real64)')
   end subroutine check_types
+
+  !> Mis-shaped or short arrays on the last rank only: every rank gets the same
+  !> status, nothing is read or written past the arrays, and the message quotes
+  !> Fortran shapes.
+  subroutine check_arrays()
+    real(real64), allocatable :: wrong(:, :), flat(:), out(:, :)
+    logical :: last, collective
+    last = rank == nranks - 1
+    ! a(5, my_len) for gshape (6, 4): one row short on the last rank.
+    allocate(wrong(merge(5, 6, last), my_len))
+    wrong = 0
+    call dr_reshape(wrong, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, &
+                    stat=stat)
+    call expect(stat == DR_ERROR_INVALID_SHAPE, 'dr_reshape: a one row short on one rank')
+    if (last) call expect(index(dr_last_error_message(), 'a has shape (5, ') > 0, &
+                          'the message quotes the Fortran shape: ' // dr_last_error_message())
+    ! A flat input one element short of the slab on the last rank.
+    allocate(flat(merge(size(a) - 1, size(a), last .and. size(a) > 0)))
+    flat = 0
+    call dr_reshape(flat, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, b, &
+                    local_len=my_len, stat=stat)
+    call expect(stat == DR_ERROR_BUFFER_TOO_SMALL .or. my_len == 0, 'dr_reshape: flat a short')
+    ! A plan executed into an output one column short on the last rank.
+    call dr_plan_create(DR_DTYPE_FLOAT64, [6_int64, 4_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [2_int64, -1_int64], 2, plan)
+    collective = dr_plan_collective()
+    allocate(out(2, merge(new_len + 1, new_len, last)))
+    out = -1
+    call dr_plan_execute(plan, a, out, stat=stat)
+    call expect(stat == DR_ERROR_INVALID_SHAPE .or. (.not. collective .and. .not. last), &
+                'dr_plan_execute: b a column long on one rank')
+    call expect(all(out == -1) .or. stat == DR_SUCCESS, 'nothing written on failure')
+    call dr_plan_execute(plan, wrong, b, stat=stat)
+    call expect(stat == DR_ERROR_INVALID_SHAPE .or. (.not. collective .and. .not. last), &
+                'dr_plan_execute: a one row short on one rank')
+    call dr_plan_destroy(plan)
+  end subroutine check_arrays
+
+  !> True when the plan moves data between ranks: only then are its execution
+  !> errors agreed (a plan that moves nothing executes without communicating).
+  logical function dr_plan_collective()
+    integer(int64) :: moved, anywhere
+    call dr_plan_stats_get(plan, stats)
+    moved = stats%bytes_sent + stats%bytes_received
+    call MPI_Allreduce(moved, anywhere, 1, MPI_INTEGER8, MPI_MAX, MPI_COMM_WORLD)
+    dr_plan_collective = anywhere > 0
+  end function dr_plan_collective
 
   subroutine expect(ok, what)
     logical, intent(in) :: ok

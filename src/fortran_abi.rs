@@ -1,0 +1,256 @@
+//! The entry points behind the Fortran module (`fortran/distreshape.f90`, through
+//! `fortran/distreshape_fshim.c` for the ones taking a communicator). They are not
+//! in the C header: they take arguments as the Fortran caller wrote them (extents in
+//! column-major order, 1-based dimensions, 0 for not split) plus the shapes of the
+//! Fortran arrays, check those shapes against the plan on every rank alike, and
+//! word every message in the caller's notation.
+
+use std::ffi::c_void;
+
+use crate::args::{Notation, ReshapeArgs, Target, checked_product};
+use crate::error::{Error, Result};
+use crate::ffi::{
+    DtypeCode, MPI_Comm, create_plan, dr_plan, dr_status, elem_size, guard, plan_ref, shape_arg,
+};
+use crate::plan::{Plan, PlanOptions};
+
+/// `dr_reshape` for the Fortran module: `a` of shape `a_shape` (`a_ndims` extents)
+/// is this rank's slab, `b` of shape `b_shape` receives its part of the result.
+///
+/// # Safety
+/// As `dr_reshape`; `a` and `b` hold the elements their shapes say.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_fortran_reshape(
+    a: *const c_void,
+    a_ndims: i32,
+    a_shape: *const i64,
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    b: *mut c_void,
+    b_ndims: i32,
+    b_shape: *const i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+        // SAFETY: shapes readable for their dimension counts (documented).
+        let args = unsafe { fortran_args(dtype, shapes, local_len, -1) };
+        let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
+        // SAFETY: the arrays' shapes and data as documented.
+        unsafe { execute(&plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }?;
+        if !new_local_elems.is_null() {
+            // SAFETY: the module passes a writable int64.
+            unsafe { *new_local_elems = plan.output_elems() as i64 };
+        }
+        Ok(())
+    })
+}
+
+/// `dr_plan_create` for the Fortran module (arguments in Fortran notation).
+///
+/// # Safety
+/// As `dr_plan_create`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_fortran_plan_create(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    guard(|| {
+        let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+        // SAFETY: shapes readable for their dimension counts (documented).
+        let args = unsafe { fortran_args(dtype, shapes, local_len, new_local_len) };
+        // SAFETY: plan as documented.
+        unsafe { create_plan(comm, args, plan) }
+    })
+}
+
+/// `dr_plan_execute` for the Fortran module, with the arrays' shapes.
+///
+/// # Safety
+/// As `dr_plan_execute`; `a` and `b` hold the elements their shapes say.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute(
+    plan: *const dr_plan,
+    a: *const c_void,
+    a_ndims: i32,
+    a_shape: *const i64,
+    b: *mut c_void,
+    b_ndims: i32,
+    b_shape: *const i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        // SAFETY: the arrays' shapes and data as documented.
+        unsafe { execute(plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }
+    })
+}
+
+/// A Fortran array: its address, rank and shape (column-major order).
+type FortranArray<P> = (P, i32, *const i64);
+
+/// Executes `plan` from `a` into `b` once their shapes are checked (an error agreed
+/// like a buffer error).
+///
+/// # Safety
+/// The arrays' shapes readable, their data holding what the shapes say.
+unsafe fn execute(
+    plan: &Plan,
+    (a, a_ndims, a_shape): FortranArray<*const c_void>,
+    (b, b_ndims, b_shape): FortranArray<*mut c_void>,
+) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    let arrays = unsafe { array_shapes(plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
+    let pre = arrays.as_ref().err().cloned();
+    let capacity = arrays.map_or(0, |b_elems| b_elems.saturating_mul(plan.elem_size()));
+    let in_bytes = plan.input_elems() * plan.elem_size();
+    // SAFETY: the arrays hold what their shapes say, checked against the plan.
+    unsafe { plan.execute_checked(a.cast(), in_bytes, b.cast(), capacity, pre) }
+}
+
+/// A shape and split in Fortran notation: dimension count, extents, dimension.
+type FortranShape = (i32, *const i64, i32);
+
+/// Decodes the input's and output's shapes and splits, given in Fortran notation,
+/// into C order.
+///
+/// # Safety
+/// Shape pointers valid for their dimension counts.
+unsafe fn fortran_args(
+    dtype: DtypeCode,
+    ((ndims, gshape, split), (new_ndims, new_gshape, new_split)): (FortranShape, FortranShape),
+    local_len: i64,
+    new_local_len: i64,
+) -> Result<ReshapeArgs> {
+    // SAFETY: forwarded from the caller.
+    let gshape = reversed(unsafe { shape_arg("gshape", ndims, gshape) }?);
+    // SAFETY: forwarded from the caller.
+    let new_shape = reversed(unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?);
+    Ok(ReshapeArgs {
+        elem_size: elem_size(dtype)?,
+        split: split_arg("split", split, gshape.len())?,
+        new_split: split_arg("new_split", new_split, new_shape.len())?,
+        gshape,
+        local_len,
+        new_shape,
+        target: match new_local_len {
+            -1 => Target::Balanced,
+            n => Target::Len(n),
+        },
+        dtype: Some(dtype),
+        notation: Notation::Fortran,
+    })
+}
+
+fn reversed(mut shape: Vec<i64>) -> Vec<i64> {
+    shape.reverse();
+    shape
+}
+
+/// A Fortran dimension (1-based, 0 for not split) as a C axis.
+fn split_arg(name: &str, split: i32, ndims: usize) -> Result<Option<usize>> {
+    match usize::try_from(split) {
+        Ok(0) => Ok(None),
+        Ok(d) if d <= ndims => Ok(Some(ndims - d)),
+        _ => Err(Error::InvalidSplit(format!(
+            "{name} = {split} is out of range for {ndims} dimensions (1 to {ndims}, or 0 for not split)"
+        ))),
+    }
+}
+
+/// Checks the Fortran arrays against this rank's slabs and returns the number of
+/// elements `b` holds.
+///
+/// # Safety
+/// Shape pointers valid for their dimension counts.
+unsafe fn array_shapes(
+    plan: &Plan,
+    (a_ndims, a_shape): (i32, *const i64),
+    (b_ndims, b_shape): (i32, *const i64),
+) -> Result<usize> {
+    let rank = plan.rank();
+    // SAFETY: forwarded from the caller.
+    let a = reversed(unsafe { shape_arg("a", a_ndims, a_shape) }?);
+    // SAFETY: forwarded from the caller.
+    let b = reversed(unsafe { shape_arg("b", b_ndims, b_shape) }?);
+    check_array("a", &a, plan.local_input_shape(), rank)?;
+    check_array("b", &b, plan.local_output_shape(), rank)
+}
+
+/// An array of the slab's rank must have the slab's shape; an array of another rank
+/// (e.g. a flat buffer) must hold at least its elements. Returns the array's size.
+fn check_array(name: &str, array: &[i64], slab: &[u64], rank: usize) -> Result<usize> {
+    let fortran = Notation::Fortran;
+    let extents: Vec<u64> = array.iter().map(|&n| n.max(0) as u64).collect();
+    let (size, needed) = (
+        checked_product(&extents),
+        checked_product(slab).unwrap_or(0),
+    );
+    if array.len() == slab.len() && extents != slab {
+        return Err(Error::InvalidShape(format!(
+            "{name} has shape {} but this rank's slab has shape {} (rank {rank})",
+            fortran.shape(array),
+            fortran.shape(slab)
+        )));
+    }
+    match size {
+        Some(n) if n >= needed => Ok(n as usize),
+        _ => Err(Error::BufferTooSmall(format!(
+            "{name} has {} elements but this rank's slab of shape {} has {needed} (rank {rank})",
+            size.unwrap_or(0),
+            fortran.shape(slab)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_dimensions_map_to_c_axes() {
+        assert_eq!(split_arg("split", 0, 3).unwrap(), None);
+        assert_eq!(split_arg("split", 1, 3).unwrap(), Some(2));
+        assert_eq!(split_arg("split", 3, 3).unwrap(), Some(0));
+        for bad in [4, 5, -1] {
+            let message = split_arg("split", bad, 3).unwrap_err().to_string();
+            assert!(message.contains(&format!("split = {bad} is out of range for 3")));
+        }
+    }
+
+    #[test]
+    fn arrays_must_match_the_slab() {
+        // The slab (4, 6) in C order is a Fortran array (6, 4).
+        let slab = [4, 6];
+        assert_eq!(check_array("a", &[4, 6], &slab, 0).unwrap(), 24);
+        let short_row = check_array("a", &[4, 5], &slab, 1).unwrap_err();
+        assert!(matches!(short_row, Error::InvalidShape(_)));
+        assert!(
+            short_row
+                .to_string()
+                .contains("a has shape (5, 4) but this rank's slab has shape (6, 4) (rank 1)")
+        );
+        assert_eq!(check_array("b", &[30], &slab, 0).unwrap(), 30);
+        let flat = check_array("b", &[23], &slab, 2).unwrap_err();
+        assert!(matches!(flat, Error::BufferTooSmall(_)));
+        assert!(check_array("b", &[0, 0], &[0, 0], 0).is_ok());
+    }
+}
