@@ -34,7 +34,8 @@ module distreshape
   implicit none
   private
 
-  public :: dr_reshape, dr_plan_create, dr_plan_output, dr_plan_execute, dr_plan_stats_get, &
+  public :: dr_reshape, dr_plan_create, dr_plan_output, dr_plan_input, dr_plan_execute, &
+            dr_plan_stats_get, &
             dr_plan_describe, dr_plan_destroy, dr_balanced_slab, dr_status_string, &
             dr_last_error_message, dr_version
 
@@ -132,6 +133,20 @@ module distreshape
       type(c_ptr), value :: plan
       integer(c_int64_t), intent(out) :: new_gshape(*), new_local_len, new_local_elems
     end function c_plan_output
+
+    integer(c_int) function c_plan_input_slab(plan, len, offset, elems) &
+        bind(c, name="dr_plan_input_slab")
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: plan
+      integer(c_int64_t), intent(out) :: len, offset, elems
+    end function c_plan_input_slab
+
+    integer(c_int) function c_plan_output_slab(plan, len, offset, elems) &
+        bind(c, name="dr_plan_output_slab")
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: plan
+      integer(c_int64_t), intent(out) :: len, offset, elems
+    end function c_plan_output_slab
 
     integer(c_int) function c_plan_execute(plan, a, a_ndims, a_shape, b, b_ndims, b_shape) &
         bind(c, name="dr_fortran_plan_execute")
@@ -471,23 +486,46 @@ contains
   end subroutine plan_create_int
 
   !> Local query of the plan's output: resolved global shape (Fortran order),
-  !> this rank's extent along the new split dimension (-1 when not split) and
-  !> its number of elements (the size `b` needs in dr_plan_execute).
-  subroutine dr_plan_output(plan, new_gshape, new_local_len, new_local_elems, stat)
+  !> this rank's extent along the new split dimension and the global index of
+  !> its first element there (`new_offset`, 1-based, so the slab covers
+  !> new_offset to new_offset + new_local_len - 1; with explicit target lengths,
+  !> 1 + the lower ranks' lengths), both -1 when not split, and its number of
+  !> elements (the size `b` needs in dr_plan_execute).
+  subroutine dr_plan_output(plan, new_gshape, new_local_len, new_local_elems, new_offset, stat)
     type(dr_plan), intent(in) :: plan
     integer(int64), allocatable, intent(out), optional :: new_gshape(:)
-    integer(int64), intent(out), optional :: new_local_len, new_local_elems
+    integer(int64), intent(out), optional :: new_local_len, new_local_elems, new_offset
     integer, intent(out), optional :: stat
-    integer(c_int64_t) :: cshape(max(plan%new_ndims, 1)), len, elems
+    integer(c_int64_t) :: cshape(max(plan%new_ndims, 1)), len, offset, elems
     integer(c_int) :: status
     status = c_plan_output(plan%handle, cshape, len, elems)
+    if (status == DR_SUCCESS) status = c_plan_output_slab(plan%handle, len, offset, elems)
     if (status == DR_SUCCESS) then
       if (present(new_gshape)) new_gshape = cshape(plan%new_ndims:1:-1)
       if (present(new_local_len)) new_local_len = len
       if (present(new_local_elems)) new_local_elems = elems
+      if (present(new_offset)) new_offset = merge(offset + 1, -1_int64, offset >= 0)
     end if
     call finish(status, stat)
   end subroutine dr_plan_output
+
+  !> Local query of this rank's input slab: its extent along the split
+  !> dimension, the global index of its first element there (1-based), both -1
+  !> when not split, and its number of elements (the size `a` needs).
+  subroutine dr_plan_input(plan, local_len, offset, local_elems, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int64), intent(out), optional :: local_len, offset, local_elems
+    integer, intent(out), optional :: stat
+    integer(c_int64_t) :: len, first, elems
+    integer(c_int) :: status
+    status = c_plan_input_slab(plan%handle, len, first, elems)
+    if (status == DR_SUCCESS) then
+      if (present(local_len)) local_len = len
+      if (present(offset)) offset = merge(first + 1, -1_int64, first >= 0)
+      if (present(local_elems)) local_elems = elems
+    end if
+    call finish(status, stat)
+  end subroutine dr_plan_input
 
   !> Shared body of the dr_plan_execute specifics. A type mismatch between
   !> the arrays and the plan is a programming error and stops the program; the

@@ -291,6 +291,34 @@ enum dr_status dr_plan_output(const struct dr_plan *plan,
                               int64_t *new_local_elems);
 
 /*
+ This rank's input slab (local): its rows along `split` (`*local_len`), the
+ global index of its first row (`*offset`, 0-based), both -1 when the input is
+ not split, and its number of elements. Any output pointer may be NULL.
+
+ # Safety
+ `plan` from `dr_plan_create`; non-NULL outputs writable.
+ */
+enum dr_status dr_plan_input_slab(const struct dr_plan *plan,
+                                  int64_t *local_len,
+                                  int64_t *offset,
+                                  int64_t *local_elems);
+
+/*
+ This rank's output slab (local): its rows along `new_split`
+ (`*new_local_len`), the global index of its first row (`*new_offset`,
+ 0-based; with explicit target lengths, the sum of the lower ranks' lengths),
+ both -1 when the output is not split, and its number of elements (what `out`
+ must hold). Any output pointer may be NULL.
+
+ # Safety
+ `plan` from `dr_plan_create`; non-NULL outputs writable.
+ */
+enum dr_status dr_plan_output_slab(const struct dr_plan *plan,
+                                   int64_t *new_local_len,
+                                   int64_t *new_offset,
+                                   int64_t *new_local_elems);
+
+/*
  Executes a plan (collective over the plan's ranks): reads this rank's input from
  `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
  `in` (in place: the buffer must hold both); when nothing moves on this rank, in

@@ -448,6 +448,74 @@ pub unsafe extern "C" fn dr_plan_output(
     })
 }
 
+/// This rank's input slab (local): its rows along `split` (`*local_len`), the
+/// global index of its first row (`*offset`, 0-based), both -1 when the input is
+/// not split, and its number of elements. Any output pointer may be NULL.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_input_slab(
+    plan: *const dr_plan,
+    local_len: *mut i64,
+    offset: *mut i64,
+    local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let elems = plan.input_elems() as u64;
+        // SAFETY: non-null outputs are writable.
+        unsafe { write_slab(plan.input_slab(), elems, (local_len, offset, local_elems)) };
+        Ok(())
+    })
+}
+
+/// This rank's output slab (local): its rows along `new_split`
+/// (`*new_local_len`), the global index of its first row (`*new_offset`,
+/// 0-based; with explicit target lengths, the sum of the lower ranks' lengths),
+/// both -1 when the output is not split, and its number of elements (what `out`
+/// must hold). Any output pointer may be NULL.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_output_slab(
+    plan: *const dr_plan,
+    new_local_len: *mut i64,
+    new_offset: *mut i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let elems = plan.output_elems() as u64;
+        let outputs = (new_local_len, new_offset, new_local_elems);
+        // SAFETY: non-null outputs are writable.
+        unsafe { write_slab(plan.output_slab(), elems, outputs) };
+        Ok(())
+    })
+}
+
+/// Writes a slab's `(offset, rows)` (-1 each when not split) and element count to
+/// the non-NULL pointers of `(len, offset, elems)`.
+///
+/// # Safety
+/// Non-NULL pointers writable.
+unsafe fn write_slab(
+    slab: Option<(u64, u64)>,
+    elems: u64,
+    (len, offset, count): (*mut i64, *mut i64, *mut i64),
+) {
+    let (first, rows) = slab.map_or((-1, -1), |(o, l)| (o as i64, l as i64));
+    for (out, value) in [(len, rows), (offset, first), (count, elems as i64)] {
+        if !out.is_null() {
+            // SAFETY: non-null outputs are writable (documented).
+            unsafe { *out = value };
+        }
+    }
+}
+
 /// Executes a plan (collective over the plan's ranks): reads this rank's input from
 /// `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
 /// `in` (in place: the buffer must hold both); when nothing moves on this rank, in

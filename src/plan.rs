@@ -197,6 +197,19 @@ impl Plan {
         &self.local_shapes[1]
     }
 
+    /// This rank's input slab along the split axis: `(offset, rows)`, the first
+    /// global row it holds and how many (`None` when the input is not split).
+    pub fn input_slab(&self) -> Option<(u64, u64)> {
+        self.plan.input.rows(self.plan.rank)
+    }
+
+    /// This rank's output slab along the new split axis: `(offset, rows)` (`None`
+    /// when the output is not split). With explicit target lengths the offset is
+    /// the sum of the lower ranks' lengths, which no local formula gives.
+    pub fn output_slab(&self) -> Option<(u64, u64)> {
+        self.plan.output.rows(self.plan.rank)
+    }
+
     /// This rank's output rows along the new split axis (`None` when not split).
     pub fn output_rows(&self) -> Option<u64> {
         self.plan.output_rows()

@@ -679,6 +679,26 @@ impl Case {
         if plan.output_rows() != output_rows {
             fail("output_rows", &plan.output_rows(), &output_rows);
         }
+        let slab = |side: &Side| {
+            let offset = || side.lens[..w.rank].iter().sum::<u64>();
+            side.split.map(|_| (offset(), side.lens[w.rank]))
+        };
+        for (what, got, side) in [
+            ("input_slab", plan.input_slab(), inp),
+            ("output_slab", plan.output_slab(), out),
+        ] {
+            if got != slab(side) {
+                fail(what, &got, &slab(side));
+            }
+        }
+        let shapes = [plan.local_input_shape(), plan.local_output_shape()];
+        if shapes != [inp.local_shape(w.rank), out.local_shape(w.rank)] {
+            fail(
+                "local shapes",
+                &shapes,
+                &[inp.local_shape(w.rank), out.local_shape(w.rank)],
+            );
+        }
         if plan.elem_size() != size as usize {
             fail("elem_size", &plan.elem_size(), &size);
         }

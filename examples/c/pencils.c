@@ -120,11 +120,11 @@ static dr_plan *plan_transpose(MPI_Comm comm, const block *in, int from, int to,
     dr_plan *plan;
     CHECK(dr_plan_create(DR_DTYPE_FLOAT64, 3, sub, to, comm, in->len[to], 3, sub, from, -1,
                          &plan));
-    /* The plan gives the new slab's length, not its offset (README, "what
-     * would help"): the offset comes from dr_balanced_slab, via `out`. */
-    int64_t len, elems;
-    CHECK(dr_plan_output(plan, NULL, &len, &elems));
-    if (len != out->len[from] || elems != elements(out)) {
+    /* The plan's slab (length and offset along `from`) is the expected pencil's;
+     * with chosen lengths (new_local_len) only the plan would know the offset. */
+    int64_t len, offset, elems;
+    CHECK(dr_plan_output_slab(plan, &len, &offset, &elems));
+    if (len != out->len[from] || offset != out->off[from] || elems != elements(out)) {
         fprintf(stderr, "%c -> %c: the plan's output is not the expected pencil\n", AXIS[from],
                 AXIS[to]);
         MPI_Abort(MPI_COMM_WORLD, 1);

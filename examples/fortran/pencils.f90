@@ -164,13 +164,14 @@ contains
     integer, intent(in) :: from, to
     type(dr_plan), intent(out) :: plan
     integer, parameter :: DIMS3(3) = [X, Y, Z]
-    integer(int64) :: sub(3), len, elems
+    integer(int64) :: sub(3), len, offset, elems
     sub = merge(N, in%len, DIMS3 == from .or. DIMS3 == to)
     call dr_plan_create(DR_DTYPE_FLOAT64, sub, to, comm, in%len(to), sub, from, plan)
-    ! The plan gives the new slab's length, not its offset (README, "what
-    ! would help"): the offset comes from dr_balanced_slab, via `out`.
-    call dr_plan_output(plan, new_local_len=len, new_local_elems=elems)
-    if (len /= out%len(from) .or. elems /= product(out%len)) then
+    ! The plan's slab (length and 1-based offset along `from`) is the expected
+    ! pencil's; with chosen lengths only the plan would know the offset.
+    call dr_plan_output(plan, new_local_len=len, new_local_elems=elems, new_offset=offset)
+    if (len /= out%len(from) .or. offset /= out%off(from) + 1 .or. &
+        elems /= product(out%len)) then
       print '(4a)', AXIS(from), ' -> ', AXIS(to), ': the plan''s output is not the expected pencil'
       call MPI_Abort(MPI_COMM_WORLD, 1)
     end if

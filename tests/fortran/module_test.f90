@@ -45,8 +45,11 @@ program module_test
   ! Plans, with the integer handle.
   call dr_plan_create(DR_DTYPE_FLOAT64, [6_int64, 4_int64], 2, MPI_COMM_WORLD%MPI_VAL, my_len, &
                       [2_int64, -1_int64], 2, plan)
-  call dr_plan_output(plan, shape_out, new_len, elems)
+  call dr_plan_output(plan, shape_out, new_len, elems, new_offset=j)
   call expect(all(shape_out == [2, 12]) .and. elems == 2 * new_len, 'dr_plan_output')
+  call expect(j == new_offset + 1, 'dr_plan_output: new_offset is 1-based')
+  call dr_plan_input(plan, i, j, elems)
+  call expect(i == my_len .and. j == offset + 1 .and. elems == 6 * my_len, 'dr_plan_input')
   b = -1
   call dr_plan_execute(plan, a, b)
   call expect(all(b == expected()), 'dr_plan_execute')
