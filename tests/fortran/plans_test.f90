@@ -1,0 +1,177 @@
+!> Plans from Fortran: the element type from a mold array, output arrays
+!> allocated by the plan (with global bounds), execution in place on one
+!> buffer viewed with both shapes, copies sharing a plan, and plans destroyed
+!> when they go out of scope (finalization; checked by the memory 20000 plans
+!> would otherwise keep).
+program plans_test
+  use mpi_f08
+  use distreshape
+  use, intrinsic :: iso_fortran_env, only: int32, int64, real64
+  implicit none
+  integer :: rank, nranks, failures, total
+  integer(int64) :: my_len, offset, new_len, new_offset
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  failures = 0
+  ! (6, 7) split along dimension 2 -> (3, 14) split along dimension 2.
+  call dr_balanced_slab(7_int64, nranks, rank, my_len, offset)
+  call dr_balanced_slab(14_int64, nranks, rank, new_len, new_offset)
+
+  call check_mold_and_allocate()
+  call check_in_place()
+  call check_copies()
+  call check_finalization()
+
+  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a)', merge('OK:     ', 'FAILED: ', total == 0), total, ' failure(s)'
+  call MPI_Finalize()
+  if (total /= 0) error stop 1
+
+contains
+
+  !> This rank's input slab, filled with global (0-based, column-major) indices.
+  function input() result(a)
+    integer(int32), allocatable :: a(:, :)
+    integer(int64) :: i, j
+    allocate(a(6, my_len))
+    do j = 1, my_len
+      do i = 1, 6
+        a(i, j) = int((i - 1) + 6 * (offset + j - 1), int32)
+      end do
+    end do
+  end function input
+
+  !> True when `b(3, lo:hi)` holds the global indices of columns lo..hi (1-based).
+  logical function holds_columns(b, lo) result(ok)
+    integer(int32), intent(in) :: b(:, :)
+    integer(int64), intent(in) :: lo
+    integer(int64) :: i, j
+    ok = .true.
+    do j = 1, size(b, 2, kind=int64)
+      do i = 1, 3
+        ok = ok .and. b(i, j) == int((i - 1) + 3 * (lo + j - 2), int32)
+      end do
+    end do
+  end function holds_columns
+
+  subroutine check_mold_and_allocate()
+    integer(int32), allocatable :: a(:, :), b(:, :)
+    type(dr_plan) :: plan
+    a = input()
+    call dr_plan_create([6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, [3_int64, 14_int64], 2, &
+                        plan, mold=a)
+    call dr_plan_allocate_output(plan, b, global_bounds=.true.)
+    call expect(lbound(b, 2) == new_offset + 1 .and. ubound(b, 2) == new_offset + new_len &
+                .and. size(b, 1) == 3, 'allocate_output with global bounds')
+    b = -1
+    call dr_plan_execute(plan, a, b)
+    call expect(holds_columns(b, new_offset + 1), 'execute a plan made from mold=')
+    call dr_plan_allocate_output(plan, b)
+    call expect(lbound(b, 2) == 1 .and. size(b, 2) == new_len, 'allocate_output, reallocated')
+    call dr_plan_destroy(plan)
+  end subroutine check_mold_and_allocate
+
+  !> One buffer of max(input, output) elements, viewed as a(6, my_len) before
+  !> and b(3, new_len) after, through pointer bounds remapping.
+  subroutine check_in_place()
+    integer(int32), allocatable, target :: buf(:)
+    integer(int32), pointer :: a(:, :), b(:, :)
+    integer(int64) :: in_elems, out_elems
+    integer :: stat
+    type(dr_plan) :: plan
+    call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [3_int64, 14_int64], 2, plan)
+    call dr_plan_input(plan, local_elems=in_elems)
+    call dr_plan_output(plan, new_local_elems=out_elems)
+    allocate(buf(max(in_elems, out_elems)))
+    a(1:6, 1:my_len) => buf
+    a = input()
+    call dr_plan_execute_in_place(plan, buf)
+    b(1:3, 1:new_len) => buf
+    call expect(holds_columns(b, new_offset + 1), 'execute_in_place')
+    ! One element short (on ranks that hold any): the same status everywhere
+    ! when the plan communicates, and nothing else goes wrong.
+    deallocate(buf)
+    allocate(buf(max(in_elems, out_elems, 1_int64) - 1))
+    call dr_plan_execute_in_place(plan, buf, stat=stat)
+    call expect(stat == DR_ERROR_BUFFER_TOO_SMALL .or. &
+                (max(in_elems, out_elems) == 0 .and. stat == DR_SUCCESS), 'in place, one short')
+  end subroutine check_in_place
+
+  !> Copies share one plan: destroying one leaves the other working, and a
+  !> second destroy is harmless.
+  subroutine check_copies()
+    integer(int32), allocatable :: a(:, :), b(:, :)
+    type(dr_plan) :: plan, copy
+    a = input()
+    call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [3_int64, 14_int64], 2, plan)
+    copy = plan
+    call dr_plan_destroy(plan)
+    call dr_plan_destroy(plan)
+    call dr_plan_allocate_output(copy, b)
+    b = -1
+    call dr_plan_execute(copy, a, b)
+    call expect(holds_columns(b, new_offset + 1), 'a copy outlives the destroyed original')
+    copy = copy
+    call dr_plan_execute(copy, a, b)
+    call expect(holds_columns(b, new_offset + 1), 'self-assignment keeps the plan')
+    call dr_plan_destroy(copy)
+  end subroutine check_copies
+
+  !> 20000 plans made in a subroutine and never destroyed explicitly: they are
+  !> finalized on return, so the memory does not grow; the same plans kept
+  !> alive show what a leak would cost (the check is sensitive).
+  subroutine check_finalization()
+    type(dr_plan), allocatable :: kept(:)
+    integer(int64) :: before, scoped, alive
+    integer :: i
+    integer, parameter :: plans = 20000
+    before = resident_kib()
+    do i = 1, plans
+      call make_local_plan()
+    end do
+    scoped = resident_kib() - before
+    allocate(kept(plans))
+    do i = 1, plans
+      call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_SELF, 7_int64, &
+                          [3_int64, 14_int64], 2, kept(i))
+    end do
+    alive = resident_kib() - before - scoped
+    deallocate(kept)
+    if (rank == 0) print '(a, i0, a, i0, a)', 'memory growth: ', scoped, ' KiB for finalized plans, ', &
+                                               alive, ' KiB for plans kept alive'
+    call expect(alive > 4 * (scoped + 1024), 'finalized plans free their memory')
+  end subroutine check_finalization
+
+  subroutine make_local_plan()
+    type(dr_plan) :: plan
+    call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_SELF, 7_int64, &
+                        [3_int64, 14_int64], 2, plan)
+  end subroutine make_local_plan
+
+  !> This process's resident memory (VmRSS), in KiB.
+  integer(int64) function resident_kib()
+    character(256) :: line
+    integer :: unit, ios
+    resident_kib = -1
+    open(newunit=unit, file='/proc/self/status', action='read', iostat=ios)
+    do while (ios == 0)
+      read(unit, '(a)', iostat=ios) line
+      if (ios == 0 .and. line(1:6) == 'VmRSS:') read(line(7:), *) resident_kib
+    end do
+    close(unit)
+  end function resident_kib
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (.not. ok) then
+      failures = failures + 1
+      print '(a, i0, a, a)', 'rank ', rank, ': FAIL ', what
+    end if
+  end subroutine expect
+
+end program plans_test

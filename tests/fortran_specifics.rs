@@ -1,0 +1,204 @@
+//! The Fortran module's per-type specifics (one procedure per element kind, and
+//! per communicator kind) are generated from the templates below into the marked
+//! sections of `include/distreshape.f90`, so that they cannot drift apart and the
+//! module stays plain Fortran (no preprocessor in anyone's build). Regenerate
+//! with `DISTRESHAPE_BLESS=1 cargo test --test fortran_specifics`.
+
+use std::path::Path;
+
+/// Suffix, Fortran type and `dr_dtype` of every supported element kind.
+const KINDS: [(&str, &str, &str); 6] = [
+    ("r32", "real(real32)", "DR_DTYPE_FLOAT32"),
+    ("r64", "real(real64)", "DR_DTYPE_FLOAT64"),
+    ("i32", "integer(int32)", "DR_DTYPE_INT32"),
+    ("i64", "integer(int64)", "DR_DTYPE_INT64"),
+    ("c64", "complex(real32)", "DR_DTYPE_COMPLEX64"),
+    ("c128", "complex(real64)", "DR_DTYPE_COMPLEX128"),
+];
+
+/// Suffix, Fortran type and integer handle (MPI_Fint) of both communicator kinds.
+const COMMS: [(&str, &str, &str); 2] = [
+    ("", "type(MPI_Comm)", "comm%MPI_VAL"),
+    ("_int", "integer", "comm"),
+];
+
+/// Ranks `dr_plan_allocate_output` supports.
+const MAX_RANK: usize = 7;
+
+const RESHAPE: &str = "
+  subroutine reshape_@K@C(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+    @T, dimension(..), contiguous, target, intent(in) :: a
+    @T, dimension(..), contiguous, target, intent(inout) :: b
+    @M, intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(@D, c_loc(a), shape(a, int64), gshape, split, @H, &
+                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+  end subroutine reshape_@K@C
+";
+
+const CREATE_WITH_MOLD: &str = "
+  subroutine plan_create_@K@C(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    @M, intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    @T, dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    integer, intent(out), optional :: stat
+    call plan_create_core(@D, gshape, split, @H, local_len, new_gshape, new_split, &
+                          plan, new_local_len, stat)
+  end subroutine plan_create_@K@C
+";
+
+const EXECUTE: &str = "
+  subroutine execute_@K(plan, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, dimension(..), contiguous, target, intent(in) :: a
+    @T, dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(out), optional :: stat
+    call execute_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+  end subroutine execute_@K
+
+  subroutine execute_in_place_@K(plan, buf, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, contiguous, target, intent(inout) :: buf(:)
+    integer, intent(out), optional :: stat
+    call in_place_core(plan, @D, c_loc(buf), size(buf, kind=int64), stat)
+  end subroutine execute_in_place_@K
+";
+
+const ALLOCATE: &str = "
+  subroutine allocate_@K(plan, b, global_bounds, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, allocatable, intent(inout) :: b(..)
+    logical, intent(in), optional :: global_bounds
+    integer, intent(out), optional :: stat
+    integer(int64) :: lb(MAX_RANK), ub(MAX_RANK)
+    integer(c_int) :: status
+    call output_bounds(plan, rank(b), global_bounds, lb, ub, status)
+    if (status == DR_SUCCESS) then
+      select rank (b)
+@R      end select
+    end if
+    call finish(status, stat)
+  end subroutine allocate_@K
+";
+
+fn fill(template: &str, kind: (&str, &str, &str), comm: (&str, &str, &str)) -> String {
+    template
+        .replace("@K", kind.0)
+        .replace("@T", kind.1)
+        .replace("@D", kind.2)
+        .replace("@C", comm.0)
+        .replace("@M", comm.1)
+        .replace("@H", comm.2)
+        .replace("@R", &rank_branches())
+}
+
+/// One `rank (r)` branch per supported rank, allocating `b` with bounds `lb:ub`.
+fn rank_branches() -> String {
+    (1..=MAX_RANK)
+        .map(|r| {
+            let bounds: Vec<String> = (1..=r).map(|d| format!("lb({d}):ub({d})")).collect();
+            format!(
+                "      rank ({r})\n        if (allocated(b)) deallocate(b)\n        allocate(b({}))\n",
+                bounds.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// `interface name` with `procedures`, wrapped at 100 columns.
+fn interface(name: &str, procedures: &[String]) -> String {
+    let mut lines = vec![String::from("    module procedure")];
+    for (i, p) in procedures.iter().enumerate() {
+        let item = if i + 1 < procedures.len() {
+            format!(" {p},")
+        } else {
+            format!(" {p}")
+        };
+        if lines.last().is_some_and(|l| l.len() + item.len() > 98) {
+            lines.last_mut().expect("a line").push_str(" &");
+            lines.push(String::from("                    "));
+        }
+        lines.last_mut().expect("a line").push_str(&item);
+    }
+    format!(
+        "  interface {name}\n{}\n  end interface {name}\n",
+        lines.join("\n")
+    )
+}
+
+fn names(prefix: &str, with_comms: bool) -> Vec<String> {
+    let comms: &[&str] = if with_comms { &["", "_int"] } else { &[""] };
+    comms
+        .iter()
+        .flat_map(|c| KINDS.iter().map(move |k| format!("{prefix}{}{c}", k.0)))
+        .collect()
+}
+
+fn interfaces() -> String {
+    let mut create = vec![
+        String::from("plan_create_f08"),
+        String::from("plan_create_int"),
+    ];
+    create.extend(names("plan_create_", true));
+    [
+        interface("dr_reshape", &names("reshape_", true)),
+        interface("dr_plan_create", &create),
+        interface("dr_plan_execute", &names("execute_", false)),
+        interface(
+            "dr_plan_execute_in_place",
+            &names("execute_in_place_", false),
+        ),
+        interface("dr_plan_allocate_output", &names("allocate_", false)),
+    ]
+    .join("\n")
+}
+
+fn specifics() -> String {
+    let mut text = String::new();
+    for template in [RESHAPE, CREATE_WITH_MOLD] {
+        for comm in COMMS {
+            for kind in KINDS {
+                text += &fill(template, kind, comm);
+            }
+        }
+    }
+    for template in [EXECUTE, ALLOCATE] {
+        for kind in KINDS {
+            text += &fill(template, kind, COMMS[0]);
+        }
+    }
+    text
+}
+
+/// `text` with the lines between `! BEGIN GENERATED <section>` and
+/// `! END GENERATED <section>` replaced by `body`.
+fn with_section(text: &str, section: &str, body: &str) -> String {
+    let begin = format!("! BEGIN GENERATED {section} (tests/fortran_specifics.rs)\n");
+    let end = format!("  ! END GENERATED {section}");
+    let start = text.find(&begin).expect("begin marker") + begin.len();
+    let stop = text.find(&end).expect("end marker");
+    format!("{}{body}{}", &text[..start], &text[stop..])
+}
+
+#[test]
+fn fortran_specifics_are_generated() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/distreshape.f90");
+    let committed = std::fs::read_to_string(&path).expect("the Fortran module");
+    let generated = with_section(&committed, "interfaces", &interfaces());
+    let generated = with_section(&generated, "specifics", &specifics());
+    if std::env::var_os("DISTRESHAPE_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write the Fortran module");
+    }
+    assert!(
+        std::fs::read_to_string(&path).expect("the Fortran module") == generated,
+        "include/distreshape.f90 is stale: run DISTRESHAPE_BLESS=1 cargo test --test fortran_specifics"
+    );
+}
