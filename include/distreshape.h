@@ -101,6 +101,11 @@ typedef enum dr_status {
    A bug inside the library (a caught panic); please report it.
    */
   DR_ERROR_INTERNAL = 13,
+  /*
+   The plan already has an execution in flight (`dr_plan_execute_begin`
+   without its `dr_request_wait`): a plan runs one execution at a time.
+   */
+  DR_ERROR_EXECUTION_IN_PROGRESS = 14,
 } dr_status;
 
 /*
@@ -179,6 +184,13 @@ typedef enum dr_dtype {
  A reshape planned on every rank of a communicator (opaque).
  */
 typedef struct dr_plan dr_plan;
+
+/*
+ An execution in flight, started by `dr_plan_execute_begin` (opaque). A plan
+ runs one execution at a time, so a request is its plan seen as a request: it
+ needs no memory of its own.
+ */
+typedef struct dr_request dr_request;
 
 /*
  What a plan does on this rank.
@@ -340,6 +352,53 @@ enum dr_status dr_plan_execute(const struct dr_plan *plan,
                                const void *in,
                                void *out,
                                int64_t out_capacity);
+
+/*
+ Starts executing a plan without waiting for it (collective, like
+ `dr_plan_execute`): the same checks, the same agreement and the same status on
+ every rank, all reported here; on success the messages are in flight and
+ `*request` tracks them. Until `dr_request_test` reports completion or
+ `dr_request_wait` returns, `in` must not be changed nor `out` read or freed.
+ Call `dr_request_test` between pieces of computation, every few hundred
+ microseconds: most MPI libraries move messages only inside MPI calls, and each
+ test posts the schedule's next round. A plan runs one execution at a time:
+ starting another (or `dr_plan_execute`) before completion fails with
+ `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank. In place on the local path
+ (split-preserving) completes here: its receives may only start after its
+ sends. Allocates nothing. Destroying the plan cancels an execution in flight
+ (an error on the other ranks' side: complete it first).
+
+ # Safety
+ As `dr_plan_execute`; `request` writable; the buffers valid until completion.
+ */
+enum dr_status dr_plan_execute_begin(const struct dr_plan *plan,
+                                     const void *in,
+                                     void *out,
+                                     int64_t out_capacity,
+                                     struct dr_request **request);
+
+/*
+ Moves the execution of `*request` on as far as it goes without waiting and
+ sets `*done` to 1 when it has completed (then the request is freed and
+ `*request` set to NULL, as `MPI_Test` does), else 0. A NULL `*request` is
+ complete (`dr_plan_execute_begin` returns one when the execution completed
+ at once). A failure while messages flow (`DR_ERROR_MPI`) is this rank's; the
+ request is then over too (NULL), its messages cancelled and completed.
+
+ # Safety
+ `request` points to NULL or to a request from `dr_plan_execute_begin` whose
+ plan still exists; `done` writable.
+ */
+enum dr_status dr_request_test(struct dr_request **request, int *done);
+
+/*
+ Waits for the execution of `*request` to complete and sets `*request` to NULL (a NULL `*request` returns at once). A failure while
+ messages flow is this rank's (`DR_ERROR_MPI`, messages cancelled and completed).
+
+ # Safety
+ As `dr_request_test`.
+ */
+enum dr_status dr_request_wait(struct dr_request **request);
 
 /*
  What the plan does on this rank (local).

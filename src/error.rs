@@ -47,6 +47,9 @@ pub enum Error {
     /// A bug inside the library (for example a caught panic).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The plan already has an execution in flight.
+    #[error("execution in progress: {0}")]
+    ExecutionInProgress(String),
 }
 
 /// The one table of the error variants and their `dr_status` (the C ABI's codes);
@@ -88,6 +91,7 @@ status_table!(
     MpiNotInitialized => DR_ERROR_MPI_NOT_INITIALIZED,
     InvalidCommunicator => DR_ERROR_INVALID_COMMUNICATOR,
     Internal => DR_ERROR_INTERNAL,
+    ExecutionInProgress => DR_ERROR_EXECUTION_IN_PROGRESS,
 );
 
 impl Error {
@@ -128,7 +132,8 @@ impl Error {
             | Error::Mpi(d)
             | Error::MpiNotInitialized(d)
             | Error::InvalidCommunicator(d)
-            | Error::Internal(d) => d,
+            | Error::Internal(d)
+            | Error::ExecutionInProgress(d) => d,
         }
     }
 }

@@ -336,6 +336,8 @@ pub struct Exchange {
     /// The tag of this execution's messages: every execution takes the plan's next
     /// one ([`Comm::tag`]), on every rank alike.
     tag: c_int,
+    /// The execution in flight, between [`Exchange::begin`] and its completion.
+    active: Option<Active>,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -406,12 +408,13 @@ impl Exchange {
             requests,
             completed,
             staging,
+            active: None,
         })
     }
 
-    /// Runs the local copy and every message of `plan` (collective over `comm`). In
-    /// [`Mode::InPlaceStaged`], `packed` (otherwise unused) must have room for every
-    /// byte this rank sends.
+    /// Runs the local copy and every message of `plan` (collective over `comm`) to
+    /// completion. In [`Mode::InPlaceStaged`], `packed` (otherwise unused) must have
+    /// room for every byte this rank sends.
     ///
     /// # Safety
     /// `input` must be readable for the plan's input size and `output` writable for
@@ -423,79 +426,128 @@ impl Exchange {
     /// receives, and only for ranks it sends to, which never form a cycle.
     pub unsafe fn run(
         &mut self,
-        plan: &RankPlan,
-        comm: &Comm,
+        (plan, comm): (&RankPlan, &Comm),
         mode: Mode,
-        packed: &mut Vec<u8>,
+        packed: Vec<u8>,
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
+        if mode != Mode::InPlaceOrdered {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.start((plan, comm), mode, packed, input, output) };
+            return self.advance(plan, comm, true).map(drop);
+        }
+        self.next_execution(plan, comm, mode);
+        let mut sides = |sides: Sides| {
+            self.active = Some(Active::new(
+                input.cast_mut(),
+                output,
+                None,
+                Vec::new(),
+                sides,
+            ));
+            self.advance(plan, comm, true)
+        };
+        sides(Sides::Sends)?;
+        // SAFETY: every send has completed, so the buffer is ours (caller's contract).
+        unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
+        sides(Sides::Receives).map(drop)
+    }
+
+    /// Starts an execution and progresses it as far as it goes without waiting;
+    /// returns whether it completed. [`Exchange::advance`] carries it on; until it
+    /// completes, the buffers stay in use. [`Mode::InPlaceOrdered`] runs to
+    /// completion here: its receives may only start once its sends are done.
+    ///
+    /// # Safety
+    /// As [`Exchange::run`], and the buffers must stay valid until the execution
+    /// completes or fails.
+    pub unsafe fn begin(
+        &mut self,
+        (plan, comm): (&RankPlan, &Comm),
+        mode: Mode,
+        packed: Vec<u8>,
+        input: *const u8,
+        output: *mut u8,
+    ) -> Result<bool> {
+        if mode == Mode::InPlaceOrdered {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.run((plan, comm), mode, packed, input, output) }.map(|()| true);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start((plan, comm), mode, packed, input, output) };
+        self.advance(plan, comm, false)
+    }
+
+    /// True while an execution started by [`Exchange::begin`] is unfinished.
+    pub fn is_active(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Sets up an execution of every message in `mode`.
+    ///
+    /// # Safety
+    /// As [`Exchange::begin`].
+    unsafe fn start(
+        &mut self,
+        (plan, comm): (&RankPlan, &Comm),
+        mode: Mode,
+        mut packed: Vec<u8>,
+        input: *const u8,
+        output: *mut u8,
+    ) {
+        self.next_execution(plan, comm, mode);
+        let (send_base, local_copy) = match mode {
+            Mode::OutOfPlace => (input, Some(input)),
+            // SAFETY: forwarded from the caller.
+            _ => (unsafe { stage_in_place(plan, &mut packed, output) }, None),
+        };
+        let active = Active::new(send_base.cast_mut(), output, local_copy, packed, Sides::All);
+        self.active = Some(active);
+    }
+
+    /// Takes the next tag and rewinds every stream.
+    fn next_execution(&mut self, plan: &RankPlan, comm: &Comm, mode: Mode) {
         let limits = self.limits;
         self.executions += 1;
         self.tag = comm.tag(self.executions);
         self.streams
             .iter_mut()
             .for_each(|s| s.reset(plan, mode, limits));
-        let both = |_: Side| true;
-        match mode {
-            // SAFETY: forwarded from the caller.
-            Mode::OutOfPlace => unsafe {
-                self.progress(plan, comm, input, output, both, Some(input))
-            },
-            Mode::InPlaceStaged => {
-                // SAFETY: forwarded from the caller.
-                let send_base = unsafe { stage_in_place(plan, packed, output) };
-                // SAFETY: forwarded from the caller.
-                unsafe { self.progress(plan, comm, send_base, output, both, None) }
-            }
-            Mode::InPlaceOrdered => {
-                let sends = |side| side == Side::Send;
-                // SAFETY: forwarded from the caller.
-                unsafe { self.progress(plan, comm, input, output, sends, None) }?;
-                // SAFETY: forwarded from the caller.
-                unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
-                let receives = |side| side == Side::Receive;
-                // SAFETY: forwarded from the caller.
-                unsafe { self.progress(plan, comm, input, output, receives, None) }
-            }
-        }
     }
 
-    /// Runs the streams of the `selected` sides to completion as the schedule says.
-    /// Out of place, the kept elements are copied from `local_copy` while the first
-    /// messages are in flight.
-    ///
-    /// # Safety
-    /// As [`Exchange::run`], with sends read from `send_base`.
-    unsafe fn progress(
-        &mut self,
-        plan: &RankPlan,
-        comm: &Comm,
-        send_base: *const u8,
-        output: *mut u8,
-        selected: impl Fn(Side) -> bool,
-        mut local_copy: Option<*const u8>,
-    ) -> Result<()> {
+    /// Carries the active execution on as the schedule says: until it completes
+    /// when `blocking`, else as far as it goes without waiting. Returns whether it
+    /// completed (no execution active counts as completed). On failure every
+    /// message in flight is cancelled and completed before returning.
+    pub fn advance(&mut self, plan: &RankPlan, comm: &Comm, blocking: bool) -> Result<bool> {
+        let Some(mut active) = self.active.take() else {
+            return Ok(true);
+        };
         let kept = self.kept.take();
-        let mut copy_once = || {
-            if let Some(input) = local_copy.take() {
-                // SAFETY: forwarded from the caller.
-                unsafe { copy_local(plan, kept.as_deref(), input, output) };
+        let mut copy_once = |active: &mut Active| {
+            if let Some(input) = active.local_copy.take() {
+                // SAFETY: the buffers of `active` are valid until it completes
+                // (contract of begin / run); only out of place has a local copy.
+                unsafe { copy_local(plan, kept.as_deref(), input, active.output) };
             }
         };
-        let buffers = (send_base.cast_mut(), output);
-        let result = match self.progress {
-            // SAFETY: forwarded from the caller.
-            Progress::Pairwise { .. } => unsafe { self.pairwise(comm, buffers, &mut copy_once) },
-            // SAFETY: forwarded from the caller.
-            Progress::Independent => unsafe {
-                self.independent(comm, buffers, selected, &mut copy_once)
-            },
+        let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;
+        // SAFETY: as above.
+        let result = unsafe {
+            match self.progress {
+                Progress::Pairwise { .. } => self.pairwise(comm, &mut active, blocking, copy_once),
+                Progress::Independent => self.independent(comm, &mut active, blocking, copy_once),
+            }
         };
-        copy_once();
+        if matches!(result, Ok(true)) {
+            copy_once(&mut active);
+        }
         self.kept = kept;
-        if result.is_err() {
-            self.abandon();
+        match result {
+            Ok(false) => self.active = Some(active),
+            Ok(true) => {}
+            Err(_) => self.abandon(),
         }
         result
     }
@@ -519,48 +571,59 @@ impl Exchange {
         for stream in &mut self.streams {
             stream.pending = 0;
         }
+        self.active = None;
     }
 
     /// Pairwise progress: window after window, every stream of the window posts its
-    /// next round and the rank waits for the whole step (see [`crate::schedule`]).
+    /// next round and the rank completes the whole step (see [`crate::schedule`]).
+    /// The local copy runs once the first step is posted.
     ///
     /// # Safety
-    /// As [`Exchange::run`]; `buffers` are (where sends are read, where receives land).
+    /// The buffers of `active` valid (see [`Exchange::advance`]).
     unsafe fn pairwise(
         &mut self,
         comm: &Comm,
-        (send_base, output): (*mut u8, *mut u8),
-        copy_once: &mut dyn FnMut(),
-    ) -> Result<()> {
+        active: &mut Active,
+        blocking: bool,
+        copy_once: &mut dyn FnMut(&mut Active),
+    ) -> Result<bool> {
         let (staging, per_round, tag) = (self.staging.as_mut_ptr(), self.per_round, self.tag);
-        let mut rest = &mut self.streams[..];
-        while let Some(first) = rest.first() {
-            let window = first.spec.window;
-            let len = rest.iter().take_while(|s| s.spec.window == window).count();
-            let (streams, later) = rest.split_at_mut(len);
-            loop {
-                let mut used = 0;
-                for stream in streams.iter_mut().filter(|s| !s.done) {
-                    let base = match stream.spec.side {
-                        Side::Send => send_base,
-                        Side::Receive => output,
-                    };
-                    let slots = &mut self.requests[used..used + per_round];
-                    // SAFETY: the messages lie inside their buffer (planner invariant).
-                    unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
-                    used += stream.pending;
+        loop {
+            let window = self.window_at(active.window_start);
+            if active.posted > 0 {
+                if !complete_all(&mut self.requests[..active.posted], blocking)? {
+                    return Ok(false);
                 }
-                copy_once();
-                if used == 0 {
-                    break;
-                }
-                wait_all(&mut self.requests[..used])?;
+                active.posted = 0;
                 // SAFETY: the rounds' messages lie inside the output buffer.
-                unsafe { finish_rounds(streams, output, staging) };
+                unsafe { finish_rounds(&mut self.streams[window.clone()], active.output, staging) };
             }
-            rest = later;
+            if window.is_empty() {
+                return Ok(true);
+            }
+            for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
+                let base = active.base(stream.spec.side);
+                let slots = &mut self.requests[active.posted..active.posted + per_round];
+                // SAFETY: the messages lie inside their buffer (planner invariant).
+                unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
+                active.posted += stream.pending;
+            }
+            copy_once(active);
+            if active.posted == 0 {
+                active.window_start = window.end;
+            }
         }
-        Ok(())
+    }
+
+    /// The streams of the window starting at stream `start` (empty at the end).
+    fn window_at(&self, start: usize) -> std::ops::Range<usize> {
+        let rest = &self.streams[start..];
+        let len = rest.first().map_or(0, |first| {
+            rest.iter()
+                .take_while(|s| s.spec.window == first.spec.window)
+                .count()
+        });
+        start..start + len
     }
 
     /// Independent progress: a stream posts its next round as soon as its previous one
@@ -573,10 +636,10 @@ impl Exchange {
     unsafe fn independent(
         &mut self,
         comm: &Comm,
-        (send_base, output): (*mut u8, *mut u8),
-        selected: impl Fn(Side) -> bool,
-        copy_once: &mut dyn FnMut(),
-    ) -> Result<()> {
+        active: &mut Active,
+        blocking: bool,
+        copy_once: &mut dyn FnMut(&mut Active),
+    ) -> Result<bool> {
         let (staging, tag) = (self.staging.as_mut_ptr(), self.tag);
         loop {
             let mut in_flight = 0;
@@ -584,66 +647,79 @@ impl Exchange {
                 .streams
                 .iter_mut()
                 .zip(self.requests.chunks_mut(self.per_round))
-                .filter(|(s, _)| selected(s.spec.side))
+                .filter(|(s, _)| active.sides.includes(s.spec.side))
             {
                 if stream.pending == 0 && !stream.done {
-                    let base = match stream.spec.side {
-                        Side::Send => send_base,
-                        Side::Receive => output,
-                    };
+                    let base = active.base(stream.spec.side);
                     // SAFETY: the messages lie inside their buffer (planner invariant).
                     unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
                 }
                 in_flight += stream.pending;
             }
-            copy_once();
+            copy_once(active);
             if in_flight == 0 {
-                return Ok(());
+                return Ok(true);
             }
             let last_rounds = self
                 .streams
                 .iter_mut()
                 .all(|s| s.pending == 0 || s.is_exhausted());
-            match last_rounds {
-                // SAFETY: forwarded from the caller.
-                true => unsafe { self.complete_all(output) }?,
-                // SAFETY: forwarded from the caller.
-                false => unsafe { self.complete_some(output) }?,
+            let progressed = match last_rounds {
+                // SAFETY: the rounds' messages lie inside the output buffer.
+                true => unsafe { self.complete_rounds(active.output, blocking) }?,
+                // SAFETY: as above.
+                false => unsafe { self.complete_some(active.output, blocking) }?,
+            };
+            if !progressed {
+                return Ok(false);
             }
         }
     }
 
-    /// Waits for every message in flight; unpacks the receive rounds.
+    /// Completes every message in flight (or, not `blocking`, returns false unless
+    /// they all have) and unpacks the receive rounds.
     ///
     /// # Safety
-    /// As [`Exchange::run`].
-    unsafe fn complete_all(&mut self, output: *mut u8) -> Result<()> {
-        wait_all(&mut self.requests)?;
-        // SAFETY: the rounds' messages lie inside the output buffer.
+    /// The rounds' messages lie inside `output`.
+    unsafe fn complete_rounds(&mut self, output: *mut u8, blocking: bool) -> Result<bool> {
+        if !complete_all(&mut self.requests, blocking)? {
+            return Ok(false);
+        }
+        // SAFETY: forwarded from the caller.
         unsafe { finish_rounds(&mut self.streams, output, self.staging.as_ptr()) };
-        Ok(())
+        Ok(true)
     }
 
-    /// Waits for at least one message; unpacks the receive rounds that completed.
+    /// Completes at least one message (or, not `blocking`, those that have
+    /// completed, returning false when none has) and unpacks the receive rounds
+    /// that completed.
     ///
     /// # Safety
-    /// As [`Exchange::run`].
-    unsafe fn complete_some(&mut self, output: *mut u8) -> Result<()> {
+    /// The rounds' messages lie inside `output`.
+    unsafe fn complete_some(&mut self, output: *mut u8, blocking: bool) -> Result<bool> {
         injected_exchange_failure()?;
         let mut done: c_int = 0;
+        let (n, requests, completed) = (
+            count(self.requests.len())?,
+            self.requests.as_mut_ptr(),
+            self.completed.as_mut_ptr(),
+        );
+        // SAFETY: both arrays hold requests.len() entries; finished requests become
+        // MPI_REQUEST_NULL, which later calls skip.
+        let code = unsafe {
+            let statuses = ffi::RSMPI_STATUSES_IGNORE;
+            match blocking {
+                true => ffi::MPI_Waitsome(n, requests, &mut done, completed, statuses),
+                false => ffi::MPI_Testsome(n, requests, &mut done, completed, statuses),
+            }
+        };
         check(
-            // SAFETY: both arrays hold requests.len() entries; finished requests become
-            // MPI_REQUEST_NULL, which later calls skip.
-            unsafe {
-                ffi::MPI_Waitsome(
-                    count(self.requests.len())?,
-                    self.requests.as_mut_ptr(),
-                    &mut done,
-                    self.completed.as_mut_ptr(),
-                    ffi::RSMPI_STATUSES_IGNORE,
-                )
+            code,
+            if blocking {
+                "MPI_Waitsome"
+            } else {
+                "MPI_Testsome"
             },
-            "MPI_Waitsome",
         )?;
         let staging = self.staging.as_ptr();
         for &index in &self.completed[..done.max(0) as usize] {
@@ -654,7 +730,81 @@ impl Exchange {
                 unsafe { stream.unpack(output, staging) };
             }
         }
-        Ok(())
+        Ok(done > 0)
+    }
+}
+
+impl Drop for Exchange {
+    /// An execution still in flight is cancelled and completed: MPI must not write
+    /// the staging (or the caller's buffers) after this.
+    fn drop(&mut self) {
+        if self.active.is_some() && crate::comm::mpi_is_usable() {
+            self.abandon();
+        }
+    }
+}
+
+/// Which streams an execution drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sides {
+    All,
+    Sends,
+    Receives,
+}
+
+impl Sides {
+    fn includes(self, side: Side) -> bool {
+        match self {
+            Sides::All => true,
+            Sides::Sends => side == Side::Send,
+            Sides::Receives => side == Side::Receive,
+        }
+    }
+}
+
+/// An execution in flight: its buffers and how far the schedule has come.
+struct Active {
+    /// Where sends are read.
+    send_base: *mut u8,
+    /// Where receives land (the output).
+    output: *mut u8,
+    /// Out of place, the input the kept elements are copied from, once the first
+    /// messages are posted.
+    local_copy: Option<*const u8>,
+    /// In place with staging, everything this rank sends, read by the sends.
+    _packed: Vec<u8>,
+    sides: Sides,
+    /// Pairwise progress: the first stream of the current window.
+    window_start: usize,
+    /// Pairwise progress: requests of the step in flight.
+    posted: usize,
+}
+
+impl Active {
+    fn new(
+        send_base: *mut u8,
+        output: *mut u8,
+        local_copy: Option<*const u8>,
+        packed: Vec<u8>,
+        sides: Sides,
+    ) -> Active {
+        Active {
+            send_base,
+            output,
+            local_copy,
+            _packed: packed,
+            sides,
+            window_start: 0,
+            posted: 0,
+        }
+    }
+
+    /// The buffer a stream of `side` works on.
+    fn base(&self, side: Side) -> *mut u8 {
+        match side {
+            Side::Send => self.send_base,
+            Side::Receive => self.output,
+        }
     }
 }
 
@@ -671,20 +821,29 @@ unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const
     }
 }
 
-/// Waits for every request of `requests`.
-fn wait_all(requests: &mut [ffi::MPI_Request]) -> Result<()> {
+/// Completes every request of `requests`: waits when `blocking`, else only tests,
+/// returning whether they have all completed.
+fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
     injected_exchange_failure()?;
+    let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
+    let mut done: c_int = 1;
     // SAFETY: the slice holds requests.len() valid (or null) requests.
+    let code = unsafe {
+        let statuses = ffi::RSMPI_STATUSES_IGNORE;
+        match blocking {
+            true => ffi::MPI_Waitall(n, all, statuses),
+            false => ffi::MPI_Testall(n, all, &mut done, statuses),
+        }
+    };
     check(
-        unsafe {
-            ffi::MPI_Waitall(
-                count(requests.len())?,
-                requests.as_mut_ptr(),
-                ffi::RSMPI_STATUSES_IGNORE,
-            )
+        code,
+        if blocking {
+            "MPI_Waitall"
+        } else {
+            "MPI_Testall"
         },
-        "MPI_Waitall",
-    )
+    )?;
+    Ok(done != 0)
 }
 
 /// The staging of `slots` bytes for `streams`. When every stream's messages are kept,

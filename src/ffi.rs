@@ -4,7 +4,7 @@
 #![allow(non_camel_case_types)]
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::args::{MAX_DIMS, Notation, ReshapeArgs, Target};
@@ -101,11 +101,14 @@ pub enum dr_status {
     DR_ERROR_INVALID_COMMUNICATOR = 12,
     /// A bug inside the library (a caught panic); please report it.
     DR_ERROR_INTERNAL = 13,
+    /// The plan already has an execution in flight (`dr_plan_execute_begin`
+    /// without its `dr_request_wait`): a plan runs one execution at a time.
+    DR_ERROR_EXECUTION_IN_PROGRESS = 14,
 }
 
 impl dr_status {
     /// Every status, in the order of their values (0, 1, 2, ...).
-    pub const ALL: [dr_status; 14] = {
+    pub const ALL: [dr_status; 15] = {
         use dr_status::*;
         [
             DR_SUCCESS,
@@ -122,6 +125,7 @@ impl dr_status {
             DR_ERROR_MPI_NOT_INITIALIZED,
             DR_ERROR_INVALID_COMMUNICATOR,
             DR_ERROR_INTERNAL,
+            DR_ERROR_EXECUTION_IN_PROGRESS,
         ]
     };
 
@@ -151,6 +155,13 @@ pub type StatusCode = i32;
 /// A reshape planned on every rank of a communicator (opaque).
 pub struct dr_plan {
     plan: Plan,
+}
+
+/// An execution in flight, started by `dr_plan_execute_begin` (opaque). A plan
+/// runs one execution at a time, so a request is its plan seen as a request: it
+/// needs no memory of its own.
+pub struct dr_request {
+    _opaque: [u8; 0],
 }
 
 /// What a plan does on this rank.
@@ -558,6 +569,122 @@ pub unsafe extern "C" fn dr_plan_execute(
     })
 }
 
+/// Starts executing a plan without waiting for it (collective, like
+/// `dr_plan_execute`): the same checks, the same agreement and the same status on
+/// every rank, all reported here; on success the messages are in flight and
+/// `*request` tracks them. Until `dr_request_test` reports completion or
+/// `dr_request_wait` returns, `in` must not be changed nor `out` read or freed.
+/// Call `dr_request_test` between pieces of computation, every few hundred
+/// microseconds: most MPI libraries move messages only inside MPI calls, and each
+/// test posts the schedule's next round. A plan runs one execution at a time:
+/// starting another (or `dr_plan_execute`) before completion fails with
+/// `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank. In place on the local path
+/// (split-preserving) completes here: its receives may only start after its
+/// sends. Allocates nothing. Destroying the plan cancels an execution in flight
+/// (an error on the other ranks' side: complete it first).
+///
+/// # Safety
+/// As `dr_plan_execute`; `request` writable; the buffers valid until completion.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_begin(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    out: *mut c_void,
+    out_capacity: i64,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let p = unsafe { plan_ref(plan) }?;
+        let capacity = capacity_bytes(p, out_capacity);
+        let in_bytes = p.input_elems() * p.elem_size();
+        let missing = request
+            .is_null()
+            .then(|| Error::NullPointer("request is NULL".into()));
+        let pre = missing.or(capacity.as_ref().err().cloned());
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        let done = unsafe {
+            p.begin_checked(
+                r#in.cast(),
+                in_bytes,
+                out.cast(),
+                capacity.unwrap_or(0),
+                pre,
+            )
+        }?;
+        let tracked = if done {
+            std::ptr::null_mut()
+        } else {
+            plan.cast_mut().cast()
+        };
+        // SAFETY: request is writable (checked and agreed above).
+        unsafe { *request = tracked };
+        Ok(())
+    })
+}
+
+/// Moves the execution of `*request` on as far as it goes without waiting and
+/// sets `*done` to 1 when it has completed (then the request is freed and
+/// `*request` set to NULL, as `MPI_Test` does), else 0. A NULL `*request` is
+/// complete (`dr_plan_execute_begin` returns one when the execution completed
+/// at once). A failure while messages flow (`DR_ERROR_MPI`) is this rank's; the
+/// request is then over too (NULL), its messages cancelled and completed.
+///
+/// # Safety
+/// `request` points to NULL or to a request from `dr_plan_execute_begin` whose
+/// plan still exists; `done` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_request_test(
+    request: *mut *mut dr_request,
+    done: *mut c_int,
+) -> dr_status {
+    guard(|| {
+        if done.is_null() {
+            return Err(Error::NullPointer("done is NULL".into()));
+        }
+        // SAFETY: as documented.
+        let completed = unsafe { progress_request(request, false) }?;
+        // SAFETY: done is writable (checked above).
+        unsafe { *done = c_int::from(completed) };
+        Ok(())
+    })
+}
+
+/// Waits for the execution of `*request` to complete and sets `*request` to NULL (a NULL `*request` returns at once). A failure while
+/// messages flow is this rank's (`DR_ERROR_MPI`, messages cancelled and completed).
+///
+/// # Safety
+/// As `dr_request_test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_request_wait(request: *mut *mut dr_request) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { progress_request(request, true) }.map(drop))
+}
+
+/// Progresses the request behind `request`; sets it to NULL when it is over
+/// (completed or failed). Returns whether it completed.
+///
+/// # Safety
+/// As `dr_request_test`.
+unsafe fn progress_request(request: *mut *mut dr_request, blocking: bool) -> Result<bool> {
+    if request.is_null() {
+        return Err(Error::NullPointer("request is NULL".into()));
+    }
+    // SAFETY: as documented: *request is NULL or a request, i.e. a live plan.
+    let live = unsafe { *request };
+    if live.is_null() {
+        return Ok(true);
+    }
+    // SAFETY: a request is its plan (see dr_request), which still exists.
+    let plan = unsafe { plan_ref(live.cast::<dr_plan>()) }?;
+    let outcome = plan.progress(blocking);
+    if !matches!(outcome, Ok(false)) {
+        // SAFETY: request is writable (documented).
+        unsafe { *request = std::ptr::null_mut() };
+    }
+    outcome
+}
+
 /// What the plan does on this rank (local).
 ///
 /// # Safety
@@ -698,6 +825,7 @@ pub extern "C" fn dr_status_string(status: StatusCode) -> *const c_char {
         11 => b"MPI not initialized\0",
         12 => b"invalid communicator\0",
         13 => b"internal error\0",
+        14 => b"an execution of the plan is in progress\0",
         _ => b"unknown status\0",
     };
     text.as_ptr().cast()
@@ -775,7 +903,10 @@ mod tests {
         for (value, status) in dr_status::ALL.iter().enumerate() {
             assert_eq!(*status as usize, value);
         }
-        assert_eq!(dr_status::ALL.last(), Some(&dr_status::DR_ERROR_INTERNAL));
+        assert_eq!(
+            dr_status::ALL.last(),
+            Some(&dr_status::DR_ERROR_EXECUTION_IN_PROGRESS)
+        );
     }
 
     #[test]

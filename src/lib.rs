@@ -57,5 +57,5 @@ pub use array::{Element, reshape_array};
 pub use comm::RawComm;
 pub use error::{Error, Result};
 pub use layout::balanced_slab;
-pub use plan::{Plan, PlanOptions, reshape};
+pub use plan::{Execution, Plan, PlanOptions, reshape};
 pub use planner::{PlanStats, Route};

@@ -98,11 +98,13 @@ impl PlanOptions {
 /// ```
 #[derive(Debug)]
 pub struct Plan {
-    comm: Comm,
-    plan: RankPlan,
     /// Streams, requests and staging, reused by every execution. The mutex keeps
     /// C callers who break the one-thread-per-plan rule from racing on them.
+    /// Declared (so dropped) before `comm`: an execution still in flight is
+    /// cancelled while the communicator exists.
     exchange: Mutex<Exchange>,
+    comm: Comm,
+    plan: RankPlan,
     /// False when no rank sends or receives anything: execution is then purely
     /// local on every rank and needs no collective.
     collective: bool,
@@ -266,6 +268,48 @@ impl Plan {
         }
     }
 
+    /// Executes the plan while `work` runs: the messages are posted, `work` gets
+    /// the [`Execution`] to call [`Execution::test`] on between pieces of its own
+    /// computation (MPI moves messages mostly inside MPI calls), and the execution
+    /// is completed when `work` returns, or unwinds. Errors of the checks and the
+    /// agreement come before `work` runs (it then does not run), the same on every
+    /// rank; a failure while messages flow is this rank's. The buffers stay
+    /// borrowed until the end, so no safe code can release them while MPI uses them.
+    ///
+    /// ```no_run
+    /// # fn f(plan: &distreshape::Plan, a: &[f64], b: &mut [f64]) -> distreshape::Result<()> {
+    /// let sum = plan.execute_overlapped(a, b, |execution| {
+    ///     let mut sum = 0.0;
+    ///     for chunk in a.chunks(4096) {
+    ///         sum += chunk.iter().sum::<f64>();        // computation ...
+    ///         let _ = execution.test();                 // ... lets MPI progress
+    ///     }
+    ///     sum
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn execute_overlapped<T: crate::Element, R>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        work: impl FnOnce(&mut Execution<'_>) -> R,
+    ) -> Result<R> {
+        let pre = self.check_type::<T>().err();
+        let (in_bytes, out_bytes) = (size_of_val(input), size_of_val(output));
+        let out = output.as_mut_ptr().cast::<u8>();
+        // SAFETY: the slices are valid for their lengths and stay borrowed until the
+        // execution has completed (below, or in the guard's drop when unwinding).
+        let done =
+            unsafe { self.begin_checked(input.as_ptr().cast(), in_bytes, out, out_bytes, pre) }?;
+        let mut execution = Execution {
+            plan: self,
+            done,
+            failed: None,
+        };
+        let result = work(&mut execution);
+        execution.finish().map(|()| result)
+    }
+
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
     /// output on return, so it must be large enough for both (collective unless
     /// [`Plan::is_collective`] is false). When the output equals the input on this
@@ -344,6 +388,65 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        let agreed = unsafe { self.agreed(input, input_len, output, output_capacity, pre) };
+        let Some((mode, packed)) = agreed? else {
+            return Ok(());
+        };
+        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
+        // stages what it sends before rewriting the buffer.
+        unsafe { exchange.run((&self.plan, &self.comm), mode, packed, input, output) }
+    }
+
+    /// Starts an execution as [`Plan::execute_checked`] does (the same checks and
+    /// agreement), leaving its messages in flight; returns whether it completed.
+    /// [`Plan::progress`] carries it on.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched
+    /// until the execution completes or fails.
+    pub(crate) unsafe fn begin_checked(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        pre: Option<Error>,
+    ) -> Result<bool> {
+        // SAFETY: forwarded from the caller.
+        let agreed = unsafe { self.agreed(input, input_len, output, output_capacity, pre) };
+        let Some((mode, packed)) = agreed? else {
+            return Ok(true);
+        };
+        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in execute_checked; the caller keeps the buffers until the end.
+        unsafe { exchange.begin((&self.plan, &self.comm), mode, packed, input, output) }
+    }
+
+    /// Carries the execution in flight on: until it completes when `blocking`, else
+    /// as far as it goes without waiting. Returns whether it completed (true when
+    /// none is in flight). A failure is this rank's alone (messages in flight are
+    /// cancelled and completed first); other ranks may still complete.
+    pub(crate) fn progress(&self, blocking: bool) -> Result<bool> {
+        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        exchange.advance(&self.plan, &self.comm, blocking)
+    }
+
+    /// Checks one execution's buffers, agrees on the outcome with every rank (when
+    /// the plan communicates) and returns what to run: `None` when there is
+    /// nothing to do on this rank.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
+    unsafe fn agreed(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        pre: Option<Error>,
+    ) -> Result<Option<(Mode, Vec<u8>)>> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         let rank = self.comm.rank();
@@ -354,18 +457,23 @@ impl Plan {
             rank,
         );
         let local = pre
+            .or_else(|| self.busy())
             .map_or(buffers, |e| Err(e.on_rank(rank)))
             .and_then(|in_place| self.prepare(in_place));
         if self.collective {
             agree(&self.comm, local.as_ref().err(), &mut [])?;
         }
-        let Some((mode, mut packed)) = local? else {
-            return Ok(());
-        };
-        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
-        // stages what it sends before rewriting the buffer.
-        unsafe { exchange.run(&self.plan, &self.comm, mode, &mut packed, input, output) }
+        local
+    }
+
+    /// The error of starting an execution while one is in flight.
+    fn busy(&self) -> Option<Error> {
+        let exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        exchange.is_active().then(|| {
+            Error::ExecutionInProgress(
+                "the plan's previous execution has not completed: wait for it first".into(),
+            )
+        })
     }
 
     /// The mode of an execution, and in place on the exchange path the buffer for
@@ -442,6 +550,53 @@ fn check_buffers(
         )));
     }
     Ok(in_place)
+}
+
+/// An execution in flight, lent to the closure of [`Plan::execute_overlapped`].
+#[derive(Debug)]
+pub struct Execution<'a> {
+    plan: &'a Plan,
+    done: bool,
+    /// A failure seen by [`Execution::test`], reported when the execution ends.
+    failed: Option<Error>,
+}
+
+impl Execution<'_> {
+    /// Moves the execution on as far as it goes without waiting (posts the next
+    /// round, unpacks what arrived); returns whether it has completed. Call it
+    /// between pieces of computation, every few hundred microseconds: most MPI
+    /// libraries move messages only inside MPI calls. A failure is returned here
+    /// and again when the execution ends.
+    pub fn test(&mut self) -> Result<bool> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if !self.done {
+            let progressed = self.plan.progress(false);
+            self.failed = progressed.as_ref().err().cloned();
+            self.done = progressed?;
+        }
+        Ok(self.done)
+    }
+
+    /// Completes the execution.
+    fn finish(&mut self) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if !std::mem::replace(&mut self.done, true) {
+            self.plan.progress(true)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Execution<'_> {
+    /// Completes the execution when the closure unwinds: the buffers are about to
+    /// be released.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
 }
 
 /// `shape` with `rows` along `split` (unchanged when not split).

@@ -648,6 +648,31 @@ impl Case {
         }
         check_values(w, self.name, "mixed in place", &mixed[..want.len()], &want);
 
+        let mut overlapped = vec![T::default(); want.len()];
+        let tests = plan.execute_overlapped(input, &mut overlapped, |execution| {
+            let mut tests = 0;
+            while !execution.test().unwrap_or(true) {
+                tests += 1;
+            }
+            tests
+        });
+        match tests {
+            Ok(_) => check_values(w, self.name, "overlapped", &overlapped, &want),
+            Err(e) => w.fail(self.name, format!("overlapped execute failed: {e}")),
+        }
+        // A closure that unwinds: the execution still completes before the
+        // buffers are released.
+        overlapped.fill(T::default());
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            plan.execute_overlapped(input, &mut overlapped, |_| -> () {
+                std::panic::resume_unwind(Box::new(()))
+            })
+        }));
+        if unwound.is_ok() {
+            w.fail(self.name, "the unwinding closure returned");
+        }
+        check_values(w, self.name, "overlapped, unwound", &overlapped, &want);
+
         if self.limits.is_none() {
             let got = reshape(&w.comm, &args, input)
                 .unwrap_or_else(|e| w.fail(self.name, format!("reshape failed: {e}")));
