@@ -55,6 +55,9 @@ struct Case {
     /// Target ratio to the baseline when data moves between ranks (1.1 to memcpy
     /// when nothing moves).
     target: f64,
+    /// Measures overlap instead: an execution with a compute kernel of about its
+    /// own duration between begin and end, against execute + compute in sequence.
+    overlap: bool,
 }
 
 const CASES: &[Case] = &[
@@ -66,6 +69,7 @@ const CASES: &[Case] = &[
         new_split: Some(1),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "seed_big",
@@ -75,6 +79,7 @@ const CASES: &[Case] = &[
         new_split: Some(1),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "same_split_rebalance",
@@ -84,6 +89,7 @@ const CASES: &[Case] = &[
         new_split: Some(0),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "unbalanced_rebalance",
@@ -93,6 +99,7 @@ const CASES: &[Case] = &[
         new_split: Some(0),
         unbalanced: true,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "split_change",
@@ -102,6 +109,7 @@ const CASES: &[Case] = &[
         new_split: Some(1),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "infeasible_same_split",
@@ -111,6 +119,7 @@ const CASES: &[Case] = &[
         new_split: Some(1),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "flatten",
@@ -120,6 +129,7 @@ const CASES: &[Case] = &[
         new_split: Some(0),
         unbalanced: false,
         target: 1.25,
+        overlap: false,
     },
     Case {
         name: "scattered_split_change",
@@ -129,6 +139,7 @@ const CASES: &[Case] = &[
         new_split: Some(2),
         unbalanced: false,
         target: 1.3,
+        overlap: false,
     },
     Case {
         name: "small_latency",
@@ -138,6 +149,7 @@ const CASES: &[Case] = &[
         new_split: Some(2),
         unbalanced: false,
         target: 1.5,
+        overlap: false,
     },
     Case {
         name: "to_replicated",
@@ -147,6 +159,17 @@ const CASES: &[Case] = &[
         new_split: None,
         unbalanced: false,
         target: 1.25,
+        overlap: false,
+    },
+    Case {
+        name: "overlap",
+        gshape: &[1000, 1000, 100],
+        split: Some(0),
+        new_shape: &[1000, 100_000],
+        new_split: Some(1),
+        unbalanced: false,
+        target: 0.75,
+        overlap: true,
     },
 ];
 
@@ -337,6 +360,68 @@ fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
 
 /// Times `f` over `warmup + repeat` runs, each between barriers, `pre` (untimed)
 /// before each; returns the per-repeat max-over-ranks times, warm-up excluded.
+/// The compute kernel overlapped with an execution: `passes` sweeps over `work`,
+/// calling `between` after every 64 Ki elements.
+fn kernel(work: &mut [f64], passes: usize, between: &mut dyn FnMut()) {
+    for _ in 0..passes {
+        for chunk in work.chunks_mut(1 << 16) {
+            chunk
+                .iter_mut()
+                .for_each(|x| *x = x.mul_add(1.000_000_1, 1e-9));
+            between();
+        }
+    }
+    std::hint::black_box(work);
+}
+
+/// Median times of (execution overlapped with the kernel, execution then kernel),
+/// the kernel sized to take about as long as one execution.
+fn overlap_times(
+    world: &SimpleCommunicator,
+    plan: &Plan,
+    (input, output): (&[f64], &mut [f64]),
+    repeat: usize,
+) -> (f64, f64) {
+    let mut work = vec![1.0f64; 1 << 22];
+    let exec = median(&timed(
+        world,
+        1,
+        repeat,
+        || {},
+        || plan.execute(input, output).expect("execute"),
+    ));
+    let sweep = median(&timed(
+        world,
+        1,
+        3,
+        || {},
+        || kernel(&mut work, 1, &mut || {}),
+    ));
+    let passes = ((exec / sweep).round() as usize).max(1);
+    let compute = median(&timed(
+        world,
+        1,
+        repeat,
+        || {},
+        || kernel(&mut work, passes, &mut || {}),
+    ));
+    let overlapped = median(&timed(
+        world,
+        1,
+        repeat,
+        || {},
+        || {
+            plan.execute_overlapped(input, output, |execution| {
+                kernel(&mut work, passes, &mut || {
+                    let _ = execution.test();
+                })
+            })
+            .expect("overlapped execute")
+        },
+    ));
+    (overlapped, exec + compute)
+}
+
 fn timed(
     world: &SimpleCommunicator,
     warmup: usize,
@@ -604,6 +689,9 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     world.barrier();
     let (extra, reset) = peak_growth(|| plan.execute(&input, &mut output).expect("execute"));
     let correct = verify(&output, case.new_shape, case.new_split, out_off, out_len);
+    let overlap = case
+        .overlap
+        .then(|| overlap_times(world, &plan, (&input, &mut output), repeat));
 
     // In place: one buffer sized for both.
     drop(output);
@@ -669,13 +757,14 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let alltoallv_s = median(&a2a_times);
     let inplace_median_s = median(&inplace_times);
     let moves = bytes_sent > 0;
-    let baseline_s = if moves {
-        memcpy_stay_s + alltoallv_s
-    } else {
-        memcpy_s
+    let baseline_s = match overlap {
+        Some((_, serial)) => serial,
+        None if moves => memcpy_stay_s + alltoallv_s,
+        None => memcpy_s,
     };
     let time_target = if moves { case.target } else { 1.1 };
-    let ratio = median_s / baseline_s;
+    // The overlap case compares the overlapped time with execute + compute.
+    let ratio = overlap.map_or(median_s, |(overlapped, _)| overlapped) / baseline_s;
     Row {
         case: case.name,
         procs: p,

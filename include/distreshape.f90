@@ -37,7 +37,8 @@ module distreshape
   private
 
   public :: dr_reshape, dr_plan_create, dr_plan_output, dr_plan_input, dr_plan_execute, &
-            dr_plan_execute_in_place, dr_plan_allocate_output, dr_plan_stats_get, &
+            dr_plan_execute_in_place, dr_plan_allocate_output, dr_plan_execute_begin, &
+            dr_request_test, dr_request_wait, dr_plan_stats_get, &
             dr_plan_describe, dr_plan_destroy, dr_balanced_slab, dr_status_string, &
             dr_last_error_message, dr_version
 
@@ -82,6 +83,13 @@ module distreshape
     final :: plan_final
   end type dr_plan
 
+  !> An execution in flight, from dr_plan_execute_begin; complete it with
+  !> dr_request_test or dr_request_wait before its plan goes.
+  type, public :: dr_request
+    private
+    type(c_ptr) :: handle = c_null_ptr
+  end type dr_request
+
   !> Traffic statistics of a plan (struct dr_plan_stats).
   type, bind(c), public :: dr_plan_stats
     integer(c_int) :: path
@@ -114,6 +122,14 @@ module distreshape
   !> needs max(input, output) elements (see dr_plan_input / dr_plan_output);
   !> view it with either shape by pointer bounds remapping.
   !>
+  !> call dr_plan_execute_begin(plan, a, b, request [, stat]); collective, as
+  !> dr_plan_execute, but returns with the messages in flight: call
+  !> dr_request_test(request, done [, stat]) between pieces of computation and
+  !> dr_request_wait(request [, stat]) at the end. `a` and `b` must be
+  !> contiguous (no copy-in/out may stand in for them; a non-contiguous array
+  !> stops the program) and should be declared `asynchronous`; leave them alone
+  !> until the request completes.
+  !>
   !> call dr_plan_allocate_output(plan, b [, global_bounds] [, stat]); local.
   !> Allocates (reallocates) the allocatable array `b`, of the new shape's rank
   !> (1 to 7), with this rank's output slab shape; with global_bounds=.true.
@@ -140,6 +156,11 @@ module distreshape
     module procedure execute_in_place_r32, execute_in_place_r64, execute_in_place_i32, &
                      execute_in_place_i64, execute_in_place_c64, execute_in_place_c128
   end interface dr_plan_execute_in_place
+
+  interface dr_plan_execute_begin
+    module procedure execute_begin_r32, execute_begin_r64, execute_begin_i32, execute_begin_i64, &
+                     execute_begin_c64, execute_begin_c128
+  end interface dr_plan_execute_begin
 
   interface dr_plan_allocate_output
     module procedure allocate_r32, allocate_r64, allocate_i32, allocate_i64, allocate_c64, &
@@ -193,6 +214,26 @@ module distreshape
       type(c_ptr), value :: plan
       integer(c_int64_t), intent(out) :: len, offset, elems
     end function c_plan_output_slab
+
+    integer(c_int) function c_plan_execute_begin(plan, a, a_ndims, a_shape, b, b_ndims, b_shape, &
+        request) bind(c, name="dr_fortran_plan_execute_begin")
+      import :: c_ptr, c_int, c_int32_t, c_int64_t
+      type(c_ptr), value :: plan, a, b
+      integer(c_int32_t), value :: a_ndims, b_ndims
+      integer(c_int64_t), intent(in) :: a_shape(*), b_shape(*)
+      type(c_ptr), intent(out) :: request
+    end function c_plan_execute_begin
+
+    integer(c_int) function c_request_test(request, done) bind(c, name="dr_request_test")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: request
+      integer(c_int), intent(out) :: done
+    end function c_request_test
+
+    integer(c_int) function c_request_wait(request) bind(c, name="dr_request_wait")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: request
+    end function c_request_wait
 
     integer(c_int) function c_plan_execute_raw(plan, in, out, out_capacity) &
         bind(c, name="dr_plan_execute")
@@ -480,6 +521,39 @@ contains
       ub(plan%new_split) = lb(plan%new_split) + len - 1
     end if
   end subroutine output_bounds
+
+  !> Shared body of the dr_plan_execute_begin specifics.
+  subroutine begin_core(plan, dtype, a, ashape, b, bshape, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer, intent(in) :: dtype
+    type(c_ptr), intent(in) :: a, b
+    integer(int64), intent(in) :: ashape(:), bshape(:)
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
+      error stop 'distreshape: dr_plan_execute_begin: array type differs from the plan''s dtype'
+    call finish(c_plan_execute_begin(plan%handle, a, size(ashape, kind=c_int32_t), ashape, &
+                                     b, size(bshape, kind=c_int32_t), bshape, request%handle), stat)
+  end subroutine begin_core
+
+  !> Moves the execution on without waiting; `done` is .true. once it has
+  !> completed (a completed or never-started request is done).
+  subroutine dr_request_test(request, done, stat)
+    type(dr_request), intent(inout) :: request
+    logical, intent(out) :: done
+    integer, intent(out), optional :: stat
+    integer(c_int) :: flag, status
+    status = c_request_test(request%handle, flag)
+    done = status /= DR_SUCCESS .or. flag /= 0
+    call finish(status, stat)
+  end subroutine dr_request_test
+
+  !> Waits for the execution to complete.
+  subroutine dr_request_wait(request, stat)
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    call finish(c_request_wait(request%handle), stat)
+  end subroutine dr_request_wait
 
   !> Local query of the plan's traffic statistics.
   subroutine dr_plan_stats_get(plan, stats, stat)
@@ -878,6 +952,17 @@ contains
     call execute_core(plan, DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_r32
 
+  subroutine execute_begin_r32(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    real(real32), dimension(..), target, asynchronous, intent(in) :: a
+    real(real32), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_r32
+
   subroutine execute_in_place_r32(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
     real(real32), contiguous, target, intent(inout) :: buf(:)
@@ -892,6 +977,17 @@ contains
     integer, intent(out), optional :: stat
     call execute_core(plan, DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_r64
+
+  subroutine execute_begin_r64(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    real(real64), dimension(..), target, asynchronous, intent(in) :: a
+    real(real64), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_r64
 
   subroutine execute_in_place_r64(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
@@ -908,6 +1004,17 @@ contains
     call execute_core(plan, DR_DTYPE_INT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_i32
 
+  subroutine execute_begin_i32(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int32), dimension(..), target, asynchronous, intent(in) :: a
+    integer(int32), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_INT32, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_i32
+
   subroutine execute_in_place_i32(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
     integer(int32), contiguous, target, intent(inout) :: buf(:)
@@ -922,6 +1029,17 @@ contains
     integer, intent(out), optional :: stat
     call execute_core(plan, DR_DTYPE_INT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_i64
+
+  subroutine execute_begin_i64(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int64), dimension(..), target, asynchronous, intent(in) :: a
+    integer(int64), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_INT64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_i64
 
   subroutine execute_in_place_i64(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
@@ -938,6 +1056,17 @@ contains
     call execute_core(plan, DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_c64
 
+  subroutine execute_begin_c64(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    complex(real32), dimension(..), target, asynchronous, intent(in) :: a
+    complex(real32), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_c64
+
   subroutine execute_in_place_c64(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
     complex(real32), contiguous, target, intent(inout) :: buf(:)
@@ -952,6 +1081,17 @@ contains
     integer, intent(out), optional :: stat
     call execute_core(plan, DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_c128
+
+  subroutine execute_begin_c128(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    complex(real64), dimension(..), target, asynchronous, intent(in) :: a
+    complex(real64), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_c128
 
   subroutine execute_in_place_c128(plan, buf, stat)
     type(dr_plan), intent(in) :: plan

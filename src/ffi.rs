@@ -623,6 +623,14 @@ pub unsafe extern "C" fn dr_plan_execute_begin(
     })
 }
 
+/// The request tracking `plan`'s execution: NULL once it has completed.
+pub(crate) fn request_for(plan: *const dr_plan, done: bool) -> *mut dr_request {
+    match done {
+        true => std::ptr::null_mut(),
+        false => plan.cast_mut().cast(),
+    }
+}
+
 /// Moves the execution of `*request` on as far as it goes without waiting and
 /// sets `*done` to 1 when it has completed (then the request is freed and
 /// `*request` set to NULL, as `MPI_Test` does), else 0. A NULL `*request` is

@@ -64,6 +64,17 @@ const EXECUTE: &str = "
     call execute_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
   end subroutine execute_@K
 
+  subroutine execute_begin_@K(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, dimension(..), target, asynchronous, intent(in) :: a
+    @T, dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_@K
+
   subroutine execute_in_place_@K(plan, buf, stat)
     type(dr_plan), intent(in) :: plan
     @T, contiguous, target, intent(inout) :: buf(:)
@@ -156,6 +167,7 @@ fn interfaces() -> String {
             "dr_plan_execute_in_place",
             &names("execute_in_place_", false),
         ),
+        interface("dr_plan_execute_begin", &names("execute_begin_", false)),
         interface("dr_plan_allocate_output", &names("allocate_", false)),
     ]
     .join("\n")

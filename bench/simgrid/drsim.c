@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
   int64_t rshape[3], nlen, nelems;
   dr_plan_output(plan, rshape, &nlen, &nelems);
   dr_plan_stats st; dr_plan_stats_get(plan, &st);
-  char desc[512]; dr_plan_describe(plan, desc, sizeof desc);
+  char desc[512]; dr_plan_describe(plan, desc, sizeof desc, NULL);
 
   size_t inb = (size_t)in_elems * 8, outb = (size_t)nelems * 8;
   double *in = BIGALLOC(inb ? inb : 8), *out = BIGALLOC(outb ? outb : 8);

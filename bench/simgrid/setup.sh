@@ -63,6 +63,9 @@ CARGO_TARGET_DIR="$WORK/target" MPI_PKG_CONFIG="$WORK/pkgconfig/smpi.pc" \
   --config "patch.crates-io.mpi.path=\"$WORK/mpi\""
 mkdir -p "$WORK/lib"
 cp "$WORK/target/release/libdistreshape.so" "$WORK/lib/"
+# The driver records the library's SONAME (libdistreshape.so.ABI): provide that name.
+soname=$(objdump -p "$WORK/lib/libdistreshape.so" | awk '/SONAME/ {print $2}')
+ln -sf libdistreshape.so "$WORK/lib/$soname"
 smpicc -O2 -Wall -I"$ROOT/include" "$KIT/drsim.c" -o "$WORK/drsim" -L"$WORK/lib" -ldistreshape -Wl,-rpath,"$WORK/lib"
 for i in $(seq 0 1023); do echo "node-$i"; done > "$WORK/hostfile"
 echo "built $WORK/drsim against SMPI; run bench/simgrid/run.sh"

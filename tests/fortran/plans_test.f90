@@ -22,6 +22,7 @@ program plans_test
   call check_mold_and_allocate()
   call check_in_place()
   call check_copies()
+  call check_nonblocking()
   call check_finalization()
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
@@ -120,6 +121,34 @@ contains
     call expect(holds_columns(b, new_offset + 1), 'self-assignment keeps the plan')
     call dr_plan_destroy(copy)
   end subroutine check_copies
+
+  !> begin / test loop, then begin / wait; every element checked.
+  subroutine check_nonblocking()
+    integer(int32), allocatable, asynchronous :: a(:, :), b(:, :)
+    type(dr_plan) :: plan
+    type(dr_request) :: request
+    logical :: done
+    integer :: tests
+    a = input()
+    call dr_plan_create([6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, [3_int64, 14_int64], 2, &
+                        plan, mold=a)
+    call dr_plan_allocate_output(plan, b)
+    b = -1
+    call dr_plan_execute_begin(plan, a, b, request)
+    done = .false.
+    tests = 0
+    do while (.not. done)
+      call dr_request_test(request, done)
+      tests = tests + 1
+    end do
+    call expect(holds_columns(b, new_offset + 1), 'begin / test loop')
+    b = -1
+    call dr_plan_execute_begin(plan, a, b, request)
+    call dr_request_wait(request)
+    call dr_request_wait(request)
+    call expect(holds_columns(b, new_offset + 1), 'begin / wait (twice: the second is a no-op)')
+    call dr_plan_destroy(plan)
+  end subroutine check_nonblocking
 
   !> 20000 plans made in a subroutine and never destroyed explicitly: they are
   !> finalized on return, so the memory does not grow; the same plans kept
