@@ -258,10 +258,13 @@ fn with_errors_returned<R>(caller: RawComm, body: impl FnOnce() -> Result<R>) ->
     let swapped = unsafe { ffi::MPI_Comm_set_errhandler(caller, ffi::RSMPI_ERRORS_RETURN) };
     let result = check(swapped, "MPI_Comm_set_errhandler").and_then(|()| body());
     // SAFETY: restoring the handler read above, then releasing our reference to it.
+    // An MPI that reports the default handler as a null handle (SimGrid's SMPI)
+    // refuses it back: the default, MPI_ERRORS_ARE_FATAL, is restored instead.
     let restored = unsafe {
-        let code = ffi::MPI_Comm_set_errhandler(caller, saved);
-        ffi::MPI_Errhandler_free(&mut saved);
-        code
+        match ffi::MPI_Comm_set_errhandler(caller, saved) {
+            0 => ffi::MPI_Errhandler_free(&mut saved),
+            _ => ffi::MPI_Comm_set_errhandler(caller, ffi::RSMPI_ERRORS_ARE_FATAL),
+        }
     };
     result.and_then(|r| check(restored, "MPI_Comm_set_errhandler").map(|()| r))
 }
