@@ -57,10 +57,13 @@ PY
 mkdir -p "$WORK/pkgconfig"
 printf 'Name: smpi\nDescription: SimGrid SMPI\nVersion: 3.32\nCflags: -I/usr/include/smpi\nLibs: -lsimgrid\n' > "$WORK/pkgconfig/smpi.pc"
 
+# The patches rewrite Cargo.lock's entries for mpi and mpi-sys: keep the committed one.
+cp "$ROOT/Cargo.lock" "$WORK/Cargo.lock.orig"
 CARGO_TARGET_DIR="$WORK/target" MPI_PKG_CONFIG="$WORK/pkgconfig/smpi.pc" \
   cargo build --release --lib --manifest-path "$ROOT/Cargo.toml" \
   --config "patch.crates-io.mpi-sys.path=\"$WORK/mpi-sys\"" \
   --config "patch.crates-io.mpi.path=\"$WORK/mpi\""
+cp "$WORK/Cargo.lock.orig" "$ROOT/Cargo.lock"
 mkdir -p "$WORK/lib"
 cp "$WORK/target/release/libdistreshape.so" "$WORK/lib/"
 # The driver records the library's SONAME (libdistreshape.so.ABI): provide that name.
