@@ -2,10 +2,11 @@
 #  1. installs the build in BUILD_DIR into WORK_DIR/prefix,
 #  2. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
 #  3. builds the examples, runs their tests (1-4 ranks) with ctest,
-#  4. installs them too and runs the installed seed example, which must find
-#     libdistreshape.so through its RPATH alone,
-#  5. builds the split example with the compiler and `pkg-config distreshape`
-#     flags only, and runs it.
+#  4. installs them too and runs the installed C and C++ seed examples, which
+#     must find libdistreshape.so through their RPATH alone,
+#  5. builds the C split example and the C++ seed example with the compiler and
+#     `pkg-config distreshape` flags only (plus C++17 and the MPI C++ bindings
+#     kept out, as DistReshape::distreshape_cxx has them), and runs them.
 foreach(var BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
             MPIEXEC_NUMPROC_FLAG)
   if(NOT DEFINED ${var})
@@ -70,7 +71,7 @@ endif()
 set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
     "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")
-foreach(var C_COMPILER Fortran_COMPILER)
+foreach(var C_COMPILER CXX_COMPILER Fortran_COMPILER)
   if(${var})
     list(APPEND configure_args "-DCMAKE_${var}=${${var}}")
   endif()
@@ -88,17 +89,27 @@ run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
 run("${CMAKE_COMMAND}" --install "${build}")
 unset(ENV{LD_LIBRARY_PATH})
 separate_arguments(preflags NATIVE_COMMAND "${MPIEXEC_PREFLAGS}")
-run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${prefix}/bin/seed_c" 1000)
+foreach(seed seed_c seed_cxx)
+  run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${prefix}/bin/${seed}" 1000)
+endforeach()
 
 # pkg-config: compile and link with the .pc flags alone.
 find_program(PKG_CONFIG pkg-config)
-if(PKG_CONFIG AND C_COMPILER)
+if(PKG_CONFIG)
   set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
   execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs distreshape
                   OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
   separate_arguments(pc_flags NATIVE_COMMAND "${pc_flags}")
-  run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
-  run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-      "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/split_pkgconfig")
+  if(C_COMPILER)
+    run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
+    run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/split_pkgconfig")
+  endif()
+  if(CXX_COMPILER)
+    run("${CXX_COMPILER}" -std=c++17 -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
+        "${EXAMPLES_DIR}/cxx/seed.cpp" -o "${WORK_DIR}/seed_cxx_pkgconfig" ${pc_flags})
+    run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/seed_cxx_pkgconfig" 1000)
+  endif()
 endif()

@@ -1,0 +1,580 @@
+/* DistReshape: the C++17 interface, header-only over the C ABI of distreshape.h.
+ *
+ *   #include <distreshape.hpp>
+ *   distreshape::plan<double> p({10, n, 10}, 1, MPI_COMM_WORLD, len, {10, -1}, 1);
+ *   std::vector<double> out(p.output_elems());
+ *   p.execute(in, out);                       // collective, any number of times
+ *
+ * Split axes are 0-based and shapes are C order, as in the C API. BEWARE when
+ * porting NumPy or Heat code: there a split (axis) of -1 means the LAST axis; here
+ * -1 (distreshape::not_split, DR_SPLIT_NONE) means NOT SPLIT: every rank holds the
+ * whole array. Pass ndims - 1 for the last axis.
+ *
+ * Every failure throws distreshape::error. The collective calls (the plan
+ * constructor, execute, reshape) fail with the same status on every rank, so every
+ * rank throws, with one exception inherited from dr_plan_execute: a plan that moves
+ * nothing between ranks executes without communicating, and a buffer error of its
+ * execute is then thrown only on the rank that made it (reshape has no exception).
+ *
+ * Link DistReshape::distreshape_cxx (CMake) or define OMPI_SKIP_MPICXX and
+ * MPICH_SKIP_MPICXX yourself: the header uses MPI's C API only. */
+
+#ifndef DISTRESHAPE_HPP
+#define DISTRESHAPE_HPP
+
+#if __cplusplus < 201703L
+#error "distreshape.hpp needs C++17 or later (CMake: link DistReshape::distreshape_cxx)"
+#endif
+
+#include <distreshape.h>
+
+#include <algorithm>
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#if __has_include(<version>)
+#include <version>
+#endif
+#ifdef __cpp_lib_span
+#include <span>
+#endif
+
+/// The C++ interface of DistReshape (header-only, over the C ABI).
+namespace distreshape {
+
+/// The `split` / `new_split` value meaning NOT split (every rank holds the whole
+/// array): -1, equal to `DR_SPLIT_NONE`. Unlike NumPy and Heat, where an axis of
+/// -1 is the last axis: pass `ndims - 1` for the last axis.
+inline constexpr std::int32_t not_split = DR_SPLIT_NONE;
+
+/// The `new_local_len` value asking for the balanced output distribution (for
+/// extent `n` over `p` ranks, rank `r` gets `n/p + (r < n%p)` rows).
+inline constexpr std::int64_t balanced = -1;
+
+/// What every failing call throws: the `dr_status` (the same on every rank of a
+/// collective call) and, as `what()`, the library's message (`dr_last_error_message`),
+/// which begins with the kind of error and names the argument, its value and the
+/// rank that found it.
+class error : public std::runtime_error {
+public:
+    /// An error of `status` with `message`.
+    error(dr_status status, const std::string& message)
+        : std::runtime_error(message), status_(status)
+    {
+    }
+
+    /// The status the C API returned.
+    dr_status status() const noexcept { return status_; }
+
+private:
+    dr_status status_;
+};
+
+/// A global shape argument: at most `DR_MAX_DIMS` extents, copied, so that a braced
+/// list (`{10, -1}`) is as safe as a named vector. Implicitly made from a
+/// `std::vector<std::int64_t>`, a `std::array<std::int64_t, N>` or a braced list.
+class shape {
+public:
+    /// No dimensions.
+    shape() noexcept = default;
+
+    /// The extents of a braced list, e.g. `{10, n, 10}`.
+    shape(std::initializer_list<std::int64_t> extents) noexcept
+        : shape(extents.begin(), extents.size())
+    {
+    }
+
+    /// The extents of a vector.
+    shape(const std::vector<std::int64_t>& extents) noexcept
+        : shape(extents.data(), extents.size())
+    {
+    }
+
+    /// The extents of an array.
+    template <std::size_t N>
+    shape(const std::array<std::int64_t, N>& extents) noexcept : shape(extents.data(), N)
+    {
+    }
+
+    /// The first extent (only the first `DR_MAX_DIMS` are kept).
+    const std::int64_t* data() const noexcept { return extents_.data(); }
+
+    /// The number of dimensions as given, even beyond `DR_MAX_DIMS`: the library
+    /// rejects such a shape (`DR_ERROR_INVALID_SHAPE`) without reading its extents.
+    std::size_t size() const noexcept { return size_; }
+
+private:
+    shape(const std::int64_t* extents, std::size_t n) noexcept : size_(n)
+    {
+        std::copy_n(extents, std::min(n, extents_.size()), extents_.begin());
+    }
+
+    std::array<std::int64_t, DR_MAX_DIMS> extents_{};
+    std::size_t size_ = 0;
+};
+
+namespace detail {
+
+inline void check(dr_status status)
+{
+    if (status != DR_SUCCESS)
+        throw error(status, dr_last_error_message());
+}
+
+/// A count as the C API's int32 or int64, saturated: the library then rejects
+/// what is out of its range instead of seeing a wrapped value.
+template <class Int>
+Int saturate(std::size_t n) noexcept
+{
+    return static_cast<Int>(std::min<std::size_t>(n, std::numeric_limits<Int>::max()));
+}
+
+template <class T>
+inline constexpr bool is_character_v =
+    std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char16_t> ||
+#ifdef __cpp_char8_t
+    std::is_same_v<T, char8_t> ||
+#endif
+    std::is_same_v<T, char32_t>;
+
+/// The dtype of a signed or unsigned integer of `size` bytes, -1 for none.
+constexpr int integer_dtype(std::size_t size, bool is_signed) noexcept
+{
+    const int first = is_signed ? DR_DTYPE_INT8 : DR_DTYPE_UINT8;
+    switch (size) {
+    case 1: return first;
+    case 2: return first + 1;
+    case 4: return first + 2;
+    case 8: return first + 3;
+    default: return -1;
+    }
+}
+
+/// The `dr_dtype` value of T, -1 when T is not an element type. Integers go by size
+/// and signedness, so that `long long` works wherever `std::int64_t` is `long`.
+template <class T>
+constexpr int dtype_code() noexcept
+{
+    if constexpr (!std::is_same_v<T, std::remove_cv_t<T>>)
+        return -1;
+    else if constexpr (std::is_same_v<T, bool>)
+        return DR_DTYPE_BOOL;
+    else if constexpr (std::is_same_v<T, float>)
+        return DR_DTYPE_FLOAT32;
+    else if constexpr (std::is_same_v<T, double>)
+        return DR_DTYPE_FLOAT64;
+    else if constexpr (std::is_same_v<T, std::complex<float>>)
+        return DR_DTYPE_COMPLEX64;
+    else if constexpr (std::is_same_v<T, std::complex<double>>)
+        return DR_DTYPE_COMPLEX128;
+    else if constexpr (std::is_integral_v<T> && !is_character_v<T>)
+        return integer_dtype(sizeof(T), std::is_signed_v<T>);
+    else
+        return -1;
+}
+
+/// Pointer overloads take the input's length on trust, as the C API does.
+inline constexpr std::size_t unchecked = std::numeric_limits<std::size_t>::max();
+
+/// The message about an input of `size` elements where this rank's input is `needed`,
+/// empty when it is long enough.
+inline std::string short_input(std::size_t size, std::size_t needed)
+{
+    if (size >= needed)
+        return std::string();
+    return "buffer too small: the input holds " + std::to_string(size) +
+           " elements but this rank's input is " + std::to_string(needed) + " elements";
+}
+
+/// `v.data()`, refusing `std::vector<bool>` with a clear message.
+template <class Vector>
+auto vector_data(Vector& v)
+{
+    using T = typename Vector::value_type;
+    static_assert(!std::is_same_v<T, bool>,
+                  "distreshape: std::vector<bool> packs bits and has no bool array to pass: use "
+                  "plan<bool> with a bool array (std::unique_ptr<bool[]>, std::array, or "
+                  "std::span<bool> in C++20); for the same reason distreshape::reshape, which "
+                  "returns a std::vector, is not available for bool");
+    if constexpr (std::is_same_v<T, bool>)
+        return static_cast<bool*>(nullptr); // unreachable: only silences follow-up errors
+    else
+        return v.data();
+}
+
+} // namespace detail
+
+/// True for the element types DistReshape moves: `bool`, `float`, `double`,
+/// `std::complex<float>`, `std::complex<double>`, and the signed and unsigned
+/// integers of 1, 2, 4 and 8 bytes (`std::int8_t` ... `std::uint64_t`, also
+/// `long long` and the like; not the character types).
+template <class T>
+inline constexpr bool is_element_v = detail::dtype_code<T>() >= 0;
+
+/// The `dr_dtype` of element type T; a compile error for other types.
+template <class T>
+constexpr dr_dtype dtype_of() noexcept
+{
+    static_assert(is_element_v<T>,
+                  "distreshape: unsupported element type: use bool, float, double, "
+                  "std::complex<float>, std::complex<double>, or std::int8_t ... std::int64_t, "
+                  "std::uint8_t ... std::uint64_t (not char types, long double, or structs)");
+    // The fallback 0 only keeps a failed static_assert the only error.
+    return static_cast<dr_dtype>(is_element_v<T> ? detail::dtype_code<T>() : 0);
+}
+
+/// One rank's slab of a split axis: rows `[offset, offset + len)` (both -1 from a
+/// plan's query when the array is not split).
+struct slab {
+    /// Number of rows.
+    std::int64_t len;
+    /// First row (global index along the axis, 0-based).
+    std::int64_t offset;
+};
+
+/// The balanced slab of `extent` rows for `rank` of `nranks` (`dr_balanced_slab`,
+/// pure, no MPI): `len = extent/nranks + (rank < extent%nranks)`. Throws
+/// `distreshape::error` for a negative extent or a rank outside `[0, nranks)`.
+[[nodiscard]] inline slab balanced_slab(std::int64_t extent, std::int32_t nranks,
+                                       std::int32_t rank)
+{
+    slab s{};
+    detail::check(dr_balanced_slab(extent, nranks, rank, &s.len, &s.offset));
+    return s;
+}
+
+/// A reshape planned on every rank of a communicator, to execute any number of
+/// times: a move-only owner of a `dr_plan*` (moved-from and default-constructed
+/// plans are empty). T is the element type (`is_element_v<T>`); it is compared
+/// across ranks when planning like the C `dtype`.
+///
+/// As in C, plans on one communicator are created and executed in the same order on
+/// every rank, and never from two threads at once (execute is non-const; the
+/// queries are const and may run concurrently with each other). Destroy a plan on
+/// every rank: destroying the last plan of a communicator the caller has freed
+/// frees the library's duplicate of it, which is collective.
+template <class T>
+class plan {
+public:
+    /// The element type.
+    using element_type = T;
+
+    /// The `dr_dtype` of T.
+    static constexpr dr_dtype dtype = dtype_of<T>();
+
+    /// An empty plan (as a moved-from one): every call but the destructor, moves,
+    /// `swap`, `native_handle`, `input_elems` (0) and `operator bool` throws
+    /// `DR_ERROR_NULL_POINTER` (locally).
+    plan() noexcept = default;
+
+    /// Plans a reshape (collective over `comm`, never freed; the first plan on a
+    /// communicator duplicates it once for all the plans on it).
+    ///
+    /// This rank holds rows `[off, off + local_len)` of axis `split` of the array of
+    /// global shape `gshape` (C order; offsets follow rank order), or the whole
+    /// array when `split` is `not_split` (-1: NOT the last axis; `local_len` is then
+    /// ignored). The output has shape `new_gshape` (at most one -1, inferred) and is
+    /// split along `new_split` (or `not_split`), in the balanced distribution or,
+    /// when `new_local_len` is not `balanced`, with this rank's `new_local_len`
+    /// rows (the values of all ranks must add up; ignored when not split).
+    /// Throws `distreshape::error` on every rank if any rank's arguments are wrong.
+    plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
+         const shape& new_gshape, std::int32_t new_split, std::int64_t new_local_len = balanced)
+        : plan() // constructed from here on: the destructor frees the plan if a query throws
+    {
+        new_ndims_ = new_gshape.size();
+        detail::check(dr_plan_create(dtype, detail::saturate<std::int32_t>(gshape.size()),
+                                     gshape.data(), split, comm, local_len,
+                                     detail::saturate<std::int32_t>(new_gshape.size()),
+                                     new_gshape.data(), new_split, new_local_len, &handle_));
+        // Kept: every execute from a container checks the input's length against it.
+        std::int64_t elems = 0;
+        detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
+        input_elems_ = static_cast<std::size_t>(elems);
+    }
+
+    /// Takes `other`'s plan; `other` is left empty.
+    plan(plan&& other) noexcept
+        : handle_(std::exchange(other.handle_, nullptr)),
+          input_elems_(std::exchange(other.input_elems_, 0)),
+          new_ndims_(std::exchange(other.new_ndims_, 0))
+    {
+    }
+
+    /// Destroys this plan (on every rank, see the class) and takes `other`'s.
+    plan& operator=(plan&& other) noexcept
+    {
+        plan(std::move(other)).swap(*this);
+        return *this;
+    }
+
+    plan(const plan&) = delete;
+    plan& operator=(const plan&) = delete;
+
+    /// `dr_plan_destroy` (on every rank, see the class).
+    ~plan() { dr_plan_destroy(handle_); }
+
+    /// Exchanges two plans.
+    void swap(plan& other) noexcept
+    {
+        std::swap(handle_, other.handle_);
+        std::swap(input_elems_, other.input_elems_);
+        std::swap(new_ndims_, other.new_ndims_);
+    }
+
+    /// Exchanges two plans.
+    friend void swap(plan& a, plan& b) noexcept { a.swap(b); }
+
+    /// Whether the plan is not empty.
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+    /// The C plan, still owned by this object (for the C API's functions).
+    dr_plan* native_handle() const noexcept { return handle_; }
+
+    /// The number of elements of this rank's input (its slab).
+    [[nodiscard]] std::size_t input_elems() const noexcept { return input_elems_; }
+
+    /// This rank's input rows along `split` and the first one's global index,
+    /// both -1 when the input is not split.
+    [[nodiscard]] slab input_slab() const
+    {
+        slab s{};
+        detail::check(dr_plan_input_slab(handle_, &s.len, &s.offset, nullptr));
+        return s;
+    }
+
+    /// This rank's output rows along `new_split` and the first one's global index
+    /// (with explicit target lengths, the sum of the lower ranks'), both -1 when
+    /// the output is not split.
+    [[nodiscard]] slab output_slab() const
+    {
+        slab s{};
+        detail::check(dr_plan_output_slab(handle_, &s.len, &s.offset, nullptr));
+        return s;
+    }
+
+    /// The resolved output global shape (the -1 inferred).
+    [[nodiscard]] std::vector<std::int64_t> output_shape() const
+    {
+        std::vector<std::int64_t> resolved(new_ndims_);
+        detail::check(dr_plan_output(handle_, resolved.data(), nullptr, nullptr));
+        return resolved;
+    }
+
+    /// This rank's rows along the new split axis, -1 when the output is not split.
+    [[nodiscard]] std::int64_t output_len() const
+    {
+        std::int64_t len = 0;
+        detail::check(dr_plan_output(handle_, nullptr, &len, nullptr));
+        return len;
+    }
+
+    /// The number of elements of this rank's output: the capacity execute needs out
+    /// of place (in place: the larger of this and `input_elems()`).
+    [[nodiscard]] std::size_t output_elems() const
+    {
+        std::int64_t elems = 0;
+        detail::check(dr_plan_output(handle_, nullptr, nullptr, &elems));
+        return static_cast<std::size_t>(elems);
+    }
+
+    /// What the plan does on this rank: path, bytes sent, received and copied, peers.
+    [[nodiscard]] dr_plan_stats stats() const
+    {
+        dr_plan_stats s{};
+        detail::check(dr_plan_stats_get(handle_, &s));
+        return s;
+    }
+
+    /// A human-readable description of what the plan does on this rank, whole.
+    [[nodiscard]] std::string describe() const
+    {
+        std::size_t needed = 0;
+        detail::check(dr_plan_describe(handle_, nullptr, 0, &needed));
+        std::string text(needed, '\0');
+        // needed + 1 bytes: the NUL lands on the terminator std::string keeps anyway.
+        detail::check(dr_plan_describe(handle_, text.data(), needed + 1, nullptr));
+        return text;
+    }
+
+    /// Executes the plan (collective, unless the plan moves nothing between ranks):
+    /// reads `input_elems()` elements from `in` (not checked: the caller's duty, as
+    /// in C) and writes `output_elems()` to `out`, which holds `capacity` elements.
+    /// `out == in` is in place. Throws `distreshape::error`.
+    void execute(const T* in, T* out, std::size_t capacity)
+    {
+        run(in, detail::unchecked, out, capacity);
+    }
+
+    /// Executes the plan (as above) from `in` into `out`, whose size is the capacity
+    /// (size it with `output_elems()`; elements beyond are untouched). An `in`
+    /// shorter than `input_elems()` fails with `DR_ERROR_BUFFER_TOO_SMALL`: on its
+    /// rank with a message saying so, on the others (unless the plan moves nothing
+    /// between ranks) with the library's message naming that rank and the
+    /// `out_capacity = -1` it passed so that every rank fails. Any allocators. Not
+    /// for `bool` (`std::vector<bool>` is not contiguous).
+    template <class InAlloc, class OutAlloc>
+    void execute(const std::vector<T, InAlloc>& in, std::vector<T, OutAlloc>& out)
+    {
+        run(detail::vector_data(in), in.size(), detail::vector_data(out), out.size());
+    }
+
+    /// Executes the plan in place: `buf` holds this rank's input on entry and its
+    /// output on return, so `capacity` must cover both (`max(input_elems(),
+    /// output_elems())`). When nothing moves on this rank, nothing is touched.
+    void execute_in_place(T* buf, std::size_t capacity)
+    {
+        run(buf, detail::unchecked, buf, capacity);
+    }
+
+    /// Executes the plan in place on `buf` (its size is the capacity). Not for bool.
+    template <class Alloc>
+    void execute_in_place(std::vector<T, Alloc>& buf)
+    {
+        execute_in_place(detail::vector_data(buf), buf.size());
+    }
+
+#ifdef __cpp_lib_span
+    /// Executes the plan (C++20) from `in` into `out` (its size is the capacity),
+    /// checking the length of `in` as the vector overload; for every element type,
+    /// bool included.
+    void execute(std::span<const T> in, std::span<T> out)
+    {
+        run(in.data(), in.size(), out.data(), out.size());
+    }
+
+    /// Executes the plan in place (C++20) on `buf` (its size is the capacity).
+    void execute_in_place(std::span<T> buf) { execute_in_place(buf.data(), buf.size()); }
+#endif
+
+private:
+    /// dr_plan_execute with an input of `in_size` elements. The C API takes no input
+    /// length, so a short input goes in as out_capacity = -1: the ranks of a plan
+    /// that moves data then all fail with DR_ERROR_BUFFER_TOO_SMALL, none is left
+    /// waiting in the exchange, and no byte is read beyond the input.
+    void run(const T* in, std::size_t in_size, T* out, std::size_t capacity)
+    {
+        const std::string fault = detail::short_input(in_size, input_elems_);
+        const std::int64_t cap = fault.empty() ? detail::saturate<std::int64_t>(capacity) : -1;
+        const dr_status status = dr_plan_execute(handle_, in, out, cap);
+        if (status == DR_ERROR_BUFFER_TOO_SMALL && !fault.empty())
+            throw error(status, fault);
+        detail::check(status);
+    }
+
+    dr_plan* handle_ = nullptr;
+    std::size_t input_elems_ = 0;
+    std::size_t new_ndims_ = 0;
+};
+
+namespace detail {
+
+/// What a one-shot reshape can find wrong on a rank before it executes.
+enum class fault { none, short_input, no_output };
+
+/// Throws on every rank of `comm` (collective) when any rank found a fault: this
+/// rank's `message` where it found one, the lowest faulty rank's fault elsewhere.
+inline void agree_on_fault(MPI_Comm comm, fault found, const std::string& message)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    // The minimum over the ranks of 2 * rank + (the fault's kind), if any.
+    const int none = std::numeric_limits<int>::max();
+    int mine = found == fault::none ? none : 2 * rank + (found == fault::no_output), lowest = none;
+    if (MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        throw error(DR_ERROR_MPI, "MPI error: MPI_Allreduce failed in a one-shot reshape");
+    if (found != fault::none)
+        throw error(DR_ERROR_BUFFER_TOO_SMALL, message);
+    if (lowest != none) {
+        const std::string who = std::to_string(lowest / 2);
+        throw error(DR_ERROR_BUFFER_TOO_SMALL,
+                    "buffer too small: " +
+                        (lowest % 2 ? "the output of rank " + who + " could not be allocated"
+                                    : "the input of rank " + who + " is too short") +
+                        " (reported to rank " + std::to_string(rank) + ")");
+    }
+}
+
+/// Executes the fresh plan `p` once into a new vector of exactly this rank's output.
+/// The faults found here (a short input, a failed allocation) are agreed first, as
+/// dr_reshape agrees on every outcome: executing a plan that moves nothing between
+/// ranks would report them on the faulty rank only.
+template <class T>
+std::vector<T> run_once(plan<T>& p, MPI_Comm comm, const T* in, std::size_t in_size)
+{
+    std::vector<T> out;
+    std::string message = short_input(in_size, p.input_elems());
+    fault found = message.empty() ? fault::none : fault::short_input;
+    try {
+        out.resize(p.output_elems());
+    } catch (const std::exception&) { // std::bad_alloc, or std::length_error
+        message = "buffer too small: the output of " + std::to_string(p.output_elems()) +
+                  " elements could not be allocated";
+        found = fault::no_output;
+    }
+    agree_on_fault(comm, found, message);
+    p.execute(in, vector_data(out), out.size());
+    return out;
+}
+
+} // namespace detail
+
+/// Reshapes in one call (collective): arguments as for `plan`'s constructor, `in`
+/// this rank's input (`input_elems()` elements, taken on trust as in C). Returns
+/// this rank's output, exactly its size. Not for bool: use `plan<bool>` with a bool
+/// array.
+///
+/// It plans, allocates the output the plan asks for, and executes the plan
+/// (`dr_reshape` needs the capacity before it plans, so it would plan twice). Like
+/// `dr_reshape`, it fails on every rank alike, even where nothing moves between
+/// ranks: a short input (of a vector or span) or a failed allocation on one rank is
+/// agreed with one `MPI_Allreduce` of one int over `comm` before anything moves
+/// (`DR_ERROR_BUFFER_TOO_SMALL` everywhere).
+template <class T>
+[[nodiscard]] std::vector<T> reshape(const T* in, const shape& gshape, std::int32_t split,
+                                     MPI_Comm comm, std::int64_t local_len,
+                                     const shape& new_gshape, std::int32_t new_split,
+                                     std::int64_t new_local_len = balanced)
+{
+    plan<T> p(gshape, split, comm, local_len, new_gshape, new_split, new_local_len);
+    return detail::run_once(p, comm, in, detail::unchecked);
+}
+
+/// Reshapes in one call (as above) from a vector, whose length is checked
+/// (`DR_ERROR_BUFFER_TOO_SMALL` when shorter than this rank's input).
+template <class T, class Alloc>
+[[nodiscard]] std::vector<T> reshape(const std::vector<T, Alloc>& in, const shape& gshape,
+                                     std::int32_t split, MPI_Comm comm, std::int64_t local_len,
+                                     const shape& new_gshape, std::int32_t new_split,
+                                     std::int64_t new_local_len = balanced)
+{
+    plan<T> p(gshape, split, comm, local_len, new_gshape, new_split, new_local_len);
+    return detail::run_once(p, comm, detail::vector_data(in), in.size());
+}
+
+#ifdef __cpp_lib_span
+/// Reshapes in one call (C++20, as above) from a span, whose length is checked.
+template <class T, std::size_t N>
+[[nodiscard]] std::vector<std::remove_const_t<T>>
+reshape(std::span<T, N> in, const shape& gshape, std::int32_t split, MPI_Comm comm,
+        std::int64_t local_len, const shape& new_gshape, std::int32_t new_split,
+        std::int64_t new_local_len = balanced)
+{
+    plan<std::remove_const_t<T>> p(gshape, split, comm, local_len, new_gshape, new_split,
+                                   new_local_len);
+    return detail::run_once(p, comm, in.data(), in.size());
+}
+#endif
+
+} // namespace distreshape
+
+#endif /* DISTRESHAPE_HPP */

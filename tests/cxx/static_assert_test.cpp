@@ -1,0 +1,26 @@
+// What distreshape.hpp refuses at compile time, with its own message: ctest
+// compiles this file once per DISTRESHAPE_CASE and expects the static_assert's text
+// in the compiler's output.
+#include <distreshape.hpp>
+
+#include <vector>
+
+namespace dr = distreshape;
+
+void refused(std::vector<bool>& flags, std::vector<long double>& values, const bool* raw)
+{
+#if DISTRESHAPE_CASE == 1 // an element type without a dr_dtype
+    dr::plan<long double> p({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+    p.execute(values, values);
+#elif DISTRESHAPE_CASE == 2 // a character type, though it has the size of int8_t
+    dr::plan<char> p({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+#elif DISTRESHAPE_CASE == 3 // std::vector<bool> has no bool array to pass
+    dr::plan<bool> p({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+    p.execute_in_place(flags);
+#elif DISTRESHAPE_CASE == 4 // reshape returns a std::vector, so not for bool
+    (void)dr::reshape(raw, {4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+#endif
+    (void)flags;
+    (void)values;
+    (void)raw;
+}
