@@ -262,6 +262,52 @@ struct slab {
 /// queries are const and may run concurrently with each other). Destroy a plan on
 /// every rank: destroying the last plan of a communicator the caller has freed
 /// frees the library's duplicate of it, which is collective.
+/// An execution in flight (`plan<T>::execute_begin`), move-only. `test()` moves it
+/// on without waiting; `wait()` completes it; the destructor waits for an execution
+/// still in flight (its errors then go unreported: call `wait()` to see them), so
+/// the buffers stay in use no longer than the request lives.
+class request {
+public:
+    request() = default;
+    explicit request(dr_request* handle) noexcept : handle_(handle) {}
+    request(request&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    request& operator=(request&& other) noexcept
+    {
+        if (this != &other) {
+            finish();
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    ~request() { finish(); }
+
+    /// Moves the execution on without waiting; true once it has completed. Call it
+    /// between pieces of computation (MPI progresses mostly inside MPI calls).
+    /// Throws `distreshape::error` on a failure while messages flow.
+    bool test()
+    {
+        int done = 0;
+        detail::check(dr_request_test(&handle_, &done));
+        return done != 0;
+    }
+
+    /// Waits for the execution to complete. Throws `distreshape::error`.
+    void wait() { detail::check(dr_request_wait(&handle_)); }
+
+    /// True while the execution is in flight.
+    bool pending() const noexcept { return handle_ != nullptr; }
+
+private:
+    void finish() noexcept
+    {
+        if (handle_ != nullptr) dr_request_wait(&handle_);
+    }
+
+    dr_request* handle_ = nullptr;
+};
+
 template <class T>
 class plan {
 public:
@@ -456,6 +502,19 @@ public:
     void execute_in_place(std::span<T> buf) { execute_in_place(buf.data(), buf.size()); }
 #endif
 
+    /// Starts executing the plan without waiting (collective, with the checks and
+    /// the agreement of `execute`, whose errors it throws on every rank alike): the
+    /// messages are in flight when it returns. Until the request completes, leave
+    /// `in` unchanged and `out` unread, and keep both alive; a plan runs one
+    /// execution at a time (`DR_ERROR_EXECUTION_IN_PROGRESS` otherwise).
+    [[nodiscard]] request execute_begin(const T* in, T* out, std::size_t capacity)
+    {
+        dr_request* handle = nullptr;
+        detail::check(
+            dr_plan_execute_begin(handle_, in, out, detail::saturate<std::int64_t>(capacity), &handle));
+        return request(handle);
+    }
+
 private:
     /// dr_plan_execute with an input of `in_size` elements. The C API takes no input
     /// length, so a short input goes in as out_capacity = -1: the ranks of a plan
@@ -490,7 +549,15 @@ inline void agree_on_fault(MPI_Comm comm, fault found, const std::string& messag
     // The minimum over the ranks of 2 * rank + (the fault's kind), if any.
     const int none = std::numeric_limits<int>::max();
     int mine = found == fault::none ? none : 2 * rank + (found == fault::no_output), lowest = none;
-    if (MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    // Like the library's own calls, never under the caller's (usually fatal) error
+    // handler: MPI_ERRORS_RETURN for the call, the caller's handler restored after.
+    MPI_Errhandler saved;
+    MPI_Comm_get_errhandler(comm, &saved);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    const int code = MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+    MPI_Comm_set_errhandler(comm, saved);
+    MPI_Errhandler_free(&saved);
+    if (code != MPI_SUCCESS)
         throw error(DR_ERROR_MPI, "MPI error: MPI_Allreduce failed in a one-shot reshape");
     if (found != fault::none)
         throw error(DR_ERROR_BUFFER_TOO_SMALL, message);

@@ -165,7 +165,10 @@ pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Op
             "target (balanced or explicit new_local_len)",
             format!("{:?}", args.target),
         ),
-        _ => ("dtype", format!("{:?}", args.dtype)),
+        _ => (
+            "dtype",
+            args.dtype.map_or("none (a size only)".into(), |d| d.to_string()),
+        ),
     };
     Some(Error::InconsistentArguments(format!(
         "ranks passed different {name}; rank {rank} passed {mine}"

@@ -288,6 +288,22 @@ void check_pointers(dr::plan<T>& p, const reshape_case& c, const std::string& wh
     const auto buf = input_array<T>(c.in, both);
     p.execute_in_place(buf.get(), both);
     check_output(buf.get(), c.out, what + " execute_in_place(pointer)");
+
+    // Non-blocking: a test loop, then begin and a request that waits when destroyed.
+    std::unique_ptr<T[]> later(new T[n_out]);
+    dr::request r = p.execute_begin(in.get(), later.get(), n_out);
+    while (!r.test()) {
+    }
+    check(!r.pending(), what + " a completed request is no longer pending");
+    check_output(later.get(), c.out, what + " execute_begin + test");
+    {
+        std::unique_ptr<T[]> again(new T[n_out]);
+        dr::request waits_when_destroyed = p.execute_begin(in.get(), again.get(), n_out);
+        waits_when_destroyed.wait();
+        check_output(again.get(), c.out, what + " execute_begin + wait");
+        dr::request destroyed_in_flight = p.execute_begin(in.get(), later.get(), n_out);
+    }
+    check_output(later.get(), c.out, what + " a destroyed request completed its execution");
 }
 
 // Vector overloads (not for bool).
