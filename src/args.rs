@@ -167,7 +167,8 @@ pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Op
         ),
         _ => (
             "dtype",
-            args.dtype.map_or("none (a size only)".into(), |d| d.to_string()),
+            args.dtype
+                .map_or("none (a size only)".into(), |d| d.to_string()),
         ),
     };
     Some(Error::InconsistentArguments(format!(

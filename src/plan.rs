@@ -388,15 +388,9 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
+        let buffers = ((input, input_len), (output, output_capacity));
         // SAFETY: forwarded from the caller.
-        let agreed = unsafe { self.agreed(input, input_len, output, output_capacity, pre) };
-        let Some((mode, packed)) = agreed? else {
-            return Ok(());
-        };
-        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
-        // stages what it sends before rewriting the buffer.
-        unsafe { exchange.run((&self.plan, &self.comm), mode, packed, input, output) }
+        unsafe { self.launch(buffers, pre, true) }.map(drop)
     }
 
     /// Starts an execution as [`Plan::execute_checked`] does (the same checks and
@@ -414,14 +408,40 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<bool> {
+        let buffers = ((input, input_len), (output, output_capacity));
         // SAFETY: forwarded from the caller.
-        let agreed = unsafe { self.agreed(input, input_len, output, output_capacity, pre) };
+        unsafe { self.launch(buffers, pre, false) }
+    }
+
+    /// Checks and agrees, then runs the execution to completion (`blocking`) or
+    /// starts it; returns whether it completed.
+    ///
+    /// # Safety
+    /// As [`Plan::begin_checked`].
+    unsafe fn launch(
+        &self,
+        ((input, input_len), (output, capacity)): ((*const u8, usize), (*mut u8, usize)),
+        pre: Option<Error>,
+        blocking: bool,
+    ) -> Result<bool> {
+        // SAFETY: forwarded from the caller.
+        let agreed = unsafe { self.agreed(input, input_len, output, capacity, pre) };
         let Some((mode, packed)) = agreed? else {
             return Ok(true);
         };
         let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: as in execute_checked; the caller keeps the buffers until the end.
-        unsafe { exchange.begin((&self.plan, &self.comm), mode, packed, input, output) }
+        let (plan, comm) = (&self.plan, &self.comm);
+        // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
+        // stages what it sends before rewriting the buffer; the caller keeps the
+        // buffers until the execution completes.
+        unsafe {
+            match blocking {
+                true => exchange
+                    .run((plan, comm), mode, packed, input, output)
+                    .map(|()| true),
+                false => exchange.begin((plan, comm), mode, packed, input, output),
+            }
+        }
     }
 
     /// Carries the execution in flight on: until it completes when `blocking`, else
