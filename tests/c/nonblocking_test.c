@@ -89,14 +89,19 @@ int main(int argc, char **argv) {
     /* a second execution while one is in flight: refused on every rank */
     memset(out, 0xff, most * sizeof *out);
     expect(dr_plan_execute_begin(plan, in, out, out_len * COLS, &request) == DR_SUCCESS, "begin 3");
+    /* An execution may also complete within begin (small messages): it is in flight
+     * only where the request is not NULL, and then refused on every rank. */
+    int mine_in_flight = request != NULL, in_flight = 0;
+    MPI_Allreduce(&mine_in_flight, &in_flight, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     dr_request *second = NULL;
     dr_status s = dr_plan_execute_begin(plan, in, out, out_len * COLS, &second);
-    if (collective) {
+    if (collective && in_flight) {
         expect(s == DR_ERROR_EXECUTION_IN_PROGRESS && second == NULL, "a second begin");
         expect(dr_plan_execute(plan, in, out, out_len * COLS) == DR_ERROR_EXECUTION_IN_PROGRESS,
                "execute during an execution");
-    } else { /* nothing moves between ranks: every execution completes at begin */
-        expect(s == DR_SUCCESS && request == NULL && second == NULL, "local plans complete at begin");
+    } else { /* nothing was in flight anywhere: the second execution runs */
+        expect(s == DR_SUCCESS, "a second begin once the first completed");
+        expect(dr_request_wait(&second) == DR_SUCCESS, "wait for the second");
     }
     expect(dr_request_wait(&request) == DR_SUCCESS, "wait 3");
     expect(wrong_elements(out) == 0, "elements after the refused second execution");
@@ -122,7 +127,7 @@ int main(int argc, char **argv) {
     free(buf);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("nonblocking test: %d failures (%.1f)\n", all, (double)sink > 0);
+    if (rank == 0) printf("nonblocking test: %d failures (overlapped work: %.1f)\n", all, (double)sink);
     MPI_Finalize();
     return all != 0;
 }
