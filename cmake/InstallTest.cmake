@@ -1,10 +1,12 @@
 # Install test, run by ctest as `cmake -D... -P InstallTest.cmake`:
 #  1. installs the build in BUILD_DIR into WORK_DIR/prefix,
-#  2. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
-#  3. builds the examples, runs their tests (1-4 ranks) with ctest,
-#  4. installs them too and runs the installed C and C++ seed examples, which
+#  2. checks find_package(DistReshape) alone probes no mpiexec and sets none of
+#     the helpers' variables (a tiny project, configured only),
+#  3. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
+#  4. builds the examples, runs their tests (1-4 ranks) with ctest,
+#  5. installs them too and runs the installed C and C++ seed examples, which
 #     must find libdistreshape.so through their RPATH alone,
-#  5. builds the C split example and the C++ seed example with the compiler and
+#  6. builds the C split example and the C++ seed example with the compiler and
 #     `pkg-config distreshape` flags only (plus C++17 and the MPI C++ bindings
 #     kept out, as DistReshape::distreshape_cxx has them), and runs them.
 foreach(var BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
@@ -81,6 +83,32 @@ foreach(var MPI_C_COMPILER MPI_Fortran_COMPILER)
     list(APPEND configure_args "-D${var}=${${var}}")
   endif()
 endforeach()
+# find_package(DistReshape) runs no program and sets none of the helpers'
+# variables; the helpers probe mpiexec when first called.
+file(WRITE "${WORK_DIR}/find_package/CMakeLists.txt" [=[
+cmake_minimum_required(VERSION 3.22)
+project(DistReshapeFindPackage LANGUAGES C)
+find_package(DistReshape CONFIG REQUIRED)
+get_property(probed GLOBAL PROPERTY _DISTRESHAPE_MPIEXEC_PROBED SET)
+if(probed OR DEFINED DISTRESHAPE_MPIEXEC_PREFLAGS OR DEFINED DISTRESHAPE_MPI_TEST_ENV)
+  message(FATAL_ERROR "find_package(DistReshape) probed mpiexec or set the helpers' variables")
+endif()
+distreshape_mpiexec_command(launch 2)
+get_property(probed GLOBAL PROPERTY _DISTRESHAPE_MPIEXEC_PROBED SET)
+if(NOT probed OR NOT launch OR NOT DEFINED DISTRESHAPE_MPI_TEST_ENV)
+  message(FATAL_ERROR "distreshape_mpiexec_command did not probe mpiexec: '${launch}'")
+endif()
+]=])
+set(find_package_args -G "${GENERATOR}" -S "${WORK_DIR}/find_package" -B "${WORK_DIR}/find_package/build"
+    "-DCMAKE_PREFIX_PATH=${prefix}" "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}")
+if(C_COMPILER)
+  list(APPEND find_package_args "-DCMAKE_C_COMPILER=${C_COMPILER}")
+endif()
+if(MPI_C_COMPILER)
+  list(APPEND find_package_args "-DMPI_C_COMPILER=${MPI_C_COMPILER}")
+endif()
+run("${CMAKE_COMMAND}" ${find_package_args})
+
 run("${CMAKE_COMMAND}" ${configure_args})
 run("${CMAKE_COMMAND}" --build "${build}")
 run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
