@@ -73,6 +73,16 @@ endif()
 set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
     "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")
+# The Fortran examples when the package was built with its Fortran component.
+if(DEFINED FORTRAN)
+  if(FORTRAN)
+    list(APPEND configure_args -DDISTRESHAPE_EXAMPLES_FORTRAN=ON)
+  else()
+    list(APPEND configure_args -DDISTRESHAPE_EXAMPLES_FORTRAN=OFF)
+    set(Fortran_COMPILER "")
+    set(MPI_Fortran_COMPILER "")
+  endif()
+endif()
 foreach(var C_COMPILER CXX_COMPILER Fortran_COMPILER)
   if(${var})
     list(APPEND configure_args "-DCMAKE_${var}=${${var}}")
@@ -108,6 +118,20 @@ if(MPI_C_COMPILER)
   list(APPEND find_package_args "-DMPI_C_COMPILER=${MPI_C_COMPILER}")
 endif()
 run("${CMAKE_COMMAND}" ${find_package_args})
+# Without the Fortran component installed, requiring it fails with a message.
+if(DEFINED FORTRAN AND NOT FORTRAN)
+  file(WRITE "${WORK_DIR}/find_fortran/CMakeLists.txt" [=[
+cmake_minimum_required(VERSION 3.22)
+project(DistReshapeFindFortran LANGUAGES C)
+find_package(DistReshape CONFIG REQUIRED COMPONENTS Fortran)
+]=])
+  list(TRANSFORM find_package_args REPLACE "/find_package" "/find_fortran")
+  execute_process(COMMAND "${CMAKE_COMMAND}" ${find_package_args}
+                  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(result EQUAL 0 OR NOT output MATCHES "Fortran component was not installed")
+    message(FATAL_ERROR "install test: COMPONENTS Fortran did not fail as expected:\n${output}")
+  endif()
+endif()
 
 run("${CMAKE_COMMAND}" ${configure_args})
 run("${CMAKE_COMMAND}" --build "${build}")
