@@ -57,6 +57,14 @@ if(READELF)
   endif()
 endif()
 
+# The Fortran module file sits in a compiler-specific directory, not in include/.
+if(FORTRAN)
+  file(GLOB_RECURSE mods RELATIVE "${prefix}/include" "${prefix}/include/*.mod")
+  if(NOT mods MATCHES "^distreshape/[^/]+-[0-9][^/]*/distreshape\\.mod$")
+    message(FATAL_ERROR "install test: expected include/distreshape/<id>-<version>/distreshape.mod, found '${mods}'")
+  endif()
+endif()
+
 # The test hooks stay out of what users get: the header and the library.
 file(READ "${prefix}/include/distreshape.h" header)
 if(header MATCHES "dr_test_")
@@ -153,6 +161,13 @@ if(PKG_CONFIG)
   execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs distreshape
                   OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
   separate_arguments(pc_flags NATIVE_COMMAND "${pc_flags}")
+  if(FORTRAN)
+    execute_process(COMMAND "${PKG_CONFIG}" --variable=fmoddir distreshape
+                    OUTPUT_VARIABLE fmoddir OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    if(NOT EXISTS "${fmoddir}/distreshape.mod")
+      message(FATAL_ERROR "install test: pkg-config's fmoddir '${fmoddir}' has no distreshape.mod")
+    endif()
+  endif()
   if(C_COMPILER)
     run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
     run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
