@@ -1,10 +1,12 @@
 # Install test, run by ctest as `cmake -D... -P InstallTest.cmake`:
 #  1. installs the build in BUILD_DIR into WORK_DIR/prefix,
-#  2. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
-#  3. builds the examples, runs their tests (1-4 ranks) with ctest,
-#  4. installs them too and runs the installed C and C++ seed examples, which
+#  2. checks find_package(DistReshape) alone probes no mpiexec and sets none of
+#     the helpers' variables (a tiny project, configured only),
+#  3. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
+#  4. builds the examples, runs their tests (1-4 ranks) with ctest,
+#  5. installs them too and runs the installed C and C++ seed examples, which
 #     must find libdistreshape.so through their RPATH alone,
-#  5. builds the C split example and the C++ seed example with the compiler and
+#  6. builds the C split example and the C++ seed example with the compiler and
 #     `pkg-config distreshape` flags only (plus C++17 and the MPI C++ bindings
 #     kept out, as DistReshape::distreshape_cxx has them), and runs them.
 foreach(var BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
@@ -55,6 +57,14 @@ if(READELF)
   endif()
 endif()
 
+# The Fortran module file sits in a compiler-specific directory, not in include/.
+if(FORTRAN)
+  file(GLOB_RECURSE mods RELATIVE "${prefix}/include" "${prefix}/include/*.mod")
+  if(NOT mods MATCHES "^distreshape/[^/]+-[0-9][^/]*/distreshape\\.mod$")
+    message(FATAL_ERROR "install test: expected include/distreshape/<id>-<version>/distreshape.mod, found '${mods}'")
+  endif()
+endif()
+
 # The test hooks stay out of what users get: the header and the library.
 file(READ "${prefix}/include/distreshape.h" header)
 if(header MATCHES "dr_test_")
@@ -71,6 +81,16 @@ endif()
 set(configure_args -G "${GENERATOR}" -S "${EXAMPLES_DIR}" -B "${build}"
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}"
     "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DMPIEXEC_PREFLAGS=${MPIEXEC_PREFLAGS}")
+# The Fortran examples when the package was built with its Fortran component.
+if(DEFINED FORTRAN)
+  if(FORTRAN)
+    list(APPEND configure_args -DDISTRESHAPE_EXAMPLES_FORTRAN=ON)
+  else()
+    list(APPEND configure_args -DDISTRESHAPE_EXAMPLES_FORTRAN=OFF)
+    set(Fortran_COMPILER "")
+    set(MPI_Fortran_COMPILER "")
+  endif()
+endif()
 foreach(var C_COMPILER CXX_COMPILER Fortran_COMPILER)
   if(${var})
     list(APPEND configure_args "-DCMAKE_${var}=${${var}}")
@@ -81,6 +101,46 @@ foreach(var MPI_C_COMPILER MPI_Fortran_COMPILER)
     list(APPEND configure_args "-D${var}=${${var}}")
   endif()
 endforeach()
+# find_package(DistReshape) runs no program and sets none of the helpers'
+# variables; the helpers probe mpiexec when first called.
+file(WRITE "${WORK_DIR}/find_package/CMakeLists.txt" [=[
+cmake_minimum_required(VERSION 3.22)
+project(DistReshapeFindPackage LANGUAGES C)
+find_package(DistReshape CONFIG REQUIRED)
+get_property(probed GLOBAL PROPERTY _DISTRESHAPE_MPIEXEC_PROBED SET)
+if(probed OR DEFINED DISTRESHAPE_MPIEXEC_PREFLAGS OR DEFINED DISTRESHAPE_MPI_TEST_ENV)
+  message(FATAL_ERROR "find_package(DistReshape) probed mpiexec or set the helpers' variables")
+endif()
+distreshape_mpiexec_command(launch 2)
+get_property(probed GLOBAL PROPERTY _DISTRESHAPE_MPIEXEC_PROBED SET)
+if(NOT probed OR NOT launch OR NOT DEFINED DISTRESHAPE_MPI_TEST_ENV)
+  message(FATAL_ERROR "distreshape_mpiexec_command did not probe mpiexec: '${launch}'")
+endif()
+]=])
+set(find_package_args -G "${GENERATOR}" -S "${WORK_DIR}/find_package" -B "${WORK_DIR}/find_package/build"
+    "-DCMAKE_PREFIX_PATH=${prefix}" "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}")
+if(C_COMPILER)
+  list(APPEND find_package_args "-DCMAKE_C_COMPILER=${C_COMPILER}")
+endif()
+if(MPI_C_COMPILER)
+  list(APPEND find_package_args "-DMPI_C_COMPILER=${MPI_C_COMPILER}")
+endif()
+run("${CMAKE_COMMAND}" ${find_package_args})
+# Without the Fortran component installed, requiring it fails with a message.
+if(DEFINED FORTRAN AND NOT FORTRAN)
+  file(WRITE "${WORK_DIR}/find_fortran/CMakeLists.txt" [=[
+cmake_minimum_required(VERSION 3.22)
+project(DistReshapeFindFortran LANGUAGES C)
+find_package(DistReshape CONFIG REQUIRED COMPONENTS Fortran)
+]=])
+  list(TRANSFORM find_package_args REPLACE "/find_package" "/find_fortran")
+  execute_process(COMMAND "${CMAKE_COMMAND}" ${find_package_args}
+                  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(result EQUAL 0 OR NOT output MATCHES "Fortran component was not installed")
+    message(FATAL_ERROR "install test: COMPONENTS Fortran did not fail as expected:\n${output}")
+  endif()
+endif()
+
 run("${CMAKE_COMMAND}" ${configure_args})
 run("${CMAKE_COMMAND}" --build "${build}")
 run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
@@ -101,6 +161,13 @@ if(PKG_CONFIG)
   execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs distreshape
                   OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
   separate_arguments(pc_flags NATIVE_COMMAND "${pc_flags}")
+  if(FORTRAN)
+    execute_process(COMMAND "${PKG_CONFIG}" --variable=fmoddir distreshape
+                    OUTPUT_VARIABLE fmoddir OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    if(NOT EXISTS "${fmoddir}/distreshape.mod")
+      message(FATAL_ERROR "install test: pkg-config's fmoddir '${fmoddir}' has no distreshape.mod")
+    endif()
+  endif()
   if(C_COMPILER)
     run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
     run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

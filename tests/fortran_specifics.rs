@@ -1,6 +1,6 @@
 //! The Fortran module's per-type specifics (one procedure per element kind, and
 //! per communicator kind) are generated from the templates below into the marked
-//! sections of `include/distreshape.f90`, so that they cannot drift apart and the
+//! sections of `fortran/distreshape.f90`, so that they cannot drift apart and the
 //! module stays plain Fortran (no preprocessor in anyone's build). Regenerate
 //! with `DISTRESHAPE_BLESS=1 cargo test --test fortran_specifics`.
 
@@ -202,7 +202,7 @@ fn with_section(text: &str, section: &str, body: &str) -> String {
 
 #[test]
 fn fortran_specifics_are_generated() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/distreshape.f90");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fortran/distreshape.f90");
     let committed = std::fs::read_to_string(&path).expect("the Fortran module");
     let generated = with_section(&committed, "interfaces", &interfaces());
     let generated = with_section(&generated, "specifics", &specifics());
@@ -211,6 +211,6 @@ fn fortran_specifics_are_generated() {
     }
     assert!(
         std::fs::read_to_string(&path).expect("the Fortran module") == generated,
-        "include/distreshape.f90 is stale: run DISTRESHAPE_BLESS=1 cargo test --test fortran_specifics"
+        "fortran/distreshape.f90 is stale: run DISTRESHAPE_BLESS=1 cargo test --test fortran_specifics"
     );
 }
