@@ -597,38 +597,47 @@ pub unsafe extern "C" fn dr_plan_execute_begin(
         // SAFETY: as documented.
         let p = unsafe { plan_ref(plan) }?;
         let capacity = capacity_bytes(p, out_capacity);
-        let in_bytes = p.input_elems() * p.elem_size();
-        let missing = request
-            .is_null()
-            .then(|| Error::NullPointer("request is NULL".into()));
-        let pre = missing.or(capacity.as_ref().err().cloned());
-        // SAFETY: buffers as documented; sizes are checked against the plan.
-        let done = unsafe {
-            p.begin_checked(
-                r#in.cast(),
-                in_bytes,
-                out.cast(),
-                capacity.unwrap_or(0),
-                pre,
-            )
-        }?;
-        let tracked = if done {
-            std::ptr::null_mut()
-        } else {
-            plan.cast_mut().cast()
-        };
-        // SAFETY: request is writable (checked and agreed above).
-        unsafe { *request = tracked };
-        Ok(())
+        let pre = capacity.as_ref().err().cloned();
+        // SAFETY: as documented.
+        unsafe { begin_request(plan, (r#in, out, capacity.unwrap_or(0)), pre, request) }
     })
 }
 
-/// The request tracking `plan`'s execution: NULL once it has completed.
-pub(crate) fn request_for(plan: *const dr_plan, done: bool) -> *mut dr_request {
-    match done {
+/// Starts `plan`'s execution from `input` into `output` (`capacity` bytes) and
+/// sets `*request` to track it (NULL when it completed at once). A NULL `request`
+/// is agreed like `pre`, any argument error found before.
+///
+/// # Safety
+/// As `dr_plan_execute_begin`, with `output` writable for `capacity` bytes.
+pub(crate) unsafe fn begin_request(
+    plan: *const dr_plan,
+    (input, output, capacity): (*const c_void, *mut c_void, usize),
+    pre: Option<Error>,
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { plan_ref(plan) }?;
+    let missing = request
+        .is_null()
+        .then(|| Error::NullPointer("request is NULL".into()));
+    let in_bytes = p.input_elems() * p.elem_size();
+    // SAFETY: buffers as documented; sizes are checked against the plan.
+    let done = unsafe {
+        p.begin_checked(
+            input.cast(),
+            in_bytes,
+            output.cast(),
+            capacity,
+            missing.or(pre),
+        )
+    }?;
+    let tracked = match done {
         true => std::ptr::null_mut(),
         false => plan.cast_mut().cast(),
-    }
+    };
+    // SAFETY: request is writable (checked and agreed above).
+    unsafe { *request = tracked };
+    Ok(())
 }
 
 /// Moves the execution of `*request` on as far as it goes without waiting and

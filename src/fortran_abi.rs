@@ -10,8 +10,8 @@ use std::ffi::c_void;
 use crate::args::{Notation, ReshapeArgs, Target, checked_product};
 use crate::error::{Error, Result};
 use crate::ffi::{
-    DtypeCode, MPI_Comm, create_plan, dr_plan, dr_request, dr_status, elem_size, guard, plan_ref,
-    request_for, shape_arg,
+    DtypeCode, MPI_Comm, begin_request, create_plan, dr_plan, dr_request, dr_status, elem_size,
+    guard, plan_ref, shape_arg,
 };
 use crate::plan::{Plan, PlanOptions};
 
@@ -126,18 +126,11 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_begin(
         let p = unsafe { plan_ref(plan) }?;
         // SAFETY: shapes readable for their dimension counts (documented).
         let arrays = unsafe { array_shapes(p, (a_ndims, a_shape), (b_ndims, b_shape)) };
-        let missing = request
-            .is_null()
-            .then(|| Error::NullPointer("request is NULL".into()));
-        let pre = missing.or(arrays.as_ref().err().cloned());
+        let pre = arrays.as_ref().err().cloned();
         let capacity = arrays.map_or(0, |b_elems| b_elems.saturating_mul(p.elem_size()));
-        let in_bytes = p.input_elems() * p.elem_size();
         // SAFETY: the arrays hold what their shapes say, checked against the plan,
         // and stay valid until completion (documented).
-        let done = unsafe { p.begin_checked(a.cast(), in_bytes, b.cast(), capacity, pre) }?;
-        // SAFETY: request is writable (checked and agreed above).
-        unsafe { *request = request_for(plan, done) };
-        Ok(())
+        unsafe { begin_request(plan, (a, b, capacity), pre, request) }
     })
 }
 

@@ -424,12 +424,13 @@ impl Plan {
         pre: Option<Error>,
         blocking: bool,
     ) -> Result<bool> {
+        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        let pre = pre.or_else(|| exchange.is_active().then(in_progress));
         // SAFETY: forwarded from the caller.
         let agreed = unsafe { self.agreed(input, input_len, output, capacity, pre) };
         let Some((mode, packed)) = agreed? else {
             return Ok(true);
         };
-        let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
         let (plan, comm) = (&self.plan, &self.comm);
         // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
         // stages what it sends before rewriting the buffer; the caller keeps the
@@ -477,23 +478,12 @@ impl Plan {
             rank,
         );
         let local = pre
-            .or_else(|| self.busy())
             .map_or(buffers, |e| Err(e.on_rank(rank)))
             .and_then(|in_place| self.prepare(in_place));
         if self.collective {
             agree(&self.comm, local.as_ref().err(), &mut [])?;
         }
         local
-    }
-
-    /// The error of starting an execution while one is in flight.
-    fn busy(&self) -> Option<Error> {
-        let exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
-        exchange.is_active().then(|| {
-            Error::ExecutionInProgress(
-                "the plan's previous execution has not completed: wait for it first".into(),
-            )
-        })
     }
 
     /// The mode of an execution, and in place on the exchange path the buffer for
@@ -513,6 +503,13 @@ impl Plan {
         };
         Ok(Some((mode, packed)))
     }
+}
+
+/// The error of starting an execution while one is in flight.
+fn in_progress() -> Error {
+    Error::ExecutionInProgress(
+        "the plan's previous execution has not completed: wait for it first".into(),
+    )
 }
 
 /// Checks one execution's buffers against the plan; returns whether it is in place.
