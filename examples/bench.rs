@@ -17,7 +17,10 @@
 //!   max over ranks in MiB and as a fraction of the local data size (max(input,
 //!   output) bytes of that rank);
 //! - every output element is verified (out of place and in place);
-//! - the same plan runs in place (one buffer sized for both input and output);
+//! - the same plan runs in place (one buffer sized for both input and output); where
+//!   data moves, its target is at most 1.5x the execute time with extra memory (peak
+//!   growth plus the staging the plan keeps for in place) within max(64 MiB, 10 % of
+//!   the local data);
 //! - baselines: `memcpy` of the local input into the output, `memcpy` of the bytes
 //!   that stay on the rank, and `MPI_Alltoallv` over MPI_COMM_WORLD of exactly the
 //!   per-peer volumes the plan sends, from and into contiguous buffers;
@@ -567,6 +570,11 @@ struct Row {
     repeat: usize,
 }
 
+/// In place, where data moves: at most this times the out-of-place execute, with
+/// extra memory (transient peak plus the staging the plan keeps) within
+/// max(64 MiB, 10 % of the local data).
+const INPLACE_TIME_TARGET: f64 = 1.5;
+
 fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let p = world.size() as usize;
     let rank = world.rank() as usize;
@@ -718,10 +726,13 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     };
     refill(&mut buffer);
     world.barrier();
-    let (extra_inplace, _) = peak_growth(|| {
+    let (transient_inplace, _) = peak_growth(|| {
         plan.execute_in_place(&mut buffer)
             .expect("execute in place")
     });
+    // The staging a bounded in-place schedule keeps was allocated by the first
+    // execution in place, before this measurement: it counts as extra memory too.
+    let extra_inplace = transient_inplace + plan.in_place_staging_bytes().unwrap_or(0) as u64;
     let inplace_correct = verify(&buffer, case.new_shape, case.new_split, out_off, out_len);
     drop(buffer);
     drop(input);
@@ -732,6 +743,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let frac_inplace = extra_inplace as f64 / local_data.max(1.0);
     let limit = (64.0 * MIB).max(0.1 * local_data);
     let mem_ok_local = (extra as f64) <= limit;
+    let inplace_mem_ok = all_true(world, (extra_inplace as f64) <= limit);
     let m = max_f64(
         world,
         &[
@@ -800,7 +812,10 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         moves,
         time_target,
         time_ok: ratio <= time_target,
-        inplace_ok: moves || inplace_median_s < 1e-3,
+        inplace_ok: match moves {
+            true => inplace_median_s <= INPLACE_TIME_TARGET * median_s && inplace_mem_ok,
+            false => inplace_median_s < 1e-3,
+        },
         memory_ok,
         repeat,
     }
@@ -959,12 +974,16 @@ fn main() {
                 r.ratio_vs_baseline,
                 r.time_target
             )];
-            if !r.moves {
-                targets.push(format!(
-                    "in-place {}",
-                    if r.inplace_ok { "ok" } else { "MISSED" }
-                ));
-            }
+            let verdict = if r.inplace_ok { "ok" } else { "MISSED" };
+            targets.push(match r.moves {
+                true => format!(
+                    "in-place {verdict} ({:.2} <= {INPLACE_TIME_TARGET}, {:.1} <= {:.1} MiB)",
+                    r.inplace_median_s / r.median_s,
+                    r.inplace_extra_peak_mib,
+                    (0.1 * r.local_data_mib).max(64.0)
+                ),
+                false => format!("in-place {verdict}"),
+            });
             targets.push(format!("mem {}", if r.memory_ok { "ok" } else { "MISSED" }));
             println!(
                 "{:<22} {:>2} {:>9.3e} {:>8} {:>9.1} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6.2} {:>6.2} {:>6.2} {:>9} {:>8.2} {:>6.3} {:>8.1} {:>3}  {}",

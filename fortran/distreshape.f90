@@ -120,7 +120,9 @@ module distreshape
   !> call dr_plan_execute_in_place(plan, buf [, stat]); collective: the
   !> rank-1 `buf` holds the input on entry and the output on return, so it
   !> needs max(input, output) elements (see dr_plan_input / dr_plan_output);
-  !> view it with either shape by pointer bounds remapping.
+  !> view it with either shape by pointer bounds remapping. Where the data
+  !> changes owner, it moves in rounds staging at most the larger of 64 MiB and a
+  !> tenth of the buffer (README, "In place").
   !>
   !> call dr_plan_execute_begin(plan, a, b, request [, stat]); collective, as
   !> dr_plan_execute, but returns with the messages in flight: call

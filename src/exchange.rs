@@ -15,9 +15,11 @@
 //! Packed messages are capped so the staging stays within the plan's budget however
 //! large the array.
 //!
-//! In place, everything this rank sends is first packed (its only other extra
-//! memory: exactly the bytes that leave), the kept elements are moved to their
-//! output positions, and the receives then land in the buffer.
+//! In place on the exchange path, executions follow the plan's in-place schedule
+//! ([`crate::inplace_exchange`]); when it has none, everything this rank sends is
+//! first packed (its only other extra memory: exactly the bytes that leave), the
+//! kept elements are moved to their output positions, and the receives then land
+//! in the buffer.
 
 use std::ops::Range;
 use std::os::raw::{c_int, c_void};
@@ -27,6 +29,8 @@ use mpi::ffi;
 use crate::comm::{Comm, check, count};
 use crate::error::{Error, Result};
 use crate::faults::{injected_exchange_failure, try_vec};
+use crate::inplace::Unscheduled;
+use crate::inplace_exchange::ScheduledExchange;
 use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
 use crate::planner::{KeptCopy, RankPlan};
 use crate::schedule::{Progress, ScheduledStream, Side, schedule};
@@ -242,7 +246,7 @@ fn stream_cutter(
 /// # Safety
 /// The segments must lie inside `buffer`; `slot` must hold their total length and be
 /// unused until the request completes.
-unsafe fn post(
+pub(crate) unsafe fn post(
     (comm, tag): (&Comm, c_int),
     peer: c_int,
     side: Side,
@@ -312,6 +316,23 @@ pub enum Mode {
     /// waits only for ranks further along the direction it sends in, so no cycle of
     /// waits can form. Needs [`Progress::Independent`].
     InPlaceOrdered,
+    /// The rounds of the plan's in-place schedule ([`crate::inplace`]), followed by
+    /// every rank when any rank executes in place on the exchange path (in place or
+    /// not, each on its own buffers), staging at most the budget.
+    Scheduled,
+}
+
+/// How a plan executes in place on the exchange path, decided (the same on every
+/// rank) at its first such execution.
+#[derive(Debug)]
+pub enum InPlaceRoute {
+    /// No execution in place yet.
+    Undecided,
+    /// The bounded rounds of an in-place schedule.
+    Scheduled(ScheduledExchange),
+    /// Everything sent is staged first ([`Mode::InPlaceStaged`]): no bounded
+    /// schedule was found.
+    Staged(Unscheduled),
 }
 
 /// Everything one rank needs to execute its plan, allocated when the plan is created
@@ -338,6 +359,8 @@ pub struct Exchange {
     tag: c_int,
     /// The execution in flight, between [`Exchange::begin`] and its completion.
     active: Option<Active>,
+    /// How executions in place on the exchange path run.
+    pub in_place: InPlaceRoute,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -409,6 +432,7 @@ impl Exchange {
             completed,
             staging,
             active: None,
+            in_place: InPlaceRoute::Undecided,
         })
     }
 
@@ -421,9 +445,10 @@ impl Exchange {
     /// its output size. Out of place they must not overlap; in place they must be
     /// equal and the buffer hold the larger of both sizes. Every rank of `comm` must
     /// run its own plan of the same reshape. Ranks may run in different modes (in
-    /// place is each rank's own choice): every mode posts the same messages in the
-    /// same rounds, and only [`Mode::InPlaceOrdered`] waits before posting its
-    /// receives, and only for ranks it sends to, which never form a cycle.
+    /// place is each rank's own choice) except [`Mode::Scheduled`], which every rank
+    /// runs when one does: the other modes post the same messages in the same
+    /// rounds, and only [`Mode::InPlaceOrdered`] waits before posting its receives,
+    /// and only for ranks it sends to, which never form a cycle.
     pub unsafe fn run(
         &mut self,
         (plan, comm): (&RankPlan, &Comm),
@@ -432,6 +457,19 @@ impl Exchange {
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
+        if mode == Mode::Scheduled {
+            let tag = self.next_tag(comm);
+            let InPlaceRoute::Scheduled(scheduled) = &mut self.in_place else {
+                return Err(Error::Internal("no in-place schedule to run".into()));
+            };
+            // SAFETY: forwarded from the caller.
+            unsafe { scheduled.run((comm, tag), input, output) }?;
+            if !std::ptr::eq(input, output) {
+                // SAFETY: forwarded from the caller; every message has completed.
+                unsafe { copy_local(plan, self.kept.as_deref(), input, output) };
+            }
+            return Ok(());
+        }
         if mode != Mode::InPlaceOrdered {
             // SAFETY: forwarded from the caller.
             unsafe { self.start((plan, comm), mode, packed, input, output) };
@@ -470,7 +508,7 @@ impl Exchange {
         input: *const u8,
         output: *mut u8,
     ) -> Result<bool> {
-        if mode == Mode::InPlaceOrdered {
+        if matches!(mode, Mode::InPlaceOrdered | Mode::Scheduled) {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run((plan, comm), mode, packed, input, output) }.map(|()| true);
         }
@@ -509,11 +547,17 @@ impl Exchange {
     /// Takes the next tag and rewinds every stream.
     fn next_execution(&mut self, plan: &RankPlan, comm: &Comm, mode: Mode) {
         let limits = self.limits;
-        self.executions += 1;
-        self.tag = comm.tag(self.executions);
+        self.next_tag(comm);
         self.streams
             .iter_mut()
             .for_each(|s| s.reset(plan, mode, limits));
+    }
+
+    /// Takes the next execution's tag (every rank counts its executions alike).
+    fn next_tag(&mut self, comm: &Comm) -> c_int {
+        self.executions += 1;
+        self.tag = comm.tag(self.executions);
+        self.tag
     }
 
     /// Carries the active execution on as the schedule says: until it completes
@@ -556,18 +600,7 @@ impl Exchange {
     /// for it (MPI guarantees that a cancelled request's wait returns, whatever the
     /// other ranks do), so that no buffer is released while MPI may still use it.
     fn abandon(&mut self) {
-        for request in &mut self.requests {
-            // SAFETY: reading an MPI constant handle.
-            if *request == unsafe { ffi::RSMPI_REQUEST_NULL } {
-                continue;
-            }
-            // SAFETY: an active request of this exchange; errors are moot here, the
-            // execution has already failed.
-            unsafe {
-                ffi::MPI_Cancel(request);
-                ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
-            }
-        }
+        cancel_all(&mut self.requests);
         for stream in &mut self.streams {
             stream.pending = 0;
         }
@@ -821,9 +854,27 @@ unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const
     }
 }
 
+/// Cancels every active request of `requests` and waits for it (MPI guarantees that
+/// a cancelled request's wait returns, whatever the other ranks do), so that no
+/// buffer is released while MPI may still use it.
+pub(crate) fn cancel_all(requests: &mut [ffi::MPI_Request]) {
+    for request in requests {
+        // SAFETY: reading an MPI constant handle.
+        if *request == unsafe { ffi::RSMPI_REQUEST_NULL } {
+            continue;
+        }
+        // SAFETY: an active request; errors are moot here, the execution has
+        // already failed.
+        unsafe {
+            ffi::MPI_Cancel(request);
+            ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
+        }
+    }
+}
+
 /// Completes every request of `requests`: waits when `blocking`, else only tests,
 /// returning whether they have all completed.
-fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
+pub(crate) fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
     injected_exchange_failure()?;
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;

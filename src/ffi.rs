@@ -537,8 +537,14 @@ unsafe fn write_slab(
 /// `MPI_Finalize` every plan returns `DR_ERROR_MPI_NOT_INITIALIZED` without
 /// calling MPI (on every rank alike). Otherwise the ranks
 /// agree on the outcome with one `MPI_Allreduce` of one int64 before any data
-/// moves, then exchange in pairwise windows. Out of place nothing is allocated; in
-/// place on the exchange path the bytes that leave the rank are staged first.
+/// moves, then exchange in pairwise windows. Out of place nothing is allocated. In
+/// place on the exchange path the data moves in rounds that stage at most the
+/// larger of 64 MiB and a tenth of the rank's buffer: the first such execution
+/// makes the schedule and its staging, which the plan keeps (one more
+/// `MPI_Allreduce`); `dr_plan_describe` then tells the rounds and the staging, or
+/// that no bounded schedule applies and the bytes that leave the rank are staged
+/// at each execution. While any rank executes in place there, every rank follows
+/// the rounds.
 ///
 /// # Safety
 /// `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`
@@ -580,8 +586,10 @@ pub unsafe extern "C" fn dr_plan_execute(
 /// starting another (or `dr_plan_execute`) before completion fails with
 /// `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank. In place on the local path
 /// (split-preserving) completes here: its receives may only start after its
-/// sends. Allocates nothing. Destroying the plan cancels an execution in flight
-/// (an error on the other ranks' side: complete it first).
+/// sends; so do in place on the exchange path (its rounds), and any execution
+/// while another rank runs those rounds. Allocates nothing. Destroying the plan
+/// cancels an execution in flight (an error on the other ranks' side: complete it
+/// first).
 ///
 /// # Safety
 /// As `dr_plan_execute`; `request` writable; the buffers valid until completion.

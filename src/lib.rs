@@ -19,7 +19,9 @@
 //! The layers (README, "Code layout"): `layout` and `runs` (distribution maths),
 //! `messages` (runs cut into messages), `args` (validation), `planner` (pure
 //! planning, simulated for all ranks in tests), `schedule` (the order of the
-//! messages, pure, replayed for all ranks in tests), `exchange` (the MPI traffic),
+//! messages, pure, replayed for all ranks in tests), `inplace` (bounded in-place
+//! rounds, pure, replayed for all ranks in tests), `exchange` and
+//! `inplace_exchange` (the MPI traffic),
 //! [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray` API) and `ffi`
 //! (the C ABI).
 
@@ -40,6 +42,9 @@ pub mod faults;
 #[doc(hidden)]
 pub mod ffi;
 mod fortran_abi;
+#[doc(hidden)]
+pub mod inplace;
+mod inplace_exchange;
 #[doc(hidden)]
 pub mod layout;
 #[doc(hidden)]

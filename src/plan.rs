@@ -14,9 +14,11 @@ use crate::args::{
 };
 use crate::comm::{Comm, RawComm, require_mpi};
 use crate::error::{Error, Result};
-use crate::exchange::{Exchange, Mode, messages_per_round};
+use crate::exchange::{Exchange, InPlaceRoute, Mode, messages_per_round};
 use crate::faults::{contain_panic, injected_panic_point, try_vec};
 use crate::ffi::dr_dtype;
+use crate::inplace::{Problem, Schedule, Unscheduled};
+use crate::inplace_exchange::ScheduledExchange;
 use crate::messages::MessageLimits;
 use crate::planner::{PlanStats, RankPlan, Route};
 use crate::schedule::Progress;
@@ -41,6 +43,12 @@ pub struct PlanOptions {
     /// streams with at most this many peers per direction in flight, like the
     /// throttled all-to-alls of MPI libraries (see [`crate::schedule`]).
     pub window: usize,
+    /// Most bytes an execution in place on the exchange path stages on a rank
+    /// (default `None`: the larger of 64 MiB and a tenth of the rank's buffer). The
+    /// data then moves in rounds scheduled for that budget ([`crate::inplace`]),
+    /// when the schedule has at most `run_budget` pieces and `run_budget` exceeds
+    /// the square of the rank count; otherwise everything a rank sends is staged.
+    pub in_place_budget: Option<usize>,
 }
 
 impl Default for PlanOptions {
@@ -50,6 +58,7 @@ impl Default for PlanOptions {
             staging_bytes: 16 << 20,
             run_budget: 1 << 18,
             window: 64,
+            in_place_budget: None,
         }
     }
 }
@@ -112,6 +121,8 @@ pub struct Plan {
     dtype: Option<i32>,
     /// This rank's input and output slabs' shapes (C order).
     local_shapes: [Vec<u64>; 2],
+    /// The options the plan was made with.
+    options: PlanOptions,
     /// Makes the plan `!Sync` (see above).
     not_shared: PhantomData<Cell<()>>,
 }
@@ -160,6 +171,7 @@ impl Plan {
             collective,
             dtype,
             local_shapes: [input_shape, output_shape],
+            options,
             not_shared: PhantomData,
         })
     }
@@ -238,6 +250,18 @@ impl Plan {
     /// is reported only on the rank that made it.
     pub fn is_collective(&self) -> bool {
         self.collective
+    }
+
+    /// Bytes of staging the plan keeps for executions in place on the exchange path
+    /// once one has run and found a bounded schedule (at most
+    /// [`PlanOptions::in_place_budget`]); `None` before, and when every such
+    /// execution stages everything the rank sends instead.
+    pub fn in_place_staging_bytes(&self) -> Option<usize> {
+        let exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        match &exchange.in_place {
+            InPlaceRoute::Scheduled(s) => Some(s.staging_bytes()),
+            _ => None,
+        }
     }
 
     /// This process's rank in the plan's communicator.
@@ -366,16 +390,6 @@ impl Plan {
         )))
     }
 
-    /// How an execution uses its buffers: in place, the split-preserving balance can
-    /// go without staging, since its rows never flow in a cycle.
-    fn mode(&self, in_place: bool) -> Mode {
-        match (in_place, self.plan.path) {
-            (false, _) => Mode::OutOfPlace,
-            (true, Route::Local) => Mode::InPlaceOrdered,
-            (true, Route::Exchange) => Mode::InPlaceStaged,
-        }
-    }
-
     /// Checks the buffers, agrees on the outcome with every rank, then moves the data.
     ///
     /// # Safety
@@ -427,7 +441,8 @@ impl Plan {
         let mut exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
         let pre = pre.or_else(|| exchange.is_active().then(in_progress));
         // SAFETY: forwarded from the caller.
-        let agreed = unsafe { self.agreed(input, input_len, output, capacity, pre) };
+        let agreed =
+            unsafe { self.agreed(&mut exchange, (input, input_len), (output, capacity), pre) };
         let Some((mode, packed)) = agreed? else {
             return Ok(true);
         };
@@ -462,10 +477,9 @@ impl Plan {
     /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
     unsafe fn agreed(
         &self,
-        input: *const u8,
-        input_len: usize,
-        output: *mut u8,
-        output_capacity: usize,
+        exchange: &mut Exchange,
+        (input, input_len): (*const u8, usize),
+        (output, output_capacity): (*mut u8, usize),
         pre: Option<Error>,
     ) -> Result<Option<(Mode, Vec<u8>)>> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
@@ -477,23 +491,106 @@ impl Plan {
             (output, output_capacity),
             rank,
         );
-        let local = pre
+        let staged = matches!(exchange.in_place, InPlaceRoute::Staged(_));
+        let prepared = pre
             .map_or(buffers, |e| Err(e.on_rank(rank)))
-            .and_then(|in_place| self.prepare(in_place));
-        if self.collective {
-            agree(&self.comm, local.as_ref().err(), &mut [])?;
+            .and_then(|in_place| Ok((in_place, self.prepare(in_place, staged)?)));
+        if !self.collective {
+            return prepared.map(|(_, run)| run);
         }
-        local
+        let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
+        agree(&self.comm, prepared.as_ref().err(), &mut in_place_somewhere)?;
+        let (in_place, run) = prepared?;
+        match in_place_somewhere[0] != 0 && self.schedulable() {
+            true => self.in_place_somewhere(exchange, in_place, run),
+            false => Ok(run),
+        }
     }
 
-    /// The mode of an execution, and in place on the exchange path the buffer for
-    /// everything this rank sends; `None` when there is nothing to do (in place on a
-    /// rank whose output equals its input).
-    fn prepare(&self, in_place: bool) -> Result<Option<(Mode, Vec<u8>)>> {
+    /// True when executions in place can follow an in-place schedule: on the
+    /// exchange path with a split input, when ranks communicate.
+    fn schedulable(&self) -> bool {
+        self.collective && self.plan.path == Route::Exchange && !self.plan.input.is_replicated()
+    }
+
+    /// What this rank runs when some rank executes in place on the exchange path:
+    /// the plan's in-place schedule, on every rank, when it has one (decided with
+    /// every rank at the first such execution), else `run`, this rank's own mode.
+    fn in_place_somewhere(
+        &self,
+        exchange: &mut Exchange,
+        in_place: bool,
+        run: Option<(Mode, Vec<u8>)>,
+    ) -> Result<Option<(Mode, Vec<u8>)>> {
+        if matches!(exchange.in_place, InPlaceRoute::Undecided) {
+            exchange.in_place = self.decide_in_place()?;
+            if matches!(exchange.in_place, InPlaceRoute::Staged(_)) {
+                let restaged = match (in_place, run) {
+                    (true, Some(_)) => self.prepare(true, true),
+                    (_, run) => Ok(run),
+                };
+                agree(&self.comm, restaged.as_ref().err(), &mut [])?;
+                return restaged;
+            }
+        }
+        match exchange.in_place {
+            InPlaceRoute::Scheduled(_) => Ok(Some((Mode::Scheduled, Vec::new()))),
+            _ => Ok(run),
+        }
+    }
+
+    /// Decides with every rank how executions in place on the exchange path run:
+    /// the rounds of an in-place schedule when every rank made its part, else
+    /// everything sent staged.
+    fn decide_in_place(&self) -> Result<InPlaceRoute> {
+        let made = contain_panic(|| self.in_place_schedule());
+        let mut unscheduled = [i64::from(!matches!(made, Ok(Ok(_))))];
+        agree(&self.comm, None, &mut unscheduled)?;
+        Ok(match made {
+            Ok(Ok(scheduled)) if unscheduled[0] == 0 => InPlaceRoute::Scheduled(scheduled),
+            Ok(Err(why)) => InPlaceRoute::Staged(why),
+            _ => InPlaceRoute::Staged(Unscheduled::OutOfMemory),
+        })
+    }
+
+    /// This rank's part of the in-place schedule, with every rank's budget.
+    fn in_place_schedule(&self) -> Result<std::result::Result<ScheduledExchange, Unscheduled>> {
+        let (input, output, size) = (&self.plan.input, &self.plan.output, self.plan.elem_size);
+        let budgets: Vec<usize> = (0..self.comm.size())
+            .map(|r| {
+                let buffer = input.pattern(r).len().max(output.pattern(r).len()) as usize * size;
+                self.options
+                    .in_place_budget
+                    .unwrap_or((64 << 20).max(buffer / 10))
+            })
+            .collect();
+        let problem = Problem {
+            input,
+            output,
+            elem_size: size,
+            budgets: &budgets,
+        };
+        let rank = self.comm.rank();
+        match Schedule::new(&problem, self.options.run_budget) {
+            Ok(schedule) => Ok(Ok(ScheduledExchange::new(schedule.for_rank(rank), rank)?)),
+            Err(why) => Ok(Err(why)),
+        }
+    }
+
+    /// The mode of an execution, and with everything sent staged (in place on the
+    /// exchange path, when `staged` or no schedule applies) the buffer for it;
+    /// `None` when there is nothing to do (in place on a rank whose output equals
+    /// its input).
+    fn prepare(&self, in_place: bool, staged: bool) -> Result<Option<(Mode, Vec<u8>)>> {
         if in_place && self.plan.is_identity() {
             return Ok(None);
         }
-        let mode = self.mode(in_place);
+        let mode = match (in_place, self.plan.path) {
+            (false, _) => Mode::OutOfPlace,
+            (true, Route::Local) => Mode::InPlaceOrdered,
+            (true, Route::Exchange) if staged || !self.schedulable() => Mode::InPlaceStaged,
+            (true, Route::Exchange) => Mode::Scheduled,
+        };
         let packed = match mode {
             Mode::InPlaceStaged => {
                 let bytes = self.plan.stats().bytes_sent as usize;
@@ -713,7 +810,18 @@ impl Gathered {
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.plan.fmt(f)
+        self.plan.fmt(f)?;
+        let exchange = self.exchange.lock().unwrap_or_else(PoisonError::into_inner);
+        match &exchange.in_place {
+            InPlaceRoute::Undecided => Ok(()),
+            InPlaceRoute::Scheduled(s) => write!(
+                f,
+                "; in place in {} rounds staging at most {} B",
+                s.rounds(),
+                s.staging_bytes()
+            ),
+            InPlaceRoute::Staged(why) => write!(f, "; in place stages all it sends ({why})"),
+        }
     }
 }
 

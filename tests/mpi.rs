@@ -548,6 +548,18 @@ impl Case {
         }
     }
 
+    /// A staging budget of `bytes` for in place on the exchange path: small arrays
+    /// then move in many rounds of tiny pieces, breaking cycles with tiny staging.
+    fn in_place_budget(self, bytes: usize) -> Case {
+        Case {
+            limits: Some(PlanOptions {
+                in_place_budget: Some(bytes),
+                ..self.limits.unwrap_or_default()
+            }),
+            ..self
+        }
+    }
+
     /// The input and output sides over `p` ranks.
     fn sides(&self, p: usize) -> (Side, Side) {
         let inp = Side::new(self.gshape.to_vec(), self.split, self.input, p);
@@ -634,6 +646,15 @@ impl Case {
             &buffer[..want.len()],
             &want,
         );
+        let budgeted = self.limits.and_then(|l| l.in_place_budget).is_some();
+        let scheduled =
+            plan.path() == Route::Exchange && plan.is_collective() && self.split.is_some();
+        if budgeted && scheduled && !plan.to_string().contains("; in place in ") {
+            w.fail(
+                self.name,
+                format!("in place did not take bounded rounds: {plan}"),
+            );
+        }
 
         // In place is each rank's own choice: here odd ranks take it, even ranks not.
         let mut mixed = input.to_vec();
@@ -780,7 +801,12 @@ impl Case {
         let mut all = vec![0u64; w.size];
         w.comm.all_gather_into(&largest, &mut all[..]);
         let most = all.iter().copied().max().unwrap_or(0);
-        if plan.path() == Route::Exchange && w.size > 1 && most <= limits.max_message_bytes as u64 {
+        let lowered = limits.max_message_bytes < PlanOptions::default().max_message_bytes;
+        if lowered
+            && plan.path() == Route::Exchange
+            && w.size > 1
+            && most <= limits.max_message_bytes as u64
+        {
             w.fail(
                 self.name,
                 format!("the largest transfer has {most} bytes, which fits in one message"),
@@ -860,6 +886,11 @@ fn cases() -> Vec<Case> {
         case("rendezvous_rounds_front_heavy_u8", U8, &[262_144, 30, 1], Some(1), &[262_144, 30], Some(1)).input(FrontHeavy).limits(128 << 10, 1 << 18),
         case("chunked_odd_limit_u16", U16, &[30, 7], Some(0), &[7, 30], Some(1)).input(Uneven).limits(7, 3),
         case("chunked_replicated_out", U32, &[20, 30], Some(1), &[600], None).limits(64, 8),
+        // In place within tiny staging budgets: many rounds, cycles broken.
+        case("budget_split_change_f64", F64, &[12, 10, 3], Some(0), &[12, 30], Some(1)).in_place_budget(8),
+        case("budget_flatten_u16", U16, &[9, 14, 2], Some(1), &[252], Some(0)).input(Uneven).in_place_budget(6),
+        case("budget_transpose_c64", C64, &[7, 11], Some(0), &[11, 7], Some(1)).target(Uneven).in_place_budget(48),
+        case("budget_replicated_out_u8", U8, &[6, 10], Some(0), &[60], None).in_place_budget(3),
     ]
 }
 

@@ -12,6 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use distreshape::args::{ReshapeArgs, check_local};
+use distreshape::inplace::{Problem, RankSchedule, Schedule, Transfer};
 use distreshape::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
@@ -694,5 +695,136 @@ proptest! {
     #[test]
     fn pairwise_schedule_never_deadlocks(case in case(), window in 1usize..4, per_round in 1usize..4) {
         replay_pairwise(&case, window, per_round);
+    }
+}
+
+/// Bytes landing on a rank in a round: rank, offset, bytes, and for a local move
+/// from the buffer its own source offset.
+type Landing = (usize, usize, Vec<u8>, Option<usize>);
+
+/// Replays every rank's part of the in-place schedule of `case` with `budget` bytes
+/// of staging per rank, round by round, every byte: a round's sources are read
+/// before any of its writes land, a byte is written only once every piece reading it
+/// has departed (a local move may overlap its own source), the staging stays within
+/// the budget, and every output element arrives exactly once. Returns the number of
+/// rounds, or `None` when the case needs no schedule (no split input, or the local
+/// path).
+fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
+    let plans = plans(case);
+    let plan = &plans[0];
+    if plan.path != Route::Exchange || plan.input.is_replicated() {
+        return None;
+    }
+    let p = plans.len();
+    let budgets = vec![budget; p];
+    let problem = Problem {
+        input: &plan.input,
+        output: &plan.output,
+        elem_size: 8,
+        budgets: &budgets,
+    };
+    let schedule = match Schedule::new(&problem, 1 << 20) {
+        Ok(s) => s,
+        Err(why) => panic!("no in-place schedule with {budget} B: {why:?}"),
+    };
+    let parts: Vec<RankSchedule> = (0..p).map(|r| schedule.for_rank(r)).collect();
+    let (inputs, outputs) = oracle_sets(case, &plan.new_shape);
+    let mut buffers: Vec<Vec<u8>> = (0..p)
+        .map(|r| {
+            let mut b = to_bytes(&inputs[r]);
+            b.resize(inputs[r].len().max(outputs[r].len()) * 8, 0xEE);
+            b
+        })
+        .collect();
+    // Pieces still reading each byte; bytes already in place are read forever.
+    let mut readers: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
+    let mut writes: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
+    for (piece, _, _) in schedule.moves() {
+        (piece.src..piece.src + piece.len).for_each(|i| readers[piece.from][i] += 1);
+    }
+    for r in 0..p {
+        for i in 0..inputs[r].len() {
+            if outputs[r].get(i) == Some(&inputs[r][i]) {
+                (i * 8..i * 8 + 8).for_each(|b| readers[r][b] += 1);
+            }
+        }
+    }
+    let mut staging: Vec<Vec<u8>> = vec![vec![0; budget]; p];
+    for round in 0..schedule.rounds() {
+        let mut departed: Vec<(usize, usize, usize)> = Vec::new();
+        for r in 0..p {
+            for t in &parts[r].rounds[round].stage {
+                let at = t.staged.expect("a staged piece has a slot");
+                assert!(at + t.len <= budget, "rank {r} stages beyond its budget");
+                let (buffer, slots) = (&buffers[r], &mut staging[r]);
+                slots[at..at + t.len].copy_from_slice(&buffer[t.src..t.src + t.len]);
+                departed.push((r, t.src, t.len));
+            }
+        }
+        // Every source of the round, read before its writes.
+        let read = |r: usize, t: &Transfer| -> Vec<u8> {
+            match t.staged {
+                Some(at) => staging[r][at..at + t.len].to_vec(),
+                None => buffers[r][t.src..t.src + t.len].to_vec(),
+            }
+        };
+        let mut landing: Vec<Landing> = Vec::new();
+        for r in 0..p {
+            let ops = &parts[r].rounds[round];
+            for q in 0..p {
+                let sent: Vec<&Transfer> = ops.sends.iter().filter(|t| t.peer == q).collect();
+                let got: Vec<&Transfer> = parts[q].rounds[round]
+                    .receives
+                    .iter()
+                    .filter(|t| t.peer == r)
+                    .collect();
+                assert_eq!(sent.len(), got.len(), "round messages of {r}->{q} disagree");
+                for (s, g) in sent.iter().zip(&got) {
+                    assert_eq!(s.len, g.len, "message sizes of {r}->{q} disagree");
+                    landing.push((q, g.dst, read(r, s), None));
+                }
+            }
+            for t in &ops.moves {
+                landing.push((r, t.dst, read(r, t), t.staged.is_none().then_some(t.src)));
+            }
+            for t in ops.sends.iter().chain(&ops.moves) {
+                if t.staged.is_none() {
+                    departed.push((r, t.src, t.len));
+                }
+            }
+        }
+        for (r, dst, bytes, own) in landing {
+            for (i, &byte) in bytes.iter().enumerate() {
+                let b = dst + i;
+                let own_read = own.is_some_and(|src| (src..src + bytes.len()).contains(&b));
+                assert_eq!(
+                    readers[r][b],
+                    u32::from(own_read),
+                    "rank {r} writes byte {b} in round {round} before it is read"
+                );
+                buffers[r][b] = byte;
+                writes[r][b] += 1;
+            }
+        }
+        for (r, src, len) in departed {
+            (src..src + len).for_each(|i| readers[r][i] -= 1);
+        }
+    }
+    for r in 0..p {
+        let out = to_bytes(&outputs[r]);
+        assert_eq!(&buffers[r][..out.len()], &out[..], "rank {r} output");
+        assert!(
+            writes[r].iter().all(|&w| w <= 1),
+            "rank {r}: a byte written twice"
+        );
+    }
+    Some(schedule.rounds())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn in_place_schedules_stay_within_tiny_budgets(case in case(), elems in 1usize..5) {
+        replay_in_place(&case, elems * 8);
     }
 }

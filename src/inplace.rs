@@ -1,0 +1,440 @@
+//! Schedules of in-place execution on the exchange path under a staging budget.
+//! Pure: every rank computes the same global schedule from the layouts, keeps its
+//! own part, and the all-ranks simulation in the tests replays it.
+//!
+//! In place, a rank's buffer holds its input and must end holding its output, so
+//! an element may land only where the elements that were there have left. The data
+//! is cut into pieces (runs of elements between two buffers, at most `chunk` bytes)
+//! and moved in rounds. A piece is *ready* when every piece whose source overlaps
+//! its destination has departed: then it moves, in one message or local copy, in
+//! this round. Pieces that block waiting ones, and are not ready themselves, are
+//! copied to the source rank's staging while its budget allows: that vacates their
+//! source and breaks the cycles of dependencies (two ranks swapping, or the long
+//! cycles of a transpose); a staged piece moves from the staging once its own
+//! destination is vacated. Each round every rank posts its messages of the round
+//! and completes them, so the rounds match across ranks one for one: nothing can
+//! wait for a message another rank posts later.
+//!
+//! Invariants the simulation checks on every rank: a byte is written only after
+//! every piece reading it has departed, each piece arrives exactly once, and the
+//! staging never holds more than the budget.
+
+use std::ops::Range;
+
+use crate::layout::Layout;
+use crate::runs::SharedRuns;
+
+/// Most rounds a schedule may take: each round costs every rank a synchronization.
+pub const MAX_ROUNDS: usize = 1 << 12;
+
+/// One piece of the data: `len` bytes at `src` in rank `from`'s buffer go to `dst`
+/// in rank `to`'s buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The rank holding the piece on input.
+    pub from: usize,
+    /// Byte offset in `from`'s buffer.
+    pub src: usize,
+    /// The rank the piece belongs to on output.
+    pub to: usize,
+    /// Byte offset in `to`'s buffer.
+    pub dst: usize,
+    /// Bytes (at most the schedule's chunk).
+    pub len: usize,
+}
+
+/// One copy or message of a piece, as one rank sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The other rank (this rank for local moves and staging copies).
+    pub peer: usize,
+    /// The piece's byte offset in its source rank's buffer.
+    pub src: usize,
+    /// Its byte offset in the staging when it was staged (read from there in place).
+    pub staged: Option<usize>,
+    /// Its byte offset in its destination rank's buffer.
+    pub dst: usize,
+    /// Bytes.
+    pub len: usize,
+}
+
+/// What one rank does in one round, in this order: copy `stage` from the buffer to
+/// the staging, post the [`messages`] of `receives` and `sends` (each sorted by
+/// peer, then source offset: the same order on both sides), copy `moves`, complete
+/// the messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Pieces copied to the staging at the start of the round.
+    pub stage: Vec<Transfer>,
+    /// Messages received.
+    pub receives: Vec<Transfer>,
+    /// Messages sent.
+    pub sends: Vec<Transfer>,
+    /// Pieces moved within this rank.
+    pub moves: Vec<Transfer>,
+}
+
+/// One rank's part of an in-place schedule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankSchedule {
+    /// The rounds, the same number on every rank.
+    pub rounds: Vec<Round>,
+    /// Most staging bytes this rank uses at once (at most its budget).
+    pub staging_bytes: usize,
+    /// Most messages this rank has in flight in one round.
+    pub most_messages: usize,
+    /// Most pieces in one message.
+    pub most_pieces: usize,
+}
+
+/// Pieces of at least this many bytes travel as messages of their own, straight
+/// between the buffers; smaller ones to the same peer are grouped into one message
+/// (an MPI datatype over them, no copy).
+pub const DIRECT_BYTES: usize = 64 << 10;
+
+/// Most bytes in one grouped message.
+pub const GROUPED_BYTES: usize = 16 << 20;
+
+/// The messages of a round's sends or receives (sorted by peer, then source offset,
+/// the same order on both sides): each piece of [`DIRECT_BYTES`] or more alone, the
+/// smaller ones to one peer grouped in order, up to [`GROUPED_BYTES`].
+pub fn messages(transfers: &[Transfer]) -> impl Iterator<Item = &[Transfer]> {
+    let mut rest = transfers;
+    std::iter::from_fn(move || {
+        let first = rest.first()?;
+        let mut bytes = 0;
+        let grouped = |t: &&Transfer| {
+            bytes += t.len;
+            t.peer == first.peer && t.len < DIRECT_BYTES && bytes <= GROUPED_BYTES
+        };
+        let (message, tail) = rest.split_at(rest.iter().take_while(grouped).count().max(1));
+        rest = tail;
+        Some(message)
+    })
+}
+
+/// Why no bounded schedule was made; the plan then stages everything it sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unscheduled {
+    /// More pieces than the plan's run budget.
+    TooManyPieces,
+    /// More than [`MAX_ROUNDS`] rounds.
+    TooManyRounds,
+    /// Every rank's staging is full of pieces that wait for one another.
+    Stuck,
+    /// A rank could not allocate its part.
+    OutOfMemory,
+}
+
+impl std::fmt::Display for Unscheduled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unscheduled::TooManyPieces => "no bounded schedule: more pieces than the run budget",
+            Unscheduled::TooManyRounds => "no bounded schedule: too many rounds",
+            Unscheduled::Stuck => "no bounded schedule within the staging budget",
+            Unscheduled::OutOfMemory => "no bounded schedule: a rank could not allocate it",
+        })
+    }
+}
+
+/// The reshape as every rank sees it: the layouts, element size, and each rank's
+/// staging budget in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Problem<'a> {
+    /// How the input is spread (split: in-place scheduling needs a split input).
+    pub input: &'a Layout,
+    /// How the output is spread.
+    pub output: &'a Layout,
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// Each rank's staging budget in bytes.
+    pub budgets: &'a [usize],
+}
+
+impl Problem<'_> {
+    /// The largest piece: an eighth of the smallest budget, at most 4 MiB, at least
+    /// one element, a whole number of elements.
+    pub fn chunk(&self) -> usize {
+        let smallest = self.budgets.iter().copied().min().unwrap_or(0);
+        let bytes = (smallest / 8).clamp(self.elem_size, 4 << 20);
+        bytes / self.elem_size * self.elem_size
+    }
+
+    /// Every piece that moves, by source rank then source offset; pieces already in
+    /// place are left out. `None` beyond `most` pieces.
+    pub fn pieces(&self, most: usize) -> Option<Vec<Piece>> {
+        let (nranks, size, chunk) = (self.budgets.len(), self.elem_size, self.chunk());
+        if nranks.saturating_mul(nranks) > most {
+            return None;
+        }
+        let mut pieces = Vec::new();
+        for from in 0..nranks {
+            let mut own = Vec::new();
+            let source = self.input.pattern(from);
+            for to in 0..nranks {
+                let target = self.output.pattern(to);
+                for run in SharedRuns::new(&source, &target) {
+                    let src = source.local_offset(run.global) as usize * size;
+                    let dst = target.local_offset(run.global) as usize * size;
+                    if from == to && src == dst {
+                        continue;
+                    }
+                    let len = run.len as usize * size;
+                    for at in (0..len).step_by(chunk) {
+                        let len = chunk.min(len - at);
+                        own.push(Piece {
+                            from,
+                            src: src + at,
+                            to,
+                            dst: dst + at,
+                            len,
+                        });
+                    }
+                    if pieces.len() + own.len() > most {
+                        return None;
+                    }
+                }
+            }
+            own.sort_unstable_by_key(|p| (p.src, p.to));
+            pieces.extend(own);
+        }
+        Some(pieces)
+    }
+}
+
+/// First-fit allocation of byte ranges within a budget.
+#[derive(Clone, Debug)]
+struct Staging {
+    /// Free ranges, sorted and separated.
+    free: Vec<Range<usize>>,
+    used: usize,
+    most_used: usize,
+}
+
+impl Staging {
+    fn new(budget: usize) -> Staging {
+        Staging {
+            free: std::iter::once(0..budget).collect(),
+            used: 0,
+            most_used: 0,
+        }
+    }
+
+    fn allocate(&mut self, len: usize) -> Option<usize> {
+        let i = self.free.iter().position(|r| r.len() >= len)?;
+        let at = self.free[i].start;
+        self.free[i].start += len;
+        if self.free[i].is_empty() {
+            self.free.remove(i);
+        }
+        self.used += len;
+        self.most_used = self.most_used.max(self.used);
+        Some(at)
+    }
+
+    fn release(&mut self, at: usize, len: usize) {
+        let i = self.free.partition_point(|r| r.start < at);
+        self.free.insert(i, at..at + len);
+        if i + 1 < self.free.len() && self.free[i].end == self.free[i + 1].start {
+            self.free[i].end = self.free.remove(i + 1).end;
+        }
+        if i > 0 && self.free[i - 1].end == self.free[i].start {
+            self.free[i - 1].end = self.free.remove(i).end;
+        }
+        self.used -= len;
+    }
+}
+
+/// What became of each piece.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fate {
+    /// The round it moved in.
+    moved: Option<usize>,
+    /// The round it was staged in and its staging offset.
+    staged: Option<(usize, usize)>,
+}
+
+/// The global schedule: which round each piece is staged and moved in.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pieces: Vec<Piece>,
+    fates: Vec<Fate>,
+    rounds: usize,
+    staging_bytes: Vec<usize>,
+}
+
+impl Schedule {
+    /// Schedules `problem` in rounds, with at most `most_pieces` pieces.
+    pub fn new(problem: &Problem, most_pieces: usize) -> Result<Schedule, Unscheduled> {
+        let pieces = problem
+            .pieces(most_pieces)
+            .ok_or(Unscheduled::TooManyPieces)?;
+        let mut scheduler = Scheduler::new(problem, pieces);
+        while !scheduler.pending.is_empty() {
+            if scheduler.round == MAX_ROUNDS {
+                return Err(Unscheduled::TooManyRounds);
+            }
+            scheduler.next_round()?;
+        }
+        Ok(Schedule {
+            staging_bytes: scheduler.staging.iter().map(|s| s.most_used).collect(),
+            rounds: scheduler.round,
+            pieces: scheduler.pieces,
+            fates: scheduler.fates,
+        })
+    }
+
+    /// The number of rounds.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// Every piece with the round it moves in and, when staged, the round it is
+    /// staged in and its staging offset.
+    pub fn moves(&self) -> impl Iterator<Item = (Piece, usize, Option<(usize, usize)>)> + '_ {
+        self.pieces.iter().zip(&self.fates).map(|(p, f)| {
+            (
+                *p,
+                f.moved.expect("a finished schedule moves every piece"),
+                f.staged,
+            )
+        })
+    }
+
+    /// `rank`'s part of the schedule.
+    pub fn for_rank(&self, rank: usize) -> RankSchedule {
+        let mut rounds = vec![Round::default(); self.rounds];
+        for (p, moved, staged) in self.moves() {
+            let transfer = |peer| Transfer {
+                peer,
+                src: p.src,
+                staged: staged.map(|(_, at)| at),
+                dst: p.dst,
+                len: p.len,
+            };
+            if let (Some((round, _)), true) = (staged, p.from == rank) {
+                rounds[round].stage.push(transfer(rank));
+            }
+            let round = &mut rounds[moved];
+            match (p.from == rank, p.to == rank) {
+                (true, true) => round.moves.push(transfer(rank)),
+                (true, false) => round.sends.push(transfer(p.to)),
+                (false, true) => round.receives.push(transfer(p.from)),
+                (false, false) => {}
+            }
+        }
+        for round in &mut rounds {
+            round.sends.sort_by_key(|t| (t.peer, t.src));
+        }
+        let most_messages = rounds
+            .iter()
+            .map(|r| messages(&r.sends).count() + messages(&r.receives).count())
+            .max()
+            .unwrap_or(0);
+        let most_pieces = rounds
+            .iter()
+            .flat_map(|r| messages(&r.sends).chain(messages(&r.receives)))
+            .map(<[Transfer]>::len)
+            .max()
+            .unwrap_or(0);
+        RankSchedule {
+            rounds,
+            staging_bytes: self.staging_bytes[rank],
+            most_messages,
+            most_pieces,
+        }
+    }
+}
+
+/// The state of the scheduling, round after round.
+struct Scheduler {
+    pieces: Vec<Piece>,
+    /// Each rank's pieces: a range of `pieces`, sorted by source offset.
+    by_rank: Vec<Range<usize>>,
+    chunk: usize,
+    fates: Vec<Fate>,
+    /// True once a piece no longer needs its source (moved or staged).
+    departed: Vec<bool>,
+    staging: Vec<Staging>,
+    pending: Vec<usize>,
+    round: usize,
+}
+
+impl Scheduler {
+    fn new(problem: &Problem, pieces: Vec<Piece>) -> Scheduler {
+        let nranks = problem.budgets.len();
+        let by_rank = (0..nranks)
+            .map(|r| {
+                pieces.partition_point(|p| p.from < r)..pieces.partition_point(|p| p.from <= r)
+            })
+            .collect();
+        let n = pieces.len();
+        Scheduler {
+            by_rank,
+            chunk: problem.chunk(),
+            fates: vec![
+                Fate {
+                    moved: None,
+                    staged: None
+                };
+                n
+            ],
+            departed: vec![false; n],
+            staging: problem.budgets.iter().map(|&b| Staging::new(b)).collect(),
+            pending: (0..n).collect(),
+            round: 0,
+            pieces,
+        }
+    }
+
+    /// The pieces (other than `p`) whose source overlaps `p`'s destination.
+    fn blockers(&self, p: usize) -> impl Iterator<Item = usize> + '_ {
+        let Piece { to, dst, len, .. } = self.pieces[p];
+        let range = self.by_rank[to].clone();
+        let first =
+            range.start + self.pieces[range.clone()].partition_point(|q| q.src + self.chunk <= dst);
+        (first..range.end)
+            .take_while(move |&q| self.pieces[q].src < dst + len)
+            .filter(move |&q| q != p && self.pieces[q].src + self.pieces[q].len > dst)
+    }
+
+    /// Moves every ready piece, stages the blockers of the others within the
+    /// budgets; fails when neither is possible.
+    fn next_round(&mut self) -> Result<(), Unscheduled> {
+        let (ready, waiting): (Vec<usize>, Vec<usize>) = self
+            .pending
+            .iter()
+            .partition(|&&p| self.blockers(p).all(|q| self.departed[q]));
+        let mut is_ready = vec![false; self.pieces.len()];
+        ready.iter().for_each(|&p| is_ready[p] = true);
+        let mut staged = Vec::new();
+        for &w in &waiting {
+            let blockers: Vec<usize> = self
+                .blockers(w)
+                .filter(|&q| !self.departed[q] && !is_ready[q] && self.fates[q].staged.is_none())
+                .collect();
+            for q in blockers {
+                let Piece { from, len, .. } = self.pieces[q];
+                if let Some(at) = self.staging[from].allocate(len) {
+                    self.fates[q].staged = Some((self.round, at));
+                    staged.push(q);
+                }
+            }
+        }
+        if ready.is_empty() && staged.is_empty() {
+            return Err(Unscheduled::Stuck);
+        }
+        for &p in &ready {
+            self.fates[p].moved = Some(self.round);
+            self.departed[p] = true;
+            if let Some((_, at)) = self.fates[p].staged {
+                let Piece { from, len, .. } = self.pieces[p];
+                self.staging[from].release(at, len);
+            }
+        }
+        staged.iter().for_each(|&q| self.departed[q] = true);
+        self.pending = waiting;
+        self.round += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,228 @@
+//! Executes one rank's part of an in-place schedule ([`crate::inplace`]) over MPI:
+//! round after round, the staging copies, then the round's messages (posted, then
+//! completed together with `MPI_Waitall`) with the local moves done while they
+//! flow. The staging and the requests are allocated once and reused by every
+//! execution.
+//!
+//! A rank executing out of place while another executes in place follows the same
+//! rounds (the messages must match): it reads every piece from its input, which it
+//! never overwrites, so it stages nothing, and copies the elements it keeps
+//! separately.
+
+use std::os::raw::{c_int, c_void};
+
+use mpi::ffi;
+
+use crate::comm::{Comm, check, count};
+use crate::error::Result;
+use crate::exchange::{cancel_all, complete_all};
+use crate::faults::try_vec;
+use crate::inplace::{RankSchedule, Transfer, messages};
+use crate::messages::Segment;
+use crate::schedule::Side;
+
+/// One rank's in-place schedule with its staging, requests, and the block lists
+/// of its multi-piece messages.
+pub struct ScheduledExchange {
+    schedule: RankSchedule,
+    staging: Vec<u8>,
+    requests: Vec<ffi::MPI_Request>,
+    block_lens: Vec<c_int>,
+    block_offsets: Vec<ffi::MPI_Aint>,
+}
+
+impl std::fmt::Debug for ScheduledExchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScheduledExchange")
+            .field("rounds", &self.schedule.rounds.len())
+            .field("staging_bytes", &self.staging.len())
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the requests are MPI_REQUEST_NULL between executions, and an execution
+// uses them from one thread only (the plan holds the exchange in a mutex).
+unsafe impl Send for ScheduledExchange {}
+
+impl ScheduledExchange {
+    /// Allocates the staging (touched now, so executions take no page faults) and
+    /// the requests of `schedule`, this rank's part.
+    pub fn new(schedule: RankSchedule, rank: usize) -> Result<ScheduledExchange> {
+        let mut staging = try_vec(schedule.staging_bytes, "the in-place staging", rank)?;
+        staging.resize(schedule.staging_bytes, 0);
+        let mut requests = try_vec(schedule.most_messages, "the MPI requests", rank)?;
+        // SAFETY: reading an MPI constant handle.
+        requests.resize(schedule.most_messages, unsafe { ffi::RSMPI_REQUEST_NULL });
+        let block_lens = try_vec(schedule.most_pieces, "the message blocks", rank)?;
+        let block_offsets = try_vec(schedule.most_pieces, "the message blocks", rank)?;
+        Ok(ScheduledExchange {
+            schedule,
+            staging,
+            requests,
+            block_lens,
+            block_offsets,
+        })
+    }
+
+    /// The number of rounds.
+    pub fn rounds(&self) -> usize {
+        self.schedule.rounds.len()
+    }
+
+    /// Bytes of staging this rank holds.
+    pub fn staging_bytes(&self) -> usize {
+        self.staging.len()
+    }
+
+    /// Runs every round over `comm` with messages tagged `tag`. In place when
+    /// `input == output`.
+    ///
+    /// # Safety
+    /// `input` readable for the plan's input size and `output` writable for its
+    /// output size; out of place they do not overlap; in place the buffer holds the
+    /// larger of both. Every rank of `comm` runs its part of the same schedule.
+    pub unsafe fn run(
+        &mut self,
+        (comm, tag): (&Comm, c_int),
+        input: *const u8,
+        output: *mut u8,
+    ) -> Result<()> {
+        let in_place = std::ptr::eq(input, output);
+        let staging = self.staging.as_mut_ptr();
+        for round in 0..self.schedule.rounds.len() {
+            let round = &self.schedule.rounds[round];
+            if in_place {
+                for t in &round.stage {
+                    // SAFETY: the piece lies in the buffer, its slot in the staging.
+                    unsafe {
+                        let slot = staging.add(t.staged.unwrap_or(0));
+                        std::ptr::copy_nonoverlapping(input.add(t.src), slot, t.len);
+                    }
+                }
+            }
+            let source = |t: &Transfer| match (t.staged, in_place) {
+                // SAFETY: staging offsets lie within the staging (schedule invariant).
+                (Some(at), true) => unsafe { staging.add(at) }.cast_const(),
+                // SAFETY: sources lie within the input (planner invariant).
+                _ => unsafe { input.add(t.src) },
+            };
+            let mut posted = 0;
+            let blocks = (&mut self.block_lens, &mut self.block_offsets);
+            let mut post = |message: &[Transfer], side: Side| -> Result<()> {
+                let (base, block): (*const u8, &dyn Fn(&Transfer) -> *const u8) = match side {
+                    // SAFETY: receives land inside the output (planner invariant).
+                    Side::Receive => (output, &|t| unsafe { output.add(t.dst) }),
+                    Side::Send => (input, &source),
+                };
+                let message = Message {
+                    peer: message[0].peer as c_int,
+                    side,
+                    base,
+                    blocks: message.iter().map(|t| (block(t), t.len)),
+                };
+                // SAFETY: every block lies in the buffer or the staging, which nothing
+                // else touches until the round completes (schedule invariant: nothing
+                // writes a byte that a piece in flight reads or lands on).
+                self.requests[posted] = unsafe { message.post((comm, tag), (blocks.0, blocks.1)) }?;
+                posted += 1;
+                Ok(())
+            };
+            let posting = messages(&round.receives)
+                .try_for_each(|m| post(m, Side::Receive))
+                .and_then(|()| messages(&round.sends).try_for_each(|m| post(m, Side::Send)));
+            if posting.is_ok() && in_place {
+                for t in &round.moves {
+                    // SAFETY: the destination lies in the output and no message of the
+                    // round touches it; in place a move may overlap its own source.
+                    unsafe { std::ptr::copy(source(t), output.add(t.dst), t.len) };
+                }
+            }
+            let completed = posting.and_then(|()| complete_all(&mut self.requests[..posted], true));
+            if let Err(e) = completed {
+                cancel_all(&mut self.requests[..posted]);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One message of a round: its pieces as blocks (address, bytes), sent from or
+/// received into memory addressed relative to `base`.
+struct Message<I> {
+    peer: c_int,
+    side: Side,
+    base: *const u8,
+    blocks: I,
+}
+
+impl<I: ExactSizeIterator<Item = (*const u8, usize)>> Message<I> {
+    /// Posts the message: one block directly, several through an MPI hindexed
+    /// datatype (no copy), built in `lens` and `offsets` and freed once posted
+    /// (MPI keeps what the pending operation needs).
+    ///
+    /// # Safety
+    /// Every block readable (sends) or writable (receives) until the request
+    /// completes.
+    unsafe fn post(
+        self,
+        (comm, tag): (&Comm, c_int),
+        (lens, offsets): (&mut Vec<c_int>, &mut Vec<ffi::MPI_Aint>),
+    ) -> Result<ffi::MPI_Request> {
+        let (peer, side, base, mut blocks) = (self.peer, self.side, self.base, self.blocks);
+        if blocks.len() == 1
+            && let Some((at, len)) = blocks.next()
+        {
+            let (whole, at) = ([Segment { offset: 0, len }], at.cast_mut());
+            // SAFETY: as documented.
+            return unsafe { crate::exchange::post((comm, tag), peer, side, &whole, at, at) }
+                .map(|(request, _)| request);
+        }
+        lens.clear();
+        offsets.clear();
+        for (at, len) in blocks {
+            lens.push(count(len)?);
+            offsets.push((at as isize - base as isize) as ffi::MPI_Aint);
+        }
+        // SAFETY: the block lists hold `lens.len()` entries; reading MPI constants.
+        unsafe {
+            let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+            let (n, byte) = (count(lens.len())?, ffi::RSMPI_UINT8_T);
+            let code = ffi::MPI_Type_create_hindexed(
+                n,
+                lens.as_ptr(),
+                offsets.as_ptr(),
+                byte,
+                &mut datatype,
+            );
+            check(code, "MPI_Type_create_hindexed")?;
+            let mut request = ffi::RSMPI_REQUEST_NULL;
+            let code = match ffi::MPI_Type_commit(&mut datatype) {
+                0 => match side {
+                    Side::Send => ffi::MPI_Isend(
+                        base.cast_mut().cast::<c_void>(),
+                        1,
+                        datatype,
+                        peer,
+                        tag,
+                        comm.raw(),
+                        &mut request,
+                    ),
+                    Side::Receive => ffi::MPI_Irecv(
+                        base.cast_mut().cast::<c_void>(),
+                        1,
+                        datatype,
+                        peer,
+                        tag,
+                        comm.raw(),
+                        &mut request,
+                    ),
+                },
+                failed => failed,
+            };
+            ffi::MPI_Type_free(&mut datatype);
+            check(code, "posting a multi-piece message")?;
+            Ok(request)
+        }
+    }
+}
