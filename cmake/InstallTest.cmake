@@ -1,35 +1,24 @@
 # Install test, run by ctest as `cmake -D... -P InstallTest.cmake`:
-#  1. installs the build in BUILD_DIR into WORK_DIR/prefix,
+#  1. installs the build in BUILD_DIR into WORK_DIR/prefix (the prefix
+#     PkgConfigTest.cmake then uses),
 #  2. checks find_package(DistReshape) alone probes no mpiexec and sets none of
 #     the helpers' variables (a tiny project, configured only),
 #  3. configures EXAMPLES_DIR standalone against it (find_package(DistReshape)),
-#  4. builds the examples, runs their tests (1-4 ranks) with ctest,
+#  4. builds the examples (one linked with the static library), runs their tests
+#     (1-4 ranks) with ctest,
 #  5. installs them too and runs the installed C and C++ seed examples, which
-#     must find libdistreshape.so through their RPATH alone,
-#  6. builds the C split example and the C++ seed example with the compiler and
-#     `pkg-config distreshape` flags only (plus C++17 and the MPI C++ bindings
-#     kept out, as DistReshape::distreshape_cxx has them), and runs them.
-foreach(var BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
-            MPIEXEC_NUMPROC_FLAG)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "InstallTest.cmake: -D ${var}=... is required")
-  endif()
-endforeach()
-
-function(run)
-  string(REPLACE ";" " " shown "${ARGN}")
-  message(STATUS "install test: ${shown}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "install test: command failed (${result}): ${shown}")
-  endif()
-endfunction()
+#     must find libdistreshape.so through their RPATH alone.
+cmake_minimum_required(VERSION 3.22)
+set(DR_TEST "install test")
+include("${CMAKE_CURRENT_LIST_DIR}/TestScriptHelpers.cmake")
+dr_require(BUILD_DIR EXAMPLES_DIR WORK_DIR GENERATOR CTEST_COMMAND MPIEXEC_EXECUTABLE
+           MPIEXEC_NUMPROC_FLAG)
 
 set(prefix "${WORK_DIR}/prefix")
 set(build "${WORK_DIR}/examples")
 file(REMOVE_RECURSE "${WORK_DIR}")
 
-run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+dr_run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 
 # The shared library: one file libdistreshape.so.X.Y.Z whose SONAME is
 # libdistreshape.so.X, and both shorter names as symbolic links to it.
@@ -125,7 +114,7 @@ endif()
 if(MPI_C_COMPILER)
   list(APPEND find_package_args "-DMPI_C_COMPILER=${MPI_C_COMPILER}")
 endif()
-run("${CMAKE_COMMAND}" ${find_package_args})
+dr_run("${CMAKE_COMMAND}" ${find_package_args})
 # Without the Fortran component installed, requiring it fails with a message.
 if(DEFINED FORTRAN AND NOT FORTRAN)
   file(WRITE "${WORK_DIR}/find_fortran/CMakeLists.txt" [=[
@@ -141,42 +130,13 @@ find_package(DistReshape CONFIG REQUIRED COMPONENTS Fortran)
   endif()
 endif()
 
-run("${CMAKE_COMMAND}" ${configure_args})
-run("${CMAKE_COMMAND}" --build "${build}")
-run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
+dr_run("${CMAKE_COMMAND}" ${configure_args})
+dr_run("${CMAKE_COMMAND}" --build "${build}")
+dr_run("${CTEST_COMMAND}" --test-dir "${build}" --output-on-failure)
 
 # Installed executables must run from the prefix, without LD_LIBRARY_PATH.
-run("${CMAKE_COMMAND}" --install "${build}")
+dr_run("${CMAKE_COMMAND}" --install "${build}")
 unset(ENV{LD_LIBRARY_PATH})
-separate_arguments(preflags NATIVE_COMMAND "${MPIEXEC_PREFLAGS}")
 foreach(seed seed_c seed_cxx)
-  run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-      "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${prefix}/bin/${seed}" 1000)
+  dr_mpi_run(NPROCS 2 COMMAND "${prefix}/bin/${seed}" 1000)
 endforeach()
-
-# pkg-config: compile and link with the .pc flags alone.
-find_program(PKG_CONFIG pkg-config)
-if(PKG_CONFIG)
-  set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
-  execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs distreshape
-                  OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
-  separate_arguments(pc_flags NATIVE_COMMAND "${pc_flags}")
-  if(FORTRAN)
-    execute_process(COMMAND "${PKG_CONFIG}" --variable=fmoddir distreshape
-                    OUTPUT_VARIABLE fmoddir OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
-    if(NOT EXISTS "${fmoddir}/distreshape.mod")
-      message(FATAL_ERROR "install test: pkg-config's fmoddir '${fmoddir}' has no distreshape.mod")
-    endif()
-  endif()
-  if(C_COMPILER)
-    run("${C_COMPILER}" "${EXAMPLES_DIR}/c/split.c" -o "${WORK_DIR}/split_pkgconfig" ${pc_flags})
-    run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/split_pkgconfig")
-  endif()
-  if(CXX_COMPILER)
-    run("${CXX_COMPILER}" -std=c++17 -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
-        "${EXAMPLES_DIR}/cxx/seed.cpp" -o "${WORK_DIR}/seed_cxx_pkgconfig" ${pc_flags})
-    run("${CMAKE_COMMAND}" -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/seed_cxx_pkgconfig" 1000)
-  endif()
-endif()
