@@ -7,13 +7,15 @@
 //! is cut into pieces (runs of elements between two buffers, at most `chunk` bytes)
 //! and moved in rounds. A piece is *ready* when every piece whose source overlaps
 //! its destination has departed: then it moves, in one message or local copy, in
-//! this round. Pieces that block waiting ones, and are not ready themselves, are
-//! copied to the source rank's staging while its budget allows: that vacates their
-//! source and breaks the cycles of dependencies (two ranks swapping, or the long
-//! cycles of a transpose); a staged piece moves from the staging once its own
-//! destination is vacated. Each round every rank posts its messages of the round
-//! and completes them, so the rounds match across ranks one for one: nothing can
-//! wait for a message another rank posts later.
+//! this round. The pieces waiting for one another form chains and cycles (two
+//! ranks swapping, or the long cycles of a transpose); copying a piece to its
+//! source rank's staging, while the budget allows, vacates its source and breaks
+//! them, and a staged piece moves from the staging once its own destination is
+//! vacated. Breakers are spread along the chains (`Scheduler::break_chains`), so
+//! that each round moves one piece of every segment between them. Each round every
+//! rank posts its messages of the round and completes them, so the rounds match
+//! across ranks one for one: nothing can wait for a message another rank posts
+//! later.
 //!
 //! Invariants the simulation checks on every rank: a byte is written only after
 //! every piece reading it has departed, each piece arrives exactly once, and the

@@ -83,67 +83,120 @@ impl ScheduledExchange {
     /// larger of both. Every rank of `comm` runs its part of the same schedule.
     pub unsafe fn run(
         &mut self,
-        (comm, tag): (&Comm, c_int),
+        channel: (&Comm, c_int),
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
-        let in_place = std::ptr::eq(input, output);
-        let staging = self.staging.as_mut_ptr();
+        let buffers = Buffers {
+            input,
+            output,
+            staging: self.staging.as_mut_ptr(),
+            in_place: std::ptr::eq(input, output),
+        };
         for round in 0..self.schedule.rounds.len() {
-            let round = &self.schedule.rounds[round];
-            if in_place {
-                for t in &round.stage {
-                    // SAFETY: the piece lies in the buffer, its slot in the staging.
-                    unsafe {
-                        let slot = staging.add(t.staged.unwrap_or(0));
-                        std::ptr::copy_nonoverlapping(input.add(t.src), slot, t.len);
-                    }
-                }
-            }
-            let source = |t: &Transfer| match (t.staged, in_place) {
-                // SAFETY: staging offsets lie within the staging (schedule invariant).
-                (Some(at), true) => unsafe { staging.add(at) }.cast_const(),
-                // SAFETY: sources lie within the input (planner invariant).
-                _ => unsafe { input.add(t.src) },
-            };
-            let mut posted = 0;
-            let blocks = (&mut self.block_lens, &mut self.block_offsets);
-            let mut post = |message: &[Transfer], side: Side| -> Result<()> {
-                let (base, block): (*const u8, &dyn Fn(&Transfer) -> *const u8) = match side {
-                    // SAFETY: receives land inside the output (planner invariant).
-                    Side::Receive => (output, &|t| unsafe { output.add(t.dst) }),
-                    Side::Send => (input, &source),
-                };
-                let message = Message {
-                    peer: message[0].peer as c_int,
-                    side,
-                    base,
-                    blocks: message.iter().map(|t| (block(t), t.len)),
-                };
-                // SAFETY: every block lies in the buffer or the staging, which nothing
-                // else touches until the round completes (schedule invariant: nothing
-                // writes a byte that a piece in flight reads or lands on).
-                self.requests[posted] = unsafe { message.post((comm, tag), (blocks.0, blocks.1)) }?;
-                posted += 1;
-                Ok(())
-            };
-            let posting = messages(&round.receives)
-                .try_for_each(|m| post(m, Side::Receive))
-                .and_then(|()| messages(&round.sends).try_for_each(|m| post(m, Side::Send)));
-            if posting.is_ok() && in_place {
-                for t in &round.moves {
-                    // SAFETY: the destination lies in the output and no message of the
-                    // round touches it; in place a move may overlap its own source.
-                    unsafe { std::ptr::copy(source(t), output.add(t.dst), t.len) };
-                }
-            }
-            let completed = posting.and_then(|()| complete_all(&mut self.requests[..posted], true));
+            // SAFETY: forwarded from the caller.
+            let completed = unsafe { self.run_round(round, channel, buffers) };
             if let Err(e) = completed {
-                cancel_all(&mut self.requests[..posted]);
+                cancel_all(&mut self.requests);
                 return Err(e);
             }
         }
         Ok(())
+    }
+
+    /// Runs round `round`: stages, posts the messages, moves the local pieces while
+    /// they flow, completes them. On failure some requests may still be active.
+    ///
+    /// # Safety
+    /// As [`ScheduledExchange::run`].
+    unsafe fn run_round(
+        &mut self,
+        round: usize,
+        channel: (&Comm, c_int),
+        buffers: Buffers,
+    ) -> Result<()> {
+        let round = &self.schedule.rounds[round];
+        if buffers.in_place {
+            for t in &round.stage {
+                // SAFETY: the piece lies in the buffer, its slot in the staging.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buffers.source(t, false), buffers.slot(t), t.len)
+                };
+            }
+        }
+        let (mut posted, blocks) = (0, (&mut self.block_lens, &mut self.block_offsets));
+        let mut post = |message: &[Transfer], side: Side| -> Result<()> {
+            let message = Message {
+                peer: message[0].peer as c_int,
+                side,
+                base: buffers.base(side),
+                blocks: message.iter().map(|t| (buffers.block(t, side), t.len)),
+            };
+            // SAFETY: every block lies in the buffer or the staging, which nothing
+            // else touches until the round completes (schedule invariant: nothing
+            // writes a byte that a piece in flight reads or lands on).
+            self.requests[posted] =
+                unsafe { message.post(channel, (&mut *blocks.0, &mut *blocks.1)) }?;
+            posted += 1;
+            Ok(())
+        };
+        messages(&round.receives).try_for_each(|m| post(m, Side::Receive))?;
+        messages(&round.sends).try_for_each(|m| post(m, Side::Send))?;
+        if buffers.in_place {
+            for t in &round.moves {
+                // SAFETY: the destination lies in the output and no message of the
+                // round touches it; in place a move may overlap its own source.
+                unsafe {
+                    std::ptr::copy(buffers.source(t, true), buffers.output.add(t.dst), t.len)
+                };
+            }
+        }
+        complete_all(&mut self.requests[..posted], true).map(drop)
+    }
+}
+
+/// The memory of one execution: the caller's buffers and the staging.
+#[derive(Clone, Copy)]
+struct Buffers {
+    input: *const u8,
+    output: *mut u8,
+    staging: *mut u8,
+    in_place: bool,
+}
+
+impl Buffers {
+    /// Where piece `t` is read: its staging slot when it was staged and `staged`
+    /// copies count (in place), else its place in the input.
+    fn source(&self, t: &Transfer, staged: bool) -> *const u8 {
+        match (t.staged, staged && self.in_place) {
+            // SAFETY: staging offsets lie within the staging (schedule invariant).
+            (Some(at), true) => unsafe { self.staging.add(at) }.cast_const(),
+            // SAFETY: sources lie within the input (planner invariant).
+            _ => unsafe { self.input.add(t.src) },
+        }
+    }
+
+    /// The staging slot of a staged piece.
+    fn slot(&self, t: &Transfer) -> *mut u8 {
+        // SAFETY: staging offsets lie within the staging (schedule invariant).
+        unsafe { self.staging.add(t.staged.unwrap_or(0)) }
+    }
+
+    /// What the block offsets of a message on `side` are relative to.
+    fn base(&self, side: Side) -> *const u8 {
+        match side {
+            Side::Send => self.input,
+            Side::Receive => self.output,
+        }
+    }
+
+    /// Where piece `t` is read (sends) or lands (receives).
+    fn block(&self, t: &Transfer, side: Side) -> *const u8 {
+        match side {
+            Side::Send => self.source(t, true),
+            // SAFETY: destinations lie within the output (planner invariant).
+            Side::Receive => unsafe { self.output.add(t.dst) },
+        }
     }
 }
 
