@@ -571,8 +571,11 @@ impl Plan {
             budgets: &budgets,
         };
         let rank = self.comm.rank();
-        match Schedule::new(&problem, self.options.run_budget) {
-            Ok(schedule) => Ok(Ok(ScheduledExchange::new(schedule.for_rank(rank), rank)?)),
+        // The global schedule is dropped before the staging is allocated, so the
+        // two never add up.
+        let part = Schedule::new(&problem, self.options.run_budget).map(|s| s.for_rank(rank));
+        match part {
+            Ok(part) => Ok(Ok(ScheduledExchange::new(part, rank)?)),
             Err(why) => Ok(Err(why)),
         }
     }
