@@ -246,7 +246,7 @@ fn stream_cutter(
 /// # Safety
 /// The segments must lie inside `buffer`; `slot` must hold their total length and be
 /// unused until the request completes.
-pub(crate) unsafe fn post(
+unsafe fn post(
     (comm, tag): (&Comm, c_int),
     peer: c_int,
     side: Side,
@@ -270,21 +270,37 @@ pub(crate) unsafe fn post(
     let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
     let n = count(bytes)?;
     // SAFETY: `at` is valid for `bytes` bytes until the request completes.
+    unsafe { start(side, (at, n, byte), (comm, peer, tag), &mut request) }?;
+    Ok((request, packed))
+}
+
+/// Starts the send (`MPI_Isend`) or receive (`MPI_Irecv`) of `count` items of
+/// `datatype` at `at`, with `peer` over `comm`, tagged `tag`.
+///
+/// # Safety
+/// `at` valid for the message (readable for a send, writable for a receive) until
+/// `request` completes.
+pub(crate) unsafe fn start(
+    side: Side,
+    (at, count, datatype): (*mut u8, c_int, ffi::MPI_Datatype),
+    (comm, peer, tag): (&Comm, c_int, c_int),
+    request: &mut ffi::MPI_Request,
+) -> Result<()> {
+    let at = at.cast::<c_void>();
+    // SAFETY: as documented.
     let (code, call) = unsafe {
-        let at = at.cast::<c_void>();
         match side {
             Side::Send => (
-                ffi::MPI_Isend(at, n, byte, peer, tag, comm.raw(), &mut request),
+                ffi::MPI_Isend(at, count, datatype, peer, tag, comm.raw(), request),
                 "MPI_Isend",
             ),
             Side::Receive => (
-                ffi::MPI_Irecv(at, n, byte, peer, tag, comm.raw(), &mut request),
+                ffi::MPI_Irecv(at, count, datatype, peer, tag, comm.raw(), request),
                 "MPI_Irecv",
             ),
         }
     };
-    check(code, call)?;
-    Ok((request, packed))
+    check(code, call)
 }
 
 /// Copies the segments of `buffer` back to back into `slot`.

@@ -9,16 +9,15 @@
 //! never overwrites, so it stages nothing, and copies the elements it keeps
 //! separately.
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 
 use mpi::ffi;
 
 use crate::comm::{Comm, check, count};
 use crate::error::Result;
-use crate::exchange::{cancel_all, complete_all};
+use crate::exchange::{cancel_all, complete_all, start};
 use crate::faults::try_vec;
 use crate::inplace::{RankSchedule, Transfer, messages};
-use crate::messages::Segment;
 use crate::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
@@ -226,10 +225,12 @@ impl<I: ExactSizeIterator<Item = (*const u8, usize)>> Message<I> {
         if blocks.len() == 1
             && let Some((at, len)) = blocks.next()
         {
-            let (whole, at) = ([Segment { offset: 0, len }], at.cast_mut());
+            // SAFETY: reading MPI constant handles.
+            let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+            let buffer = (at.cast_mut(), count(len)?, byte);
             // SAFETY: as documented.
-            return unsafe { crate::exchange::post((comm, tag), peer, side, &whole, at, at) }
-                .map(|(request, _)| request);
+            unsafe { start(side, buffer, (comm, peer, tag), &mut request) }?;
+            return Ok(request);
         }
         lens.clear();
         offsets.clear();
@@ -250,31 +251,13 @@ impl<I: ExactSizeIterator<Item = (*const u8, usize)>> Message<I> {
             );
             check(code, "MPI_Type_create_hindexed")?;
             let mut request = ffi::RSMPI_REQUEST_NULL;
-            let code = match ffi::MPI_Type_commit(&mut datatype) {
-                0 => match side {
-                    Side::Send => ffi::MPI_Isend(
-                        base.cast_mut().cast::<c_void>(),
-                        1,
-                        datatype,
-                        peer,
-                        tag,
-                        comm.raw(),
-                        &mut request,
-                    ),
-                    Side::Receive => ffi::MPI_Irecv(
-                        base.cast_mut().cast::<c_void>(),
-                        1,
-                        datatype,
-                        peer,
-                        tag,
-                        comm.raw(),
-                        &mut request,
-                    ),
-                },
-                failed => failed,
-            };
+            let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
+            let started = committed.and_then(|()| {
+                let buffer = (base.cast_mut(), 1, datatype);
+                start(side, buffer, (comm, peer, tag), &mut request)
+            });
             ffi::MPI_Type_free(&mut datatype);
-            check(code, "posting a multi-piece message")?;
+            started?;
             Ok(request)
         }
     }
