@@ -346,9 +346,9 @@ enum dr_status dr_plan_output_slab(const struct dr_plan *plan,
  larger of 64 MiB and a tenth of the rank's buffer: the first such execution
  makes the schedule and its staging, which the plan keeps (one more
  `MPI_Allreduce`); `dr_plan_describe` then tells the rounds and the staging, or
- that no bounded schedule applies and the bytes that leave the rank are staged
- at each execution. While any rank executes in place there, every rank follows
- the rounds.
+ that the bytes that leave the rank are staged at each execution instead (when
+ every rank sends at most 1 MiB, or no bounded schedule applies). While any rank
+ executes in place there, every rank follows the rounds.
 
  # Safety
  `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`

@@ -346,8 +346,8 @@ pub enum InPlaceRoute {
     Undecided,
     /// The bounded rounds of an in-place schedule.
     Scheduled(ScheduledExchange),
-    /// Everything sent is staged first ([`Mode::InPlaceStaged`]): no bounded
-    /// schedule was found.
+    /// Everything sent is staged first ([`Mode::InPlaceStaged`]), for the reason
+    /// given: little to send, or no bounded schedule.
     Staged(Unscheduled),
 }
 

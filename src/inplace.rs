@@ -119,9 +119,13 @@ pub fn messages(transfers: &[Transfer]) -> impl Iterator<Item = &[Transfer]> {
     })
 }
 
-/// Why no bounded schedule was made; the plan then stages everything it sends.
+/// Why executions in place stage everything each rank sends instead of following
+/// a schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unscheduled {
+    /// Every rank sends so little (at most 1 MiB and its budget) that staging it
+    /// all and moving it in one round is faster.
+    Small,
     /// More pieces than the plan's run budget.
     TooManyPieces,
     /// More than [`MAX_ROUNDS`] rounds.
@@ -135,6 +139,7 @@ pub enum Unscheduled {
 impl std::fmt::Display for Unscheduled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Unscheduled::Small => "every rank sends at most 1 MiB: staged in one round",
             Unscheduled::TooManyPieces => "no bounded schedule: more pieces than the run budget",
             Unscheduled::TooManyRounds => "no bounded schedule: too many rounds",
             Unscheduled::Stuck => "no bounded schedule within the staging budget",

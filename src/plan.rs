@@ -543,6 +543,13 @@ impl Plan {
     /// the rounds of an in-place schedule when every rank made its part, else
     /// everything sent staged.
     fn decide_in_place(&self) -> Result<InPlaceRoute> {
+        let rank = self.comm.rank();
+        let small = STAGE_ALL_BYTES.min(self.in_place_budget(rank)) as u64;
+        let mut large = [i64::from(self.plan.stats().bytes_sent > small)];
+        agree(&self.comm, None, &mut large)?;
+        if large[0] == 0 {
+            return Ok(InPlaceRoute::Staged(Unscheduled::Small));
+        }
         let made = contain_panic(|| self.in_place_schedule());
         let mut unscheduled = [i64::from(!matches!(made, Ok(Ok(_))))];
         agree(&self.comm, None, &mut unscheduled)?;
@@ -553,16 +560,21 @@ impl Plan {
         })
     }
 
+    /// Rank `r`'s staging budget for in place on the exchange path.
+    fn in_place_budget(&self, r: usize) -> usize {
+        let (input, output) = (&self.plan.input, &self.plan.output);
+        let elems = input.pattern(r).len().max(output.pattern(r).len()) as usize;
+        let buffer = elems * self.plan.elem_size;
+        self.options
+            .in_place_budget
+            .unwrap_or((64 << 20).max(buffer / 10))
+    }
+
     /// This rank's part of the in-place schedule, with every rank's budget.
     fn in_place_schedule(&self) -> Result<std::result::Result<ScheduledExchange, Unscheduled>> {
         let (input, output, size) = (&self.plan.input, &self.plan.output, self.plan.elem_size);
         let budgets: Vec<usize> = (0..self.comm.size())
-            .map(|r| {
-                let buffer = input.pattern(r).len().max(output.pattern(r).len()) as usize * size;
-                self.options
-                    .in_place_budget
-                    .unwrap_or((64 << 20).max(buffer / 10))
-            })
+            .map(|r| self.in_place_budget(r))
             .collect();
         let problem = Problem {
             input,
@@ -604,6 +616,12 @@ impl Plan {
         Ok(Some((mode, packed)))
     }
 }
+
+/// Most bytes every rank may send for in place on the exchange path to stage them
+/// all and move them in one round rather than follow a schedule: copying that
+/// little costs less than the schedule's rounds (`small_latency`, 0.5 MiB per rank:
+/// 0.33 ms in three rounds against 0.15 ms out of place).
+const STAGE_ALL_BYTES: usize = 1 << 20;
 
 /// The error of starting an execution while one is in flight.
 fn in_progress() -> Error {
