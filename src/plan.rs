@@ -448,8 +448,10 @@ impl Plan {
         };
         let (plan, comm) = (&self.plan, &self.comm);
         // SAFETY: check_buffers checked sizes and overlap; in place, the exchange
-        // stages what it sends before rewriting the buffer; the caller keeps the
-        // buffers until the execution completes.
+        // writes a byte only once what was there has left (all it sends staged
+        // first, or the pieces there staged, sent or moved in an earlier round of
+        // the in-place schedule); the caller keeps the buffers until the
+        // execution completes.
         unsafe {
             match blocking {
                 true => exchange
