@@ -125,9 +125,8 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_begin(
         // SAFETY: as documented.
         let p = unsafe { plan_ref(plan) }?;
         // SAFETY: shapes readable for their dimension counts (documented).
-        let arrays = unsafe { array_shapes(p, (a_ndims, a_shape), (b_ndims, b_shape)) };
-        let pre = arrays.as_ref().err().cloned();
-        let capacity = arrays.map_or(0, |b_elems| b_elems.saturating_mul(p.elem_size()));
+        let (pre, capacity) =
+            unsafe { checked_capacity(p, (a_ndims, a_shape), (b_ndims, b_shape)) };
         // SAFETY: the arrays hold what their shapes say, checked against the plan,
         // and stay valid until completion (documented).
         unsafe { begin_request(plan, (a, b, capacity), pre, request) }
@@ -148,9 +147,7 @@ unsafe fn execute(
     (b, b_ndims, b_shape): FortranArray<*mut c_void>,
 ) -> Result<()> {
     // SAFETY: forwarded from the caller.
-    let arrays = unsafe { array_shapes(plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
-    let pre = arrays.as_ref().err().cloned();
-    let capacity = arrays.map_or(0, |b_elems| b_elems.saturating_mul(plan.elem_size()));
+    let (pre, capacity) = unsafe { checked_capacity(plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
     let in_bytes = plan.input_elems() * plan.elem_size();
     // SAFETY: the arrays hold what their shapes say, checked against the plan.
     unsafe { plan.execute_checked(a.cast(), in_bytes, b.cast(), capacity, pre) }
@@ -204,6 +201,24 @@ fn split_arg(name: &str, split: i32, ndims: usize) -> Result<Option<usize>> {
             "{name} = {split} is out of range for {ndims} dimensions (1 to {ndims}, or 0 for not split)"
         ))),
     }
+}
+
+/// `b`'s capacity in bytes once the Fortran arrays are checked against this rank's
+/// slabs, with the error to agree (like a buffer error) when they do not fit.
+///
+/// # Safety
+/// Shape pointers valid for their dimension counts.
+unsafe fn checked_capacity(
+    plan: &Plan,
+    a: (i32, *const i64),
+    b: (i32, *const i64),
+) -> (Option<Error>, usize) {
+    // SAFETY: forwarded from the caller.
+    let arrays = unsafe { array_shapes(plan, a, b) };
+    let capacity = arrays
+        .as_ref()
+        .map_or(0, |b_elems| b_elems.saturating_mul(plan.elem_size()));
+    (arrays.err(), capacity)
 }
 
 /// Checks the Fortran arrays against this rank's slabs and returns the number of
