@@ -489,7 +489,7 @@ fn alltoallv(
 
 fn counts_and_displs(
     p: usize,
-    transfers: &[distreshape::planner::Transfer],
+    transfers: &[distreshape::testing::PeerVolume],
 ) -> (Vec<c_int>, Vec<c_int>, usize) {
     let mut counts = vec![0 as c_int; p];
     for t in transfers {

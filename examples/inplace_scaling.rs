@@ -15,10 +15,10 @@
 
 use std::time::Instant;
 
-use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::balanced_slab;
-use distreshape::inplace::{Problem, Schedule};
-use distreshape::planner::RankPlan;
+use distreshape::testing::RankPlan;
+use distreshape::testing::{Problem, Schedule};
+use distreshape::testing::{ReshapeArgs, check_local};
 
 /// The default `PlanOptions::run_budget`: the most pieces a schedule may have.
 const RUN_BUDGET: usize = 1 << 18;

@@ -25,9 +25,9 @@
 
 use std::time::Instant;
 
-use distreshape::args::{ReshapeArgs, check_local};
 use distreshape::balanced_slab;
-use distreshape::planner::{RankPlan, Route};
+use distreshape::testing::{RankPlan, Route};
+use distreshape::testing::{ReshapeArgs, check_local};
 
 struct Shape {
     name: &'static str,
@@ -176,7 +176,7 @@ fn main() {
                         + plan.new_shape.capacity())
                         * 8
                         + (plan.sends.capacity() + plan.recvs.capacity())
-                            * size_of::<distreshape::planner::Transfer>()
+                            * size_of::<distreshape::testing::PeerVolume>()
                         + 2 * 8 * p as usize; // the allgathered lengths and targets
                     println!(
                         "{:<21} {:>6} {:<8} {:>6} {:>9.1} {:>7.1} {:>6} {:>6} {:>11} {:>11} {:>11} {:>10}  {}",

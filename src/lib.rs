@@ -16,51 +16,39 @@
 //! large runs go directly between the caller's buffers and small ones through a
 //! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
-//! The layers (README, "Code layout"): `layout` and `runs` (distribution maths),
-//! `messages` (runs cut into messages), `args` (validation), `planner` (pure
-//! planning, simulated for all ranks in tests), `schedule` (the order of the
-//! messages, pure, replayed for all ranks in tests), `inplace` (bounded in-place
-//! rounds, pure, replayed for all ranks in tests), `exchange` and
-//! `inplace_exchange` (the MPI traffic),
-//! [`Plan`] (collective plans), [`reshape_array`] (typed `ndarray` API) and `ffi`
-//! (the C ABI).
+//! The layers, each a folder, from the bottom up (README, "Code layout"); imports
+//! only point down:
+//! - `core`: the C ABI's tables (statuses, dtypes, paths), the [`Error`] type
+//!   generated from them, [`Element`], fallible allocation and fault injection;
+//! - `distribution`: pure distribution maths (layouts, block patterns, shared runs);
+//! - `planning`: pure plans, messages, schedules and in-place rounds, simulated for
+//!   every rank in one process by the tests;
+//! - `mpi`: the private communicator, agreement, and the exchange engines;
+//! - `api`: this crate's Rust API ([`Plan`], [`reshape`], [`reshape_array`]);
+//! - `capi`: the C ABI (`include/distreshape.h` is generated from the crate);
+//! - `fortran`: the entry points of the Fortran module.
+//!
+//! With the `testing` feature, [`testing`] exposes the internals that the
+//! simulation tests and the benchmarks drive.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-// The modules marked doc(hidden) are public only for the simulation tests, the
-// benchmarks and the C ABI (`ffi`, whose documentation is the generated header):
-// they are not part of the Rust API, which is the re-exports below.
-mod agree;
-#[doc(hidden)]
-pub mod args;
-mod array;
-mod comm;
-mod error;
-mod exchange;
-#[doc(hidden)]
-pub mod faults;
-#[doc(hidden)]
-pub mod ffi;
-mod fortran_abi;
-#[doc(hidden)]
-pub mod inplace;
-mod inplace_exchange;
-#[doc(hidden)]
-pub mod layout;
-#[doc(hidden)]
-pub mod messages;
-mod plan;
-#[doc(hidden)]
-pub mod planner;
-#[doc(hidden)]
-pub mod runs;
-#[doc(hidden)]
-pub mod schedule;
+mod api;
+mod capi;
+mod core;
+mod distribution;
+mod fortran;
+mod mpi;
+mod planning;
 
-pub use args::{MAX_DIMS, ReshapeArgs, Target};
-pub use array::{Element, reshape_array};
-pub use comm::RawComm;
-pub use error::{Error, Result};
-pub use layout::balanced_slab;
-pub use plan::{Execution, Plan, PlanOptions, reshape};
-pub use planner::{PlanStats, Route};
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use crate::api::array::reshape_array;
+pub use crate::api::plan::{Execution, Plan, PlanOptions, reshape};
+pub use crate::core::element::Element;
+pub use crate::core::error::{Error, Result};
+pub use crate::distribution::layout::balanced_slab;
+pub use crate::mpi::comm::RawComm;
+pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, Target};
+pub use crate::planning::planner::{PlanStats, Route};

@@ -11,13 +11,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use distreshape::args::{ReshapeArgs, check_local};
-use distreshape::inplace::{Problem, RankSchedule, Schedule, Transfer};
-use distreshape::messages::{
+use distreshape::testing::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-use distreshape::planner::{RankPlan, Route};
-use distreshape::schedule::{Progress, ScheduledStream, Side, schedule};
+use distreshape::testing::{PieceMove, Problem, RankSchedule, Schedule};
+use distreshape::testing::{Progress, ScheduledStream, Side, schedule};
+use distreshape::testing::{RankPlan, Route};
+use distreshape::testing::{ReshapeArgs, check_local};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
@@ -762,7 +762,7 @@ fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
             }
         }
         // Every source of the round, read before its writes.
-        let read = |r: usize, t: &Transfer| -> Vec<u8> {
+        let read = |r: usize, t: &PieceMove| -> Vec<u8> {
             match t.staged {
                 Some(at) => staging[r][at..at + t.len].to_vec(),
                 None => buffers[r][t.src..t.src + t.len].to_vec(),
@@ -772,8 +772,8 @@ fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
         for r in 0..p {
             let ops = &parts[r].rounds[round];
             for q in 0..p {
-                let sent: Vec<&Transfer> = ops.sends.iter().filter(|t| t.peer == q).collect();
-                let got: Vec<&Transfer> = parts[q].rounds[round]
+                let sent: Vec<&PieceMove> = ops.sends.iter().filter(|t| t.peer == q).collect();
+                let got: Vec<&PieceMove> = parts[q].rounds[round]
                     .receives
                     .iter()
                     .filter(|t| t.peer == r)

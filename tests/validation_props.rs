@@ -4,8 +4,8 @@
 //! account for every element exactly once. Run longer with
 //! `PROPTEST_CASES=1000000 cargo test --release --test validation_props`.
 
-use distreshape::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
-use distreshape::planner::RankPlan;
+use distreshape::testing::RankPlan;
+use distreshape::testing::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
 use proptest::prelude::*;
 
 /// Extents from tiny to near the int64 limits, and negative ones.

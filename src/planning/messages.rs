@@ -3,8 +3,8 @@
 //! side places them in its own buffer. Messages can be cut on the fly or cut once
 //! and replayed.
 
-use crate::layout::Pattern;
-use crate::runs::{Run, SharedRuns};
+use crate::distribution::layout::Pattern;
+use crate::distribution::runs::{Run, SharedRuns};
 
 /// A contiguous piece of a local buffer, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,7 +290,7 @@ pub fn push_coalesced(segments: &mut Vec<Segment>, seg: Segment) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::test_patterns::{members, pattern};
+    use crate::distribution::runs::test_patterns::{members, pattern};
     use proptest::prelude::*;
 
     proptest! {

@@ -2,10 +2,12 @@
 //! make alone, the fingerprint that lets ranks compare their global arguments, and
 //! the checks on the gathered slab lengths. Pure, no MPI.
 
-use crate::error::{Error, Result};
+use crate::core::abi::DR_MAX_DIMS;
+use crate::core::error::{Error, Result};
+use crate::distribution::layout::checked_product;
 
 /// Most dimensions a shape may have.
-pub const MAX_DIMS: usize = 32;
+pub const MAX_DIMS: usize = DR_MAX_DIMS as usize;
 
 /// The slab length this rank wants along the new split axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +112,7 @@ impl ReshapeArgs {
 
     /// The same arguments for elements of type `T`: its size, and its `dr_dtype`
     /// (compared across ranks) when it has one.
-    pub fn with_element<T: crate::Element>(mut self) -> ReshapeArgs {
+    pub fn with_element<T: crate::core::element::Element>(mut self) -> ReshapeArgs {
         self.elem_size = size_of::<T>();
         self.dtype = (T::DTYPE >= 0).then_some(T::DTYPE);
         self
@@ -139,7 +141,7 @@ impl ReshapeArgs {
 }
 
 /// Length of [`ReshapeArgs::fingerprint`].
-pub const FINGERPRINT_LEN: usize = 7 + 2 * MAX_DIMS;
+pub(crate) const FINGERPRINT_LEN: usize = 7 + 2 * MAX_DIMS;
 
 fn push_shape(fp: &mut Vec<i64>, shape: &[i64]) {
     fp.push(shape.len() as i64);
@@ -267,15 +269,6 @@ fn check_extents(name: &str, shape: &[i64], notation: Notation, rank: usize) -> 
         .collect()
 }
 
-/// The number of elements of `shape`, `None` if it overflows. Any 0 extent makes it
-/// 0, whatever the other extents multiply to.
-pub fn checked_product(shape: &[u64]) -> Option<u64> {
-    if shape.contains(&0) {
-        return Some(0);
-    }
-    shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
-}
-
 /// Resolves a NumPy-style new shape (at most one `-1`) for `total` elements;
 /// messages show shapes in `notation`.
 pub fn resolve_new_shape(
@@ -396,7 +389,8 @@ mod tests {
                 let checked = check_local(&args, 0).unwrap_or_else(|e| panic!("{gshape:?}: {e}"));
                 assert_eq!(checked.total(), 0);
                 let lens = [0, 0];
-                let plan = crate::planner::RankPlan::new(&checked, &lens, None, 1).expect("plan");
+                let plan = crate::planning::planner::RankPlan::new(&checked, &lens, None, 1)
+                    .expect("plan");
                 assert_eq!((plan.input_elems(), plan.output_elems()), (0, 0));
                 assert!(plan.sends.is_empty() && plan.recvs.is_empty());
             }

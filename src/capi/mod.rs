@@ -1,156 +1,23 @@
 //! The C ABI: argument conversion, the panic boundary and status codes over the
-//! engine. No logic of its own. The header `include/distreshape.h` is generated from
-//! this file by cbindgen (see `tests/header.rs`).
+//! Rust API. No logic of its own. The header `include/distreshape.h` is generated
+//! by cbindgen from the crate: these functions and the tables of
+//! [`crate::core::abi`] (see `tests/header.rs`).
 #![allow(non_camel_case_types)]
 
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::args::{MAX_DIMS, Notation, ReshapeArgs, Target};
-use crate::error::{Error, Result};
-use crate::faults::contain_panic;
-use crate::plan::{Plan, PlanOptions};
-use crate::planner::Route;
+use crate::api::plan::{Plan, PlanOptions};
+use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, StatusCode, dr_dtype, dr_path, dr_status};
+use crate::core::error::{Error, Result};
+use crate::core::fallible::contain_panic;
+use crate::planning::args::{MAX_DIMS, Notation, ReshapeArgs, Target};
+use crate::planning::planner::Route;
 
 /// The MPI communicator type of the `mpi.h` DistReshape was built with: the C
-/// spelling of [`crate::RawComm`].
-pub type MPI_Comm = crate::RawComm;
-
-/// `split` / `new_split` value meaning "not split": every rank holds the whole array.
-/// Beware when porting Heat or NumPy code: there an axis of -1 means the last axis;
-/// here it means not split (pass `ndims - 1` for the last axis).
-/// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
-pub const DR_SPLIT_NONE: i32 = -1;
-/// The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
-/// change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
-/// version plays that role (SONAME `libdistreshape.so.0.MINOR`).
-pub const DR_VERSION_MAJOR: i32 = 0;
-/// The library's minor version: new functions or enumerators, nothing removed.
-pub const DR_VERSION_MINOR: i32 = 2;
-/// The library's patch version: fixes only.
-pub const DR_VERSION_PATCH: i32 = 0;
-/// Most dimensions of a global shape.
-pub const DR_MAX_DIMS: i32 = 32;
-
-/// Element types.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum dr_dtype {
-    /// `int8_t`
-    DR_DTYPE_INT8 = 0,
-    /// `int16_t`
-    DR_DTYPE_INT16 = 1,
-    /// `int32_t`
-    DR_DTYPE_INT32 = 2,
-    /// `int64_t`
-    DR_DTYPE_INT64 = 3,
-    /// `uint8_t`
-    DR_DTYPE_UINT8 = 4,
-    /// `uint16_t`
-    DR_DTYPE_UINT16 = 5,
-    /// `uint32_t`
-    DR_DTYPE_UINT32 = 6,
-    /// `uint64_t`
-    DR_DTYPE_UINT64 = 7,
-    /// `float`
-    DR_DTYPE_FLOAT32 = 8,
-    /// `double`
-    DR_DTYPE_FLOAT64 = 9,
-    /// `float _Complex` (two floats)
-    DR_DTYPE_COMPLEX64 = 10,
-    /// `double _Complex` (two doubles)
-    DR_DTYPE_COMPLEX128 = 11,
-    /// `bool` (one byte)
-    DR_DTYPE_BOOL = 12,
-}
-
-/// Status of every call. Collective calls return the same status on every rank.
-/// Errors are agreed step by step, in the order the steps run: argument errors
-/// (validation, cross-rank consistency, distributions) first, then planning and
-/// allocation errors, then buffer errors of the execution; within a step, where
-/// ranks found different errors, the lowest failing rank's wins.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum dr_status {
-    /// The call succeeded.
-    DR_SUCCESS = 0,
-    /// A required pointer was NULL.
-    DR_ERROR_NULL_POINTER = 1,
-    /// `dtype` is not a `dr_dtype` value.
-    DR_ERROR_INVALID_DTYPE = 2,
-    /// A shape is malformed, does not match the element count, or overflows int64.
-    DR_ERROR_INVALID_SHAPE = 3,
-    /// A split axis is out of range.
-    DR_ERROR_INVALID_SPLIT = 4,
-    /// Slab lengths are negative or do not add up to the extent of the split axis.
-    DR_ERROR_INVALID_DISTRIBUTION = 5,
-    /// Ranks passed different global arguments (shapes, splits, dtype).
-    DR_ERROR_INCONSISTENT_ARGUMENTS = 6,
-    /// `out_capacity` (or the input) is smaller than this rank needs.
-    DR_ERROR_BUFFER_TOO_SMALL = 7,
-    /// Input and output buffers partially overlap (identical pointers are in place).
-    DR_ERROR_ALIASING = 8,
-    /// An allocation inside the library failed.
-    DR_ERROR_OUT_OF_MEMORY = 9,
-    /// An MPI call failed.
-    DR_ERROR_MPI = 10,
-    /// MPI is not initialized, or already finalized.
-    DR_ERROR_MPI_NOT_INITIALIZED = 11,
-    /// The communicator is MPI_COMM_NULL or an intercommunicator.
-    DR_ERROR_INVALID_COMMUNICATOR = 12,
-    /// A bug inside the library (a caught panic); please report it.
-    DR_ERROR_INTERNAL = 13,
-    /// The plan already has an execution in flight (`dr_plan_execute_begin`
-    /// without its `dr_request_wait`): a plan runs one execution at a time.
-    DR_ERROR_EXECUTION_IN_PROGRESS = 14,
-}
-
-impl dr_status {
-    /// Every status, in the order of their values (0, 1, 2, ...).
-    pub const ALL: [dr_status; 15] = {
-        use dr_status::*;
-        [
-            DR_SUCCESS,
-            DR_ERROR_NULL_POINTER,
-            DR_ERROR_INVALID_DTYPE,
-            DR_ERROR_INVALID_SHAPE,
-            DR_ERROR_INVALID_SPLIT,
-            DR_ERROR_INVALID_DISTRIBUTION,
-            DR_ERROR_INCONSISTENT_ARGUMENTS,
-            DR_ERROR_BUFFER_TOO_SMALL,
-            DR_ERROR_ALIASING,
-            DR_ERROR_OUT_OF_MEMORY,
-            DR_ERROR_MPI,
-            DR_ERROR_MPI_NOT_INITIALIZED,
-            DR_ERROR_INVALID_COMMUNICATOR,
-            DR_ERROR_INTERNAL,
-            DR_ERROR_EXECUTION_IN_PROGRESS,
-        ]
-    };
-
-    /// The status of value `code`, if there is one.
-    pub fn from_code(code: i32) -> Option<dr_status> {
-        usize::try_from(code)
-            .ok()
-            .and_then(|i| dr_status::ALL.get(i).copied())
-    }
-}
-
-/// How a plan moves data.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum dr_path {
-    /// Split-preserving local reshape + balance: only rows that change owner move.
-    DR_PATH_LOCAL = 0,
-    /// General exchange: every element moves at most once, straight to its owner.
-    DR_PATH_EXCHANGE = 1,
-}
-
-/// A dtype as passed by C: read as an integer so that invalid values are caught.
-pub type DtypeCode = i32;
-/// A status as passed by C to `dr_status_string`: read as an integer.
-pub type StatusCode = i32;
+/// spelling of [`RawComm`](crate::mpi::comm::RawComm).
+pub type MPI_Comm = crate::mpi::comm::RawComm;
 
 /// A reshape planned on every rank of a communicator (opaque).
 pub struct dr_plan {
@@ -195,21 +62,15 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> dr_status {
             let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
             // try_with: never panic (thread teardown) outside the panic guard.
             let _ = LAST_ERROR.try_with(|last| last.replace(text));
-            status_of(&error)
+            error.status()
         }
     }
 }
 
-fn status_of(error: &Error) -> dr_status {
-    error.status()
-}
-
 /// Bytes per element of a dtype code.
 pub(crate) fn elem_size(dtype: DtypeCode) -> Result<usize> {
-    const SIZES: [usize; 13] = [1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16, 1];
-    usize::try_from(dtype)
-        .ok()
-        .and_then(|i| SIZES.get(i).copied())
+    dr_dtype::from_code(dtype)
+        .map(dr_dtype::size)
         .ok_or_else(|| Error::InvalidDtype(format!("dtype = {dtype} is not a dr_dtype value")))
 }
 
@@ -235,7 +96,7 @@ pub(crate) unsafe fn shape_arg(name: &str, ndims: i32, shape: *const i64) -> Res
 
 fn split_arg(name: &str, split: i32) -> Result<Option<usize>> {
     match split {
-        -1 => Ok(None),
+        DR_SPLIT_NONE => Ok(None),
         s if s >= 0 => Ok(Some(s as usize)),
         s => Err(Error::InvalidSplit(format!(
             "{name} = {s} is negative and not DR_SPLIT_NONE"
@@ -765,7 +626,7 @@ pub unsafe extern "C" fn dr_plan_describe(
         }
         let text = plan.to_string();
         if len > 0 {
-            let cut = crate::agree::truncate(&text, len - 1);
+            let cut = crate::mpi::agree::truncate(&text, len - 1);
             // SAFETY: buf is writable for len bytes, and cut holds at most len - 1.
             unsafe {
                 std::ptr::copy_nonoverlapping(cut.as_ptr(), buf.cast::<u8>(), cut.len());
@@ -822,7 +683,8 @@ pub unsafe extern "C" fn dr_balanced_slab(
                 "rank = {rank} is not in [0, nranks = {nranks})"
             )));
         }
-        let (l, o) = crate::balanced_slab(extent as u64, nranks as u64, rank as u64);
+        let (l, o) =
+            crate::distribution::layout::balanced_slab(extent as u64, nranks as u64, rank as u64);
         // SAFETY: both pointers are non-null and writable.
         unsafe {
             *len = l as i64;
@@ -835,25 +697,9 @@ pub unsafe extern "C" fn dr_balanced_slab(
 /// A static description of a status (never NULL).
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_status_string(status: StatusCode) -> *const c_char {
-    let text: &'static [u8] = match status {
-        0 => b"success\0",
-        1 => b"null pointer\0",
-        2 => b"invalid dtype\0",
-        3 => b"invalid shape\0",
-        4 => b"invalid split\0",
-        5 => b"invalid distribution\0",
-        6 => b"inconsistent arguments across ranks\0",
-        7 => b"buffer too small\0",
-        8 => b"input and output buffers partially overlap\0",
-        9 => b"out of memory\0",
-        10 => b"MPI error\0",
-        11 => b"MPI not initialized\0",
-        12 => b"invalid communicator\0",
-        13 => b"internal error\0",
-        14 => b"an execution of the plan is in progress\0",
-        _ => b"unknown status\0",
-    };
-    text.as_ptr().cast()
+    dr_status::from_code(status)
+        .map_or(c"unknown status", dr_status::text)
+        .as_ptr()
 }
 
 /// The message of this thread's last failed call, naming the argument, its value
@@ -881,7 +727,7 @@ pub extern "C" fn dr_version() -> *const c_char {
 #[cfg(feature = "test-hooks")]
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_test_set_allocation_limit(bytes: i64) {
-    crate::faults::set_allocation_limit(u64::try_from(bytes).ok());
+    crate::core::faults::set_allocation_limit(u64::try_from(bytes).ok());
 }
 
 /// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
@@ -890,7 +736,7 @@ pub extern "C" fn dr_test_set_allocation_limit(bytes: i64) {
 #[cfg(feature = "test-hooks")]
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_test_set_panic(enabled: i32) {
-    crate::faults::set_panic_in_planning(enabled != 0);
+    crate::core::faults::set_panic_in_planning(enabled != 0);
 }
 
 /// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
@@ -899,23 +745,13 @@ pub extern "C" fn dr_test_set_panic(enabled: i32) {
 #[cfg(feature = "test-hooks")]
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_test_set_exchange_failure(enabled: i32) {
-    crate::faults::set_exchange_failure(enabled != 0);
+    crate::core::faults::set_exchange_failure(enabled != 0);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn version_macros_equal_cargo_toml() {
-        let version = [DR_VERSION_MAJOR, DR_VERSION_MINOR, DR_VERSION_PATCH].map(|v| v.to_string());
-        let cargo = [
-            env!("CARGO_PKG_VERSION_MAJOR"),
-            env!("CARGO_PKG_VERSION_MINOR"),
-            env!("CARGO_PKG_VERSION_PATCH"),
-        ];
-        assert_eq!(version, cargo);
-    }
+    use crate::core::abi::DR_MAX_DIMS;
 
     #[test]
     fn constants_match_the_engine() {
@@ -924,23 +760,11 @@ mod tests {
     }
 
     #[test]
-    fn the_status_list_is_complete_and_in_order() {
-        for (value, status) in dr_status::ALL.iter().enumerate() {
-            assert_eq!(*status as usize, value);
-        }
-        assert_eq!(
-            dr_status::ALL.last(),
-            Some(&dr_status::DR_ERROR_EXECUTION_IN_PROGRESS)
-        );
-    }
-
-    #[test]
-    fn every_error_status_round_trips() {
-        for &status in &dr_status::ALL[1..] {
-            let error = Error::from_code(status as i32, String::new());
-            assert_eq!(status_of(&error), status);
-        }
-        let unknown = Error::from_code(99, String::new());
-        assert_eq!(status_of(&unknown), dr_status::DR_ERROR_INTERNAL);
+    fn status_strings_come_from_the_table() {
+        // SAFETY: dr_status_string returns a static NUL-terminated string.
+        let text = |code| unsafe { std::ffi::CStr::from_ptr(dr_status_string(code)) };
+        assert_eq!(text(3), c"invalid shape");
+        assert_eq!(text(99), c"unknown status");
+        assert_eq!(text(-1), c"unknown status");
     }
 }

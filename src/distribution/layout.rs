@@ -3,7 +3,14 @@
 
 use std::ops::Range;
 
-use crate::args::checked_product;
+/// The number of elements of `shape`, `None` if it overflows. Any 0 extent makes it
+/// 0, whatever the other extents multiply to.
+pub fn checked_product(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
+}
 
 /// Length and offset of rank `rank`'s slab when `extent` rows are balanced over
 /// `nranks` ranks (Heat's formula: `n/p + (r < n%p)` rows at `r*(n/p) + min(r, n%p)`).
@@ -33,7 +40,7 @@ pub struct Pattern {
 
 impl Pattern {
     /// The pattern that holds nothing.
-    pub const EMPTY: Pattern = Pattern {
+    pub(crate) const EMPTY: Pattern = Pattern {
         start: 0,
         block_len: 0,
         stride: 1,

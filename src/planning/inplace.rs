@@ -23,11 +23,11 @@
 
 use std::ops::Range;
 
-use crate::layout::Layout;
-use crate::runs::SharedRuns;
+use crate::distribution::layout::Layout;
+use crate::distribution::runs::SharedRuns;
 
 /// Most rounds a schedule may take: each round costs every rank a synchronization.
-pub const MAX_ROUNDS: usize = 1 << 12;
+pub(crate) const MAX_ROUNDS: usize = 1 << 12;
 
 /// One piece of the data: `len` bytes at `src` in rank `from`'s buffer go to `dst`
 /// in rank `to`'s buffer.
@@ -47,7 +47,7 @@ pub struct Piece {
 
 /// One copy or message of a piece, as one rank sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Transfer {
+pub struct PieceMove {
     /// The other rank (this rank for local moves and staging copies).
     pub peer: usize,
     /// The piece's byte offset in its source rank's buffer.
@@ -67,13 +67,13 @@ pub struct Transfer {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Round {
     /// Pieces copied to the staging at the start of the round.
-    pub stage: Vec<Transfer>,
+    pub stage: Vec<PieceMove>,
     /// Messages received.
-    pub receives: Vec<Transfer>,
+    pub receives: Vec<PieceMove>,
     /// Messages sent.
-    pub sends: Vec<Transfer>,
+    pub sends: Vec<PieceMove>,
     /// Pieces moved within this rank.
-    pub moves: Vec<Transfer>,
+    pub moves: Vec<PieceMove>,
 }
 
 /// One rank's part of an in-place schedule.
@@ -95,21 +95,21 @@ pub struct RankSchedule {
 /// grouping 4 KiB pieces scattered over the buffer into 16 MiB messages took 20
 /// times as long as sending them one by one, while 256-byte pieces one by one took
 /// 4 times as long as grouped in 32 KiB.
-pub const DIRECT_BYTES: usize = 1 << 10;
+pub(crate) const DIRECT_BYTES: usize = 1 << 10;
 
 /// Most bytes in one grouped message (MPICH's eager size on shared memory: larger
 /// noncontiguous messages were several times slower).
-pub const GROUPED_BYTES: usize = 32 << 10;
+pub(crate) const GROUPED_BYTES: usize = 32 << 10;
 
 /// The messages of a round's sends or receives (sorted by peer, then source offset,
 /// the same order on both sides): each piece of [`DIRECT_BYTES`] or more alone, the
 /// smaller ones to one peer grouped in order, up to [`GROUPED_BYTES`].
-pub fn messages(transfers: &[Transfer]) -> impl Iterator<Item = &[Transfer]> {
+pub fn messages(transfers: &[PieceMove]) -> impl Iterator<Item = &[PieceMove]> {
     let mut rest = transfers;
     std::iter::from_fn(move || {
         let first = rest.first()?;
         let mut bytes = 0;
-        let grouped = |t: &&Transfer| {
+        let grouped = |t: &&PieceMove| {
             bytes += t.len;
             t.peer == first.peer && t.len < DIRECT_BYTES && bytes <= GROUPED_BYTES
         };
@@ -298,6 +298,7 @@ impl Schedule {
     }
 
     /// The number of rounds.
+    #[cfg(feature = "testing")]
     pub fn rounds(&self) -> usize {
         self.rounds
     }
@@ -318,7 +319,7 @@ impl Schedule {
     pub fn for_rank(&self, rank: usize) -> RankSchedule {
         let mut rounds = vec![Round::default(); self.rounds];
         for (p, moved, staged) in self.moves() {
-            let transfer = |peer| Transfer {
+            let transfer = |peer| PieceMove {
                 peer,
                 src: p.src,
                 staged: staged.map(|(_, at)| at),
@@ -347,7 +348,7 @@ impl Schedule {
         let most_pieces = rounds
             .iter()
             .flat_map(|r| messages(&r.sends).chain(messages(&r.receives)))
-            .map(<[Transfer]>::len)
+            .map(<[PieceMove]>::len)
             .max()
             .unwrap_or(0);
         RankSchedule {

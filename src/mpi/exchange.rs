@@ -26,14 +26,17 @@ use std::os::raw::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::comm::{Comm, check, count};
-use crate::error::{Error, Result};
-use crate::faults::{injected_exchange_failure, try_vec};
-use crate::inplace::Unscheduled;
-use crate::inplace_exchange::ScheduledExchange;
-use crate::messages::{CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment};
-use crate::planner::{KeptCopy, RankPlan};
-use crate::schedule::{Progress, ScheduledStream, Side, schedule};
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
+use crate::core::faults::injected_exchange_failure;
+use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::inplace_exchange::ScheduledExchange;
+use crate::planning::inplace::Unscheduled;
+use crate::planning::messages::{
+    CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment,
+};
+use crate::planning::planner::{KeptCopy, RankPlan};
+use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
 
 /// Most messages one stream posts in one round.
 const MESSAGES_PER_ROUND: usize = 1024;
@@ -787,7 +790,7 @@ impl Drop for Exchange {
     /// An execution still in flight is cancelled and completed: MPI must not write
     /// the staging (or the caller's buffers) after this.
     fn drop(&mut self) {
-        if self.active.is_some() && crate::comm::mpi_is_usable() {
+        if self.active.is_some() && crate::mpi::comm::mpi_is_usable() {
             self.abandon();
         }
     }

@@ -7,13 +7,15 @@
 
 use std::ffi::c_void;
 
-use crate::args::{Notation, ReshapeArgs, Target, checked_product};
-use crate::error::{Error, Result};
-use crate::ffi::{
-    DtypeCode, MPI_Comm, begin_request, create_plan, dr_plan, dr_request, dr_status, elem_size,
-    guard, plan_ref, shape_arg,
+use crate::api::plan::{Plan, PlanOptions};
+use crate::capi::{
+    MPI_Comm, begin_request, create_plan, dr_plan, dr_request, elem_size, guard, plan_ref,
+    shape_arg,
 };
-use crate::plan::{Plan, PlanOptions};
+use crate::core::abi::{DtypeCode, dr_status};
+use crate::core::error::{Error, Result};
+use crate::distribution::layout::checked_product;
+use crate::planning::args::{Notation, ReshapeArgs, Target};
 
 /// `dr_reshape` for the Fortran module: `a` of shape `a_shape` (`a_ndims` extents)
 /// is this rank's slab, `b` of shape `b_shape` receives its part of the result.

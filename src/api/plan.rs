@@ -8,20 +8,21 @@ use std::sync::{Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use crate::agree::agree;
-use crate::args::{
+use crate::core::abi::dr_dtype;
+use crate::core::error::{Error, Result};
+use crate::core::fallible::{contain_panic, try_vec};
+use crate::core::faults::injected_panic_point;
+use crate::mpi::agree::agree;
+use crate::mpi::comm::{Comm, RawComm, require_mpi};
+use crate::mpi::exchange::{Exchange, InPlaceRoute, Mode, messages_per_round};
+use crate::mpi::inplace_exchange::ScheduledExchange;
+use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
-use crate::comm::{Comm, RawComm, require_mpi};
-use crate::error::{Error, Result};
-use crate::exchange::{Exchange, InPlaceRoute, Mode, messages_per_round};
-use crate::faults::{contain_panic, injected_panic_point, try_vec};
-use crate::ffi::dr_dtype;
-use crate::inplace::{Problem, Schedule, Unscheduled};
-use crate::inplace_exchange::ScheduledExchange;
-use crate::messages::MessageLimits;
-use crate::planner::{PlanStats, RankPlan, Route};
-use crate::schedule::Progress;
+use crate::planning::inplace::{Problem, Schedule, Unscheduled};
+use crate::planning::messages::MessageLimits;
+use crate::planning::planner::{PlanStats, RankPlan, Route};
+use crate::planning::schedule::Progress;
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
 /// exercise the chunked paths with small arrays.
@@ -277,7 +278,11 @@ impl Plan {
 
     /// Executes the plan from `input` into `output` (collective unless
     /// [`Plan::is_collective`] is false). `T` must have the plan's element size.
-    pub fn execute<T: crate::Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
+    pub fn execute<T: crate::core::element::Element>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+    ) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(output);
         // SAFETY: the slices are valid for their lengths; distinct borrows cannot overlap.
@@ -312,7 +317,7 @@ impl Plan {
     /// })?;
     /// # Ok(()) }
     /// ```
-    pub fn execute_overlapped<T: crate::Element, R>(
+    pub fn execute_overlapped<T: crate::core::element::Element, R>(
         &self,
         input: &[T],
         output: &mut [T],
@@ -338,7 +343,10 @@ impl Plan {
     /// output on return, so it must be large enough for both (collective unless
     /// [`Plan::is_collective`] is false). When the output equals the input on this
     /// rank, nothing is touched.
-    pub fn execute_in_place<T: crate::Element>(&self, buffer: &mut [T]) -> Result<()> {
+    pub fn execute_in_place<T: crate::core::element::Element>(
+        &self,
+        buffer: &mut [T],
+    ) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(buffer);
         let ptr = buffer.as_mut_ptr().cast::<u8>();
@@ -367,7 +375,7 @@ impl Plan {
     /// Checks that `T` is the type the plan was made for: its size, its `dr_dtype`
     /// when the plan has one, and a plan with a `dr_dtype` for `bool` (the ranks
     /// then all move `bool`, so no invalid byte can arrive).
-    fn check_type<T: crate::Element>(&self) -> Result<()> {
+    fn check_type<T: crate::core::element::Element>(&self) -> Result<()> {
         let (size, rank) = (size_of::<T>(), self.comm.rank());
         let problem = if size != self.plan.elem_size {
             format!(
@@ -850,7 +858,7 @@ impl fmt::Display for Plan {
 
 /// Plans and executes in one call (collective): reshapes this rank's `input` into a
 /// new vector holding this rank's output.
-pub fn reshape<T: crate::Element, C: AsRaw<Raw = RawComm>>(
+pub fn reshape<T: crate::core::element::Element, C: AsRaw<Raw = RawComm>>(
     comm: &C,
     args: &ReshapeArgs,
     input: &[T],
@@ -861,7 +869,10 @@ pub fn reshape<T: crate::Element, C: AsRaw<Raw = RawComm>>(
 
 /// Executes `plan` from `input` into a newly allocated output (collective); a failed
 /// allocation is agreed like any other error.
-pub(crate) fn reshape_with<T: crate::Element>(plan: &Plan, input: &[T]) -> Result<Vec<T>> {
+pub(crate) fn reshape_with<T: crate::core::element::Element>(
+    plan: &Plan,
+    input: &[T],
+) -> Result<Vec<T>> {
     let allocated = try_vec::<T>(plan.output_elems(), "the output", plan.comm.rank());
     let pre = allocated
         .as_ref()

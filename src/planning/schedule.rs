@@ -15,9 +15,9 @@
 //! (`MPI_Waitsome`): in place, a rank there completes its sends before it posts its
 //! receives, which only independent progress tolerates.
 
-use crate::error::Result;
-use crate::faults::try_vec;
-use crate::planner::{RankPlan, Route, Transfer};
+use crate::core::error::Result;
+use crate::core::fallible::try_vec;
+use crate::planning::planner::{PeerVolume, RankPlan, Route};
 
 /// Which way a stream's messages go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub fn schedule(
 ) -> Result<Vec<ScheduledStream>> {
     let count = plan.recvs.len() + plan.sends.len();
     let mut streams = try_vec(count, "the message streams", plan.rank)?;
-    let mut add = |transfers: &[Transfer], side: Side| {
+    let mut add = |transfers: &[PeerVolume], side: Side| {
         for t in transfers {
             let k = distance(plan.rank, t.peer, side, nranks);
             let window = match progress {

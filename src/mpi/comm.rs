@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::ffi;
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
@@ -48,7 +48,7 @@ pub fn mpi_is_usable() -> bool {
 }
 
 /// Most values [`Comm::allreduce_max`] reduces in one call.
-pub const MAX_REDUCED: usize = 256;
+pub(crate) const MAX_REDUCED: usize = 256;
 
 /// `Ok` when MPI is initialized and not yet finalized, else
 /// [`Error::MpiNotInitialized`]: checked before any MPI call, so that a call after

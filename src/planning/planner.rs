@@ -5,11 +5,11 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::args::Checked;
-use crate::error::{Error, Result};
-use crate::faults::try_vec;
-use crate::layout::{Layout, Pattern, balanced_slab};
-use crate::runs::{Run, SharedRuns, shared_elements};
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
+use crate::distribution::layout::{Layout, Pattern, balanced_slab};
+use crate::distribution::runs::{Run, SharedRuns, shared_elements};
+use crate::planning::args::Checked;
 
 /// How a reshape moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum Route {
 
 /// Elements exchanged with one peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Transfer {
+pub struct PeerVolume {
     /// The other rank.
     pub peer: usize,
     /// Elements sent to it or received from it.
@@ -63,9 +63,9 @@ pub struct RankPlan {
     /// Resolved output global shape.
     pub new_shape: Vec<u64>,
     /// Peers this rank sends to, in rank order.
-    pub sends: Vec<Transfer>,
+    pub sends: Vec<PeerVolume>,
     /// Peers this rank receives from, in rank order.
-    pub recvs: Vec<Transfer>,
+    pub recvs: Vec<PeerVolume>,
     /// Elements copied locally.
     pub local_elems: u64,
 }
@@ -143,13 +143,13 @@ impl RankPlan {
         &self,
         nranks: usize,
         patterns: impl Fn(&RankPlan, usize) -> (Pattern, Pattern),
-    ) -> Result<Vec<Transfer>> {
+    ) -> Result<Vec<PeerVolume>> {
         let mut transfers = try_vec(nranks.saturating_sub(1), "the peer list", self.rank)?;
         for peer in (0..nranks).filter(|&peer| peer != self.rank) {
             let (from, to) = patterns(self, peer);
             let elems = shared_elements(&from, &to);
             if elems > 0 {
-                transfers.push(Transfer { peer, elems });
+                transfers.push(PeerVolume { peer, elems });
             }
         }
         Ok(transfers)
@@ -269,7 +269,8 @@ impl RankPlan {
 
     /// Volumes and peers of this plan.
     pub fn stats(&self) -> PlanStats {
-        let bytes = |t: &[Transfer]| t.iter().map(|t| t.elems).sum::<u64>() * self.elem_size as u64;
+        let bytes =
+            |t: &[PeerVolume]| t.iter().map(|t| t.elems).sum::<u64>() * self.elem_size as u64;
         PlanStats {
             path: self.path,
             bytes_sent: bytes(&self.sends),

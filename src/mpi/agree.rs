@@ -1,10 +1,10 @@
 //! Collective agreement on the outcome of a step, so that every rank returns the
 //! same status and no rank is left waiting in an exchange another rank skipped.
 
-use crate::args::FINGERPRINT_LEN;
-use crate::comm::Comm;
-use crate::error::{Error, Result};
-use crate::ffi::dr_status;
+use crate::core::abi::dr_status;
+use crate::core::error::{Error, Result};
+use crate::mpi::comm::Comm;
+use crate::planning::args::FINGERPRINT_LEN;
 
 /// Longest error detail shared with the other ranks, in bytes.
 const MESSAGE_BYTES: usize = 1024;
@@ -15,7 +15,7 @@ const STATUS_RADIX: i64 = 16;
 const _: () = assert!((dr_status::ALL.len() as i64) <= STATUS_RADIX);
 
 /// Most values [`agree`] can piggyback.
-pub const MAX_PIGGYBACK: usize = 2 * FINGERPRINT_LEN;
+pub(crate) const MAX_PIGGYBACK: usize = 2 * FINGERPRINT_LEN;
 
 /// Agrees over `comm` on whether any rank failed. Returns `Ok` on every rank when
 /// no rank has a `local` error; otherwise every rank returns the error of the

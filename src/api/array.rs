@@ -1,63 +1,12 @@
-//! The typed Rust API: element types that may travel as raw bytes, and reshapes of
-//! `ndarray` arrays that infer the slab length from the local array.
+//! Reshapes of `ndarray` arrays that infer the slab length from the local array.
 
 use mpi::topology::Communicator;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
-use num_complex::Complex;
 
-use crate::args::ReshapeArgs;
-use crate::error::{Error, Result};
-use crate::ffi::dr_dtype;
-use crate::plan::{Plan, PlanOptions};
-
-/// Element types a reshape can move: plain data whose every byte is initialized and
-/// whose values survive a byte-wise copy between processes.
-///
-/// # Safety
-/// Implementors must have no padding bytes and no pointers or references, and every
-/// bit pattern of their size must be a valid value, unless [`Element::DTYPE`] names
-/// their `dr_dtype`: ranks are then checked to move the same type (as for `bool`,
-/// whose bytes other than 0 and 1 are invalid).
-pub unsafe trait Element: Copy + Send + Sync + 'static {
-    /// The type's `dr_dtype` value, compared across ranks by `reshape`,
-    /// `reshape_array` and plans made with [`ReshapeArgs::with_element`]; -1 (the
-    /// default) for other plain data, compared by size only.
-    const DTYPE: i32 = -1;
-}
-
-macro_rules! elements {
-    ($($t:ty => $dtype:expr),* $(,)?) => { $(
-        // SAFETY: primitive plain-data type without padding; every bit pattern is
-        // valid except for bool, whose DTYPE is compared across ranks.
-        unsafe impl Element for $t {
-            const DTYPE: i32 = $dtype as i32;
-        }
-    )* };
-}
-elements!(
-    i8 => dr_dtype::DR_DTYPE_INT8,
-    i16 => dr_dtype::DR_DTYPE_INT16,
-    i32 => dr_dtype::DR_DTYPE_INT32,
-    i64 => dr_dtype::DR_DTYPE_INT64,
-    u8 => dr_dtype::DR_DTYPE_UINT8,
-    u16 => dr_dtype::DR_DTYPE_UINT16,
-    u32 => dr_dtype::DR_DTYPE_UINT32,
-    u64 => dr_dtype::DR_DTYPE_UINT64,
-    f32 => dr_dtype::DR_DTYPE_FLOAT32,
-    f64 => dr_dtype::DR_DTYPE_FLOAT64,
-    Complex<f32> => dr_dtype::DR_DTYPE_COMPLEX64,
-    Complex<f64> => dr_dtype::DR_DTYPE_COMPLEX128,
-    bool => dr_dtype::DR_DTYPE_BOOL,
-);
-
-/// Plain data without a `dr_dtype`: compared by size only.
-macro_rules! untyped_elements {
-    ($($t:ty),*) => { $(
-        // SAFETY: primitive integer without padding; every bit pattern is valid.
-        unsafe impl Element for $t {}
-    )* };
-}
-untyped_elements!(i128, u128, isize, usize);
+use crate::api::plan::{Plan, PlanOptions};
+use crate::core::element::Element;
+use crate::core::error::{Error, Result};
+use crate::planning::args::ReshapeArgs;
 
 /// Reshapes a distributed array given as this rank's local part (collective).
 ///
@@ -100,7 +49,7 @@ pub fn reshape_array<T: Element, C: Communicator>(
     let plan = Plan::create(comm.as_raw(), checked_args, PlanOptions::default())?.agreeing_always();
     let input = local.as_standard_layout();
     let data = input.as_slice().unwrap_or_default();
-    let output = crate::plan::reshape_with(&plan, data)?;
+    let output = crate::api::plan::reshape_with(&plan, data)?;
     let mut shape: Vec<usize> = plan.new_shape().iter().map(|&n| n as usize).collect();
     if let (Some(axis), Some(rows)) = (new_split, plan.output_rows()) {
         shape[axis] = rows as usize;

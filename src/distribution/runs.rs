@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::layout::Pattern;
+use crate::distribution::layout::Pattern;
 
 /// A maximal run of consecutive global indices shared by two patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +201,7 @@ impl Iterator for SharedRunsDescending {
 pub(crate) mod test_patterns {
     use proptest::prelude::*;
 
-    use crate::layout::Pattern;
+    use crate::distribution::layout::Pattern;
 
     /// The global indices of `p`, one by one.
     pub fn members(p: &Pattern) -> Vec<u64> {

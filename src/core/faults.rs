@@ -1,10 +1,8 @@
-//! Fallible allocation, panic containment, and the fault-injection switches (only
-//! with the `test-hooks` feature) that tests use to prove that allocation failures
-//! and internal panics come back as errors on every rank.
+//! The fault-injection switches (only with the `test-hooks` feature) that tests use
+//! to prove that allocation failures, internal panics and MPI failures come back as
+//! errors on every rank; without the feature nothing is injected.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 
 /// The switches, compiled only with the `test-hooks` feature (the fault tests'
 /// build of the library).
@@ -45,6 +43,7 @@ mod hooks {
         FAIL_EXCHANGE.swap(false, Ordering::Relaxed)
     }
 }
+pub(crate) use hooks::allocation_allowed;
 #[cfg(feature = "test-hooks")]
 pub use hooks::{set_allocation_limit, set_exchange_failure, set_panic_in_planning};
 
@@ -79,30 +78,4 @@ pub(crate) fn injected_exchange_failure() -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`].
-pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
-    let bytes = capacity.saturating_mul(size_of::<T>());
-    let mut v = Vec::new();
-    let within_limit = hooks::allocation_allowed(bytes as u64);
-    if within_limit && v.try_reserve_exact(capacity).is_ok() {
-        return Ok(v);
-    }
-    Err(Error::OutOfMemory(format!(
-        "cannot allocate {bytes} bytes for {what} on rank {rank}"
-    )))
-}
-
-/// Runs a step that holds no MPI state, turning a panic into [`Error::Internal`] so
-/// that it can be agreed with the other ranks instead of unwinding through them.
-pub(crate) fn contain_panic<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(step)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(Error::Internal(format!("panic inside DistReshape: {what}")))
-    })
 }

@@ -13,12 +13,12 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
-use crate::comm::{Comm, check, count};
-use crate::error::Result;
-use crate::exchange::{cancel_all, complete_all, start};
-use crate::faults::try_vec;
-use crate::inplace::{RankSchedule, Transfer, messages};
-use crate::schedule::Side;
+use crate::core::error::Result;
+use crate::core::fallible::try_vec;
+use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::exchange::{cancel_all, complete_all, start};
+use crate::planning::inplace::{PieceMove, RankSchedule, messages};
+use crate::planning::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
 /// of its multi-piece messages.
@@ -124,7 +124,7 @@ impl ScheduledExchange {
             }
         }
         let (mut posted, blocks) = (0, (&mut self.block_lens, &mut self.block_offsets));
-        let mut post = |message: &[Transfer], side: Side| -> Result<()> {
+        let mut post = |message: &[PieceMove], side: Side| -> Result<()> {
             let message = Message {
                 peer: message[0].peer as c_int,
                 side,
@@ -166,7 +166,7 @@ struct Buffers {
 impl Buffers {
     /// Where piece `t` is read: its staging slot when it was staged and `staged`
     /// copies count (in place), else its place in the input.
-    fn source(&self, t: &Transfer, staged: bool) -> *const u8 {
+    fn source(&self, t: &PieceMove, staged: bool) -> *const u8 {
         match (t.staged, staged && self.in_place) {
             // SAFETY: staging offsets lie within the staging (schedule invariant).
             (Some(at), true) => unsafe { self.staging.add(at) }.cast_const(),
@@ -176,7 +176,7 @@ impl Buffers {
     }
 
     /// The staging slot of a staged piece.
-    fn slot(&self, t: &Transfer) -> *mut u8 {
+    fn slot(&self, t: &PieceMove) -> *mut u8 {
         // SAFETY: staging offsets lie within the staging (schedule invariant).
         unsafe { self.staging.add(t.staged.unwrap_or(0)) }
     }
@@ -190,7 +190,7 @@ impl Buffers {
     }
 
     /// Where piece `t` is read (sends) or lands (receives).
-    fn block(&self, t: &Transfer, side: Side) -> *const u8 {
+    fn block(&self, t: &PieceMove, side: Side) -> *const u8 {
         match side {
             Side::Send => self.source(t, true),
             // SAFETY: destinations lie within the output (planner invariant).

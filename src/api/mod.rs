@@ -1,0 +1,5 @@
+//! The safe Rust API: collective plans and their options, executions in flight,
+//! one-shot reshapes of slices and of `ndarray` arrays.
+
+pub mod array;
+pub mod plan;

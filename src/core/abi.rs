@@ -1,0 +1,283 @@
+//! The C ABI's tables, in one place: the constants and enumerators with their
+//! explicit values (the contract, which cbindgen copies into the header), and what
+//! each enumerator stands for in the library: the text of every status, the Rust
+//! type and size of every element type. The bottom of the crate: every layer
+//! reads these tables, and they import nothing of the crate but [`Element`], the
+//! trait the element table implements.
+#![allow(non_camel_case_types)]
+
+use std::ffi::CStr;
+
+use num_complex::Complex;
+
+use crate::core::element::Element;
+
+/// `split` / `new_split` value meaning "not split": every rank holds the whole array.
+/// Beware when porting Heat or NumPy code: there an axis of -1 means the last axis;
+/// here it means not split (pass `ndims - 1` for the last axis).
+/// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
+pub const DR_SPLIT_NONE: i32 = -1;
+/// The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
+/// change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+/// version plays that role (SONAME `libdistreshape.so.0.MINOR`).
+pub const DR_VERSION_MAJOR: i32 = 0;
+/// The library's minor version: new functions or enumerators, nothing removed.
+pub const DR_VERSION_MINOR: i32 = 2;
+/// The library's patch version: fixes only.
+pub const DR_VERSION_PATCH: i32 = 0;
+/// Most dimensions of a global shape.
+pub const DR_MAX_DIMS: i32 = 32;
+
+// The version macros are Cargo.toml's version, checked when the crate compiles.
+const _: () = assert!(
+    DR_VERSION_MAJOR == decimal(env!("CARGO_PKG_VERSION_MAJOR"))
+        && DR_VERSION_MINOR == decimal(env!("CARGO_PKG_VERSION_MINOR"))
+        && DR_VERSION_PATCH == decimal(env!("CARGO_PKG_VERSION_PATCH")),
+    "DR_VERSION_* differ from the version in Cargo.toml"
+);
+
+/// The value of a string of decimal digits (a version component), at compile time.
+const fn decimal(digits: &str) -> i32 {
+    let bytes = digits.as_bytes();
+    let (mut value, mut i) = (0, 0);
+    while i < bytes.len() {
+        value = value * 10 + (bytes[i] - b'0') as i32;
+        i += 1;
+    }
+    value
+}
+
+/// Element types.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_dtype {
+    /// `int8_t`
+    DR_DTYPE_INT8 = 0,
+    /// `int16_t`
+    DR_DTYPE_INT16 = 1,
+    /// `int32_t`
+    DR_DTYPE_INT32 = 2,
+    /// `int64_t`
+    DR_DTYPE_INT64 = 3,
+    /// `uint8_t`
+    DR_DTYPE_UINT8 = 4,
+    /// `uint16_t`
+    DR_DTYPE_UINT16 = 5,
+    /// `uint32_t`
+    DR_DTYPE_UINT32 = 6,
+    /// `uint64_t`
+    DR_DTYPE_UINT64 = 7,
+    /// `float`
+    DR_DTYPE_FLOAT32 = 8,
+    /// `double`
+    DR_DTYPE_FLOAT64 = 9,
+    /// `float _Complex` (two floats)
+    DR_DTYPE_COMPLEX64 = 10,
+    /// `double _Complex` (two doubles)
+    DR_DTYPE_COMPLEX128 = 11,
+    /// `bool` (one byte)
+    DR_DTYPE_BOOL = 12,
+}
+
+/// Status of every call. Collective calls return the same status on every rank.
+/// Errors are agreed step by step, in the order the steps run: argument errors
+/// (validation, cross-rank consistency, distributions) first, then planning and
+/// allocation errors, then buffer errors of the execution; within a step, where
+/// ranks found different errors, the lowest failing rank's wins.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_status {
+    /// The call succeeded.
+    DR_SUCCESS = 0,
+    /// A required pointer was NULL.
+    DR_ERROR_NULL_POINTER = 1,
+    /// `dtype` is not a `dr_dtype` value.
+    DR_ERROR_INVALID_DTYPE = 2,
+    /// A shape is malformed, does not match the element count, or overflows int64.
+    DR_ERROR_INVALID_SHAPE = 3,
+    /// A split axis is out of range.
+    DR_ERROR_INVALID_SPLIT = 4,
+    /// Slab lengths are negative or do not add up to the extent of the split axis.
+    DR_ERROR_INVALID_DISTRIBUTION = 5,
+    /// Ranks passed different global arguments (shapes, splits, dtype).
+    DR_ERROR_INCONSISTENT_ARGUMENTS = 6,
+    /// `out_capacity` (or the input) is smaller than this rank needs.
+    DR_ERROR_BUFFER_TOO_SMALL = 7,
+    /// Input and output buffers partially overlap (identical pointers are in place).
+    DR_ERROR_ALIASING = 8,
+    /// An allocation inside the library failed.
+    DR_ERROR_OUT_OF_MEMORY = 9,
+    /// An MPI call failed.
+    DR_ERROR_MPI = 10,
+    /// MPI is not initialized, or already finalized.
+    DR_ERROR_MPI_NOT_INITIALIZED = 11,
+    /// The communicator is MPI_COMM_NULL or an intercommunicator.
+    DR_ERROR_INVALID_COMMUNICATOR = 12,
+    /// A bug inside the library (a caught panic); please report it.
+    DR_ERROR_INTERNAL = 13,
+    /// The plan already has an execution in flight (`dr_plan_execute_begin`
+    /// without its `dr_request_wait`): a plan runs one execution at a time.
+    DR_ERROR_EXECUTION_IN_PROGRESS = 14,
+}
+
+/// How a plan moves data.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_path {
+    /// Split-preserving local reshape + balance: only rows that change owner move.
+    DR_PATH_LOCAL = 0,
+    /// General exchange: every element moves at most once, straight to its owner.
+    DR_PATH_EXCHANGE = 1,
+}
+
+/// A dtype as passed by C: read as an integer so that invalid values are caught.
+pub type DtypeCode = i32;
+/// A status as passed by C to `dr_status_string`: read as an integer.
+pub type StatusCode = i32;
+
+/// A static C string of `text` (a literal without a NUL of its own), checked when
+/// the crate compiles.
+const fn c_text(with_nul: &'static [u8]) -> &'static CStr {
+    match CStr::from_bytes_with_nul(with_nul) {
+        Ok(text) => text,
+        Err(_) => panic!("an ABI text holds a NUL byte"),
+    }
+}
+
+/// The status table: every `dr_status` with its text. Generates the list of all
+/// statuses, the code lookup, the texts and the enumerator names; the matches are
+/// exhaustive, so a status missing here does not compile.
+macro_rules! status_table {
+    ($($status:ident => $text:literal),* $(,)?) => {
+        impl dr_status {
+            /// Every status, in the order of their values (0, 1, 2, ...).
+            pub const ALL: [dr_status; [$(dr_status::$status),*].len()] = [$(dr_status::$status),*];
+
+            /// The status of value `code`, if there is one.
+            pub fn from_code(code: StatusCode) -> Option<dr_status> {
+                dr_status::ALL.into_iter().find(|s| *s as StatusCode == code)
+            }
+
+            /// What the status means, as `dr_status_string` returns it.
+            pub const fn text(self) -> &'static CStr {
+                match self {
+                    $(dr_status::$status => const { c_text(concat!($text, "\0").as_bytes()) },)*
+                }
+            }
+
+            /// What the status means, as a Rust string (the same text).
+            pub const fn message(self) -> &'static str {
+                match self {
+                    $(dr_status::$status => $text,)*
+                }
+            }
+
+            /// The enumerator's name, e.g. `"DR_ERROR_INVALID_SHAPE"`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(dr_status::$status => stringify!($status),)*
+                }
+            }
+        }
+    };
+}
+
+status_table!(
+    DR_SUCCESS => "success",
+    DR_ERROR_NULL_POINTER => "null pointer",
+    DR_ERROR_INVALID_DTYPE => "invalid dtype",
+    DR_ERROR_INVALID_SHAPE => "invalid shape",
+    DR_ERROR_INVALID_SPLIT => "invalid split",
+    DR_ERROR_INVALID_DISTRIBUTION => "invalid distribution",
+    DR_ERROR_INCONSISTENT_ARGUMENTS => "inconsistent arguments across ranks",
+    DR_ERROR_BUFFER_TOO_SMALL => "buffer too small",
+    DR_ERROR_ALIASING => "input and output buffers partially overlap",
+    DR_ERROR_OUT_OF_MEMORY => "out of memory",
+    DR_ERROR_MPI => "MPI error",
+    DR_ERROR_MPI_NOT_INITIALIZED => "MPI not initialized",
+    DR_ERROR_INVALID_COMMUNICATOR => "invalid communicator",
+    DR_ERROR_INTERNAL => "internal error",
+    DR_ERROR_EXECUTION_IN_PROGRESS => "an execution of the plan is in progress",
+);
+
+/// The element table: every `dr_dtype` with its Rust type. Generates the list of
+/// all dtypes, the code lookup, the element sizes and the [`Element`]
+/// implementations that name their dtype; the matches are exhaustive, so a dtype
+/// missing here does not compile.
+macro_rules! dtype_table {
+    ($($dtype:ident => $t:ty),* $(,)?) => {
+        impl dr_dtype {
+            /// Every dtype, in the order of their values (0, 1, 2, ...).
+            pub const ALL: [dr_dtype; [$(dr_dtype::$dtype),*].len()] = [$(dr_dtype::$dtype),*];
+
+            /// The dtype of value `code`, if there is one.
+            pub fn from_code(code: DtypeCode) -> Option<dr_dtype> {
+                dr_dtype::ALL.into_iter().find(|d| *d as DtypeCode == code)
+            }
+
+            /// Bytes per element.
+            pub const fn size(self) -> usize {
+                match self {
+                    $(dr_dtype::$dtype => size_of::<$t>(),)*
+                }
+            }
+        }
+
+        $(
+            // SAFETY: a primitive plain-data type (or a pair of them) without
+            // padding; every bit pattern is valid except for bool, whose DTYPE is
+            // compared across ranks so that only bools arrive.
+            unsafe impl Element for $t {
+                const DTYPE: i32 = dr_dtype::$dtype as i32;
+            }
+        )*
+    };
+}
+
+dtype_table!(
+    DR_DTYPE_INT8 => i8,
+    DR_DTYPE_INT16 => i16,
+    DR_DTYPE_INT32 => i32,
+    DR_DTYPE_INT64 => i64,
+    DR_DTYPE_UINT8 => u8,
+    DR_DTYPE_UINT16 => u16,
+    DR_DTYPE_UINT32 => u32,
+    DR_DTYPE_UINT64 => u64,
+    DR_DTYPE_FLOAT32 => f32,
+    DR_DTYPE_FLOAT64 => f64,
+    DR_DTYPE_COMPLEX64 => Complex<f32>,
+    DR_DTYPE_COMPLEX128 => Complex<f64>,
+    DR_DTYPE_BOOL => bool,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tables_list_every_value_in_order() {
+        for (value, status) in dr_status::ALL.iter().enumerate() {
+            assert_eq!(*status as usize, value);
+            assert_eq!(dr_status::from_code(value as i32), Some(*status));
+        }
+        for (value, dtype) in dr_dtype::ALL.iter().enumerate() {
+            assert_eq!(*dtype as usize, value);
+            assert_eq!(dr_dtype::from_code(value as i32), Some(*dtype));
+        }
+        assert_eq!(dr_status::ALL.len(), 15);
+        assert_eq!(dr_dtype::ALL.len(), 13);
+        assert_eq!(dr_status::from_code(15), None);
+        assert_eq!(dr_dtype::from_code(-1), None);
+    }
+
+    #[test]
+    fn texts_and_sizes_come_from_the_tables() {
+        let status = dr_status::DR_ERROR_INVALID_SHAPE;
+        assert_eq!(status.text(), c"invalid shape");
+        assert_eq!(status.message(), "invalid shape");
+        assert_eq!(status.name(), "DR_ERROR_INVALID_SHAPE");
+        assert_eq!(dr_dtype::DR_DTYPE_COMPLEX128.size(), 16);
+        assert_eq!(dr_dtype::DR_DTYPE_BOOL.size(), 1);
+        assert_eq!(<f64 as Element>::DTYPE, dr_dtype::DR_DTYPE_FLOAT64 as i32);
+    }
+}

@@ -1,0 +1,13 @@
+//! The internals that the simulation tests (`tests/planner_sim.rs`,
+//! `tests/validation_props.rs`) and the benchmarks drive, compiled only with the
+//! `testing` feature: never part of the API users link against, and free to change.
+
+pub use crate::distribution::layout::{Layout, Pattern};
+pub use crate::distribution::runs::{Run, SharedRuns, shared_elements};
+pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
+pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
+pub use crate::planning::messages::{
+    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
+};
+pub use crate::planning::planner::{PeerVolume, RankPlan, Route};
+pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
