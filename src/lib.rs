@@ -45,7 +45,8 @@ mod planning;
 pub mod testing;
 
 pub use crate::api::array::reshape_array;
-pub use crate::api::plan::{Execution, Plan, PlanOptions, reshape};
+pub use crate::api::options::PlanOptions;
+pub use crate::api::plan::{Execution, Plan, reshape};
 pub use crate::core::element::Element;
 pub use crate::core::error::{Error, Result};
 pub use crate::distribution::layout::balanced_slab;

@@ -3,7 +3,8 @@
 use mpi::topology::Communicator;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
-use crate::api::plan::{Plan, PlanOptions};
+use crate::api::options::PlanOptions;
+use crate::api::plan::Plan;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::planning::args::ReshapeArgs;

@@ -2,4 +2,5 @@
 //! one-shot reshapes of slices and of `ndarray` arrays.
 
 pub mod array;
+pub mod options;
 pub mod plan;

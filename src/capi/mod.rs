@@ -8,7 +8,8 @@ use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::api::plan::{Plan, PlanOptions};
+use crate::api::options::PlanOptions;
+use crate::api::plan::Plan;
 use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, StatusCode, dr_dtype, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::contain_panic;

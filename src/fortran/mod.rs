@@ -7,7 +7,8 @@
 
 use std::ffi::c_void;
 
-use crate::api::plan::{Plan, PlanOptions};
+use crate::api::options::PlanOptions;
+use crate::api::plan::Plan;
 use crate::capi::{
     MPI_Comm, begin_request, create_plan, dr_plan, dr_request, elem_size, guard, plan_ref,
     shape_arg,

@@ -16,7 +16,7 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::mpi::comm::{Comm, check, count};
-use crate::mpi::exchange::{cancel_all, complete_all, start};
+use crate::mpi::p2p::{cancel_all, complete_all, start};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 

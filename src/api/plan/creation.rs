@@ -1,0 +1,115 @@
+//! The collective steps of plan creation: the arguments validated on every rank
+//! and compared across ranks in one agreement, every rank's slab lengths gathered
+//! and checked, and the planning outcome agreed.
+
+use crate::core::error::Result;
+use crate::core::fallible::{contain_panic, try_vec};
+use crate::core::faults::injected_panic_point;
+use crate::mpi::agree::agree;
+use crate::mpi::comm::Comm;
+use crate::planning::args::{
+    Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
+};
+use crate::planning::planner::RankPlan;
+
+/// `shape` with `rows` along `split` (unchanged when not split).
+pub(super) fn slab_shape(shape: &[u64], split: Option<usize>, rows: u64) -> Vec<u64> {
+    let mut slab = shape.to_vec();
+    if let Some(axis) = split {
+        slab[axis] = rows;
+    }
+    slab
+}
+
+/// Validates the arguments on every rank and agrees on the outcome in one
+/// collective that also compares the global arguments across ranks exactly (their
+/// element-wise maximum and the maximum of their complement, i.e. the minimum).
+pub(super) fn agree_on_arguments(
+    comm: &Comm,
+    args: Result<ReshapeArgs>,
+) -> Result<(Checked, Gathered)> {
+    let rank = comm.rank();
+    let checked = contain_panic(|| {
+        injected_panic_point();
+        check_local(args.as_ref().map_err(|e| e.clone().on_rank(rank))?, rank)
+    });
+    let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
+    let fingerprint = args
+        .as_ref()
+        .map_or_else(|_| vec![0; FINGERPRINT_LEN], ReshapeArgs::fingerprint);
+    let mut piggyback: Vec<i64> = fingerprint
+        .iter()
+        .copied()
+        .chain(fingerprint.iter().map(|x| !x))
+        .collect();
+    agree(comm, local.as_ref().err(), &mut piggyback)?;
+    let (local, args) = (local?, args?);
+    let min: Vec<i64> = piggyback[FINGERPRINT_LEN..].iter().map(|x| !x).collect();
+    match mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], rank) {
+        Some(e) => Err(e),
+        None => Ok(local),
+    }
+}
+
+/// Agrees on the planning outcome; returns the plan, the largest peer count of any
+/// rank (which sizes the messages) and whether any rank communicates at all.
+pub(super) fn agree_on_plan(
+    comm: &Comm,
+    planned: Result<RankPlan>,
+) -> Result<(RankPlan, usize, bool)> {
+    let (peers, talks) = planned.as_ref().map_or((1, false), |p| {
+        (
+            p.sends.len().max(p.recvs.len()).max(1),
+            !(p.sends.is_empty() && p.recvs.is_empty()),
+        )
+    });
+    let mut piggyback = [peers as i64, i64::from(talks)];
+    agree(comm, planned.as_ref().err(), &mut piggyback)?;
+    Ok((planned?, piggyback[0] as usize, piggyback[1] != 0))
+}
+
+/// Every rank's input slab length and requested output length, in buffers
+/// allocated before the ranks agree, so that an allocation failure is agreed too.
+pub(super) struct Gathered {
+    raw: Vec<i64>,
+    /// Every rank's input slab length.
+    pub(super) lens: Vec<u64>,
+    targets: Vec<u64>,
+}
+
+impl Gathered {
+    pub(super) fn allocate(nranks: usize, rank: usize) -> Result<Gathered> {
+        Ok(Gathered {
+            raw: try_vec(2 * nranks, "the gathered slab lengths", rank)?,
+            lens: try_vec(nranks, "the slab lengths", rank)?,
+            targets: try_vec(nranks, "the target lengths", rank)?,
+        })
+    }
+
+    /// Allgathers this rank's `[local_len, target_len]`.
+    pub(super) fn exchange(&mut self, comm: &Comm, checked: &Checked) -> Result<()> {
+        let mine = [
+            checked.local_len as i64,
+            checked.target_len.map_or(0, |t| t as i64),
+        ];
+        comm.allgather_into(&mine, &mut self.raw)?;
+        self.lens
+            .extend(self.raw.iter().step_by(2).map(|&l| l as u64));
+        self.targets
+            .extend(self.raw.iter().skip(1).step_by(2).map(|&l| l as u64));
+        Ok(())
+    }
+
+    /// Checks that the lengths add up (the same outcome on every rank); returns the
+    /// explicit targets, if any.
+    pub(super) fn check(&self, checked: &Checked) -> Result<Option<&[u64]>> {
+        if let Some(axis) = checked.split {
+            check_rows_add_up("local_len", &self.lens, checked.gshape[axis])?;
+        }
+        let explicit = checked.new_split.filter(|_| checked.target_len.is_some());
+        if let Some(axis) = explicit {
+            check_rows_add_up("new_local_len", &self.targets, checked.new_shape[axis])?;
+        }
+        Ok(explicit.map(|_| self.targets.as_slice()))
+    }
+}

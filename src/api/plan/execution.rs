@@ -1,0 +1,139 @@
+//! One execution's buffers and their checks against the plan, and an execution in
+//! flight lent to the closure of [`Plan::execute_overlapped`].
+
+use super::Plan;
+use crate::core::error::{Error, Result};
+use crate::planning::planner::RankPlan;
+
+/// The buffers of one execution, as raw pointers: the caller's contract says how
+/// far each is valid.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buffers {
+    /// This rank's input.
+    pub input: *const u8,
+    /// Bytes readable at `input`.
+    pub input_len: usize,
+    /// Where this rank's output goes (equal to `input` in place).
+    pub output: *mut u8,
+    /// Bytes writable at `output`.
+    pub capacity: usize,
+}
+
+impl Buffers {
+    /// True when the execution runs in place (one buffer for both).
+    pub fn in_place(&self) -> bool {
+        std::ptr::eq(self.input, self.output)
+    }
+}
+
+/// The error of starting an execution while one is in flight.
+pub(super) fn in_progress() -> Error {
+    Error::ExecutionInProgress(
+        "the plan's previous execution has not completed: wait for it first".into(),
+    )
+}
+
+/// Checks one execution's buffers against the plan; returns whether it is in place.
+pub(super) fn check_buffers(plan: &RankPlan, buffers: &Buffers, rank: usize) -> Result<bool> {
+    let Buffers {
+        input,
+        input_len,
+        output,
+        capacity,
+    } = *buffers;
+    let size = plan.elem_size;
+    let (in_bytes, out_bytes) = (
+        plan.input_elems() as usize * size,
+        plan.output_elems() as usize * size,
+    );
+    let null = |name: &str, elems: u64| {
+        Error::NullPointer(format!(
+            "{name} is NULL but rank {rank} has {elems} elements there"
+        ))
+    };
+    if input.is_null() && in_bytes > 0 {
+        return Err(null("the input buffer", plan.input_elems()));
+    }
+    if output.is_null() && out_bytes > 0 {
+        return Err(null("the output buffer", plan.output_elems()));
+    }
+    if input_len < in_bytes {
+        return Err(Error::BufferTooSmall(format!(
+            "the input buffer holds {} elements but rank {rank} holds {} input elements",
+            input_len / size,
+            plan.input_elems()
+        )));
+    }
+    let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
+    let needed = if in_place {
+        in_bytes.max(out_bytes)
+    } else {
+        out_bytes
+    };
+    if capacity < needed {
+        return Err(Error::BufferTooSmall(format!(
+            "out_capacity = {} elements but rank {rank} needs {}{}",
+            capacity / size,
+            needed / size,
+            if in_place {
+                " (in place the buffer holds both input and output)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let (a, b) = (input as usize, output as usize);
+    if !in_place && in_bytes > 0 && out_bytes > 0 && a < b + out_bytes && b < a + in_bytes {
+        return Err(Error::Aliasing(format!(
+            "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) partially overlap on rank {rank}; pass the same pointer for in place"
+        )));
+    }
+    Ok(in_place)
+}
+
+/// An execution in flight, lent to the closure of [`Plan::execute_overlapped`].
+#[derive(Debug)]
+pub struct Execution<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) done: bool,
+    /// A failure seen by [`Execution::test`], reported when the execution ends.
+    pub(super) failed: Option<Error>,
+}
+
+impl Execution<'_> {
+    /// Moves the execution on as far as it goes without waiting (posts the next
+    /// round, unpacks what arrived); returns whether it has completed. Call it
+    /// between pieces of computation, every few hundred microseconds: most MPI
+    /// libraries move messages only inside MPI calls. A failure is returned here
+    /// and again when the execution ends.
+    pub fn test(&mut self) -> Result<bool> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if !self.done {
+            let progressed = self.plan.progress(false);
+            self.failed = progressed.as_ref().err().cloned();
+            self.done = progressed?;
+        }
+        Ok(self.done)
+    }
+
+    /// Completes the execution.
+    pub(super) fn finish(&mut self) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if !std::mem::replace(&mut self.done, true) {
+            self.plan.progress(true)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Execution<'_> {
+    /// Completes the execution when the closure unwinds: the buffers are about to
+    /// be released.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}

@@ -1,0 +1,541 @@
+//! Plans: collective creation (validation agreed by all ranks, one allgather of the
+//! slab lengths, pure planning) and repeated collective execution. The jobs, a
+//! module each: [`creation`] (the collective steps of creation), [`execution`]
+//! (buffers and executions in flight) and [`in_place`] (the in-place policy).
+
+mod creation;
+mod execution;
+mod in_place;
+
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Mutex, PoisonError};
+
+use mpi::raw::AsRaw;
+
+use self::creation::{agree_on_arguments, agree_on_plan, slab_shape};
+pub use self::execution::Execution;
+use self::execution::{Buffers, check_buffers, in_progress};
+use self::in_place::{InPlaceRoute, Run};
+use crate::api::options::PlanOptions;
+use crate::core::abi::dr_dtype;
+use crate::core::element::Element;
+use crate::core::error::{Error, Result};
+use crate::core::fallible::{contain_panic, try_vec};
+use crate::mpi::agree::agree;
+use crate::mpi::comm::{Comm, RawComm, require_mpi};
+use crate::mpi::exchange::{Exchange, messages_per_round};
+use crate::planning::args::ReshapeArgs;
+use crate::planning::planner::{PlanStats, RankPlan, Route};
+use crate::planning::schedule::Progress;
+
+/// The engines an execution runs on, behind the plan's one lock: the exchange,
+/// and the in-place route the plan decided for executions in place on the
+/// exchange path (with the schedule's engine when it has one).
+#[derive(Debug)]
+struct Engines {
+    /// Streams, requests and staging, reused by every execution.
+    exchange: Exchange,
+    /// How executions in place on the exchange path run.
+    in_place: InPlaceRoute,
+}
+
+/// A reshape planned on every rank of a communicator, ready to be executed many times.
+///
+/// ```no_run
+/// use distreshape::{Plan, ReshapeArgs};
+/// let universe = mpi::initialize().unwrap();
+/// let world = mpi::topology::SimpleCommunicator::world();
+/// # use mpi::topology::Communicator;
+/// let (rank, size) = (world.rank() as u64, world.size() as u64);
+/// // (10, 10000, 10) split along axis 1 -> (10, 100000) split along axis 1.
+/// let (len, _) = distreshape::balanced_slab(10_000, size, rank);
+/// let args = ReshapeArgs::new(8, &[10, 10_000, 10], Some(1), len as i64, &[10, -1], Some(1));
+/// let plan = Plan::new(&world, &args).unwrap();
+/// let input = vec![0.0f64; plan.input_elems()];
+/// let mut output = vec![0.0f64; plan.output_elems()];
+/// plan.execute(&input, &mut output).unwrap();
+/// assert_eq!(plan.stats().bytes_sent, 0); // p divides 10000: nothing moves
+/// ```
+///
+/// A plan can move to another thread but not be shared between threads (it is not
+/// `Sync`): two executions of one plan at once would use the same messages, and the
+/// ranks could pair one thread's execution with the other's.
+///
+/// ```compile_fail
+/// fn shared_between_threads<T: Sync>() {}
+/// shared_between_threads::<distreshape::Plan>();
+/// ```
+#[derive(Debug)]
+pub struct Plan {
+    /// The engines, reused by every execution. The mutex keeps C callers who
+    /// break the one-thread-per-plan rule from racing on them. Declared (so
+    /// dropped) before `comm`: an execution still in flight is cancelled while the
+    /// communicator exists.
+    engines: Mutex<Engines>,
+    comm: Comm,
+    plan: RankPlan,
+    /// False when no rank sends or receives anything: execution is then purely
+    /// local on every rank and needs no collective.
+    collective: bool,
+    /// The `dr_dtype` every rank planned for, when the arguments named one.
+    dtype: Option<i32>,
+    /// This rank's input and output slabs' shapes (C order).
+    local_shapes: [Vec<u64>; 2],
+    /// The options the plan was made with.
+    options: PlanOptions,
+    /// Makes the plan `!Sync` (see above).
+    not_shared: PhantomData<Cell<()>>,
+}
+
+impl Plan {
+    /// Plans `args` over `comm` with the default options (collective).
+    pub fn new<C: AsRaw<Raw = RawComm>>(comm: &C, args: &ReshapeArgs) -> Result<Plan> {
+        Plan::create(comm.as_raw(), Ok(args.clone()), PlanOptions::default())
+    }
+
+    /// Plans over a raw communicator handle (collective). A local `Err` in `args` (an
+    /// argument the caller could not even decode) is agreed with the other ranks like
+    /// any validation failure, so every rank returns the same status.
+    pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
+        let dtype = args.as_ref().ok().and_then(|a| a.dtype);
+        let comm = Comm::for_plan(comm)?;
+        let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
+        gathered.exchange(&comm, &checked)?;
+        let targets = gathered.check(&checked)?;
+        let planned =
+            contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
+        let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
+        let exchange = contain_panic(|| {
+            Exchange::new(
+                &plan,
+                comm.size(),
+                options.limits(busiest),
+                messages_per_round(busiest),
+                Progress::for_path(plan.path, options.window),
+                options.run_budget,
+            )
+        });
+        if collective {
+            agree(&comm, exchange.as_ref().err(), &mut [])?;
+        }
+        let input_shape = slab_shape(&checked.gshape, checked.split, checked.local_len);
+        let output_shape = slab_shape(
+            &plan.new_shape,
+            checked.new_split,
+            plan.output_rows().unwrap_or(0),
+        );
+        Ok(Plan {
+            engines: Mutex::new(Engines {
+                exchange: exchange?,
+                in_place: InPlaceRoute::Undecided,
+            }),
+            comm,
+            plan,
+            collective,
+            dtype,
+            local_shapes: [input_shape, output_shape],
+            options,
+            not_shared: PhantomData,
+        })
+    }
+
+    /// The same plan with every execution agreed by all ranks, even when nothing moves
+    /// between them: one-shot reshapes already pay for collectives in planning, so
+    /// they keep the same-status-everywhere rule without exception.
+    pub(crate) fn agreeing_always(mut self) -> Plan {
+        self.collective = true;
+        self
+    }
+
+    /// The statistics of what this rank will do.
+    pub fn stats(&self) -> PlanStats {
+        self.plan.stats()
+    }
+
+    /// The path taken (the same on every rank).
+    pub fn path(&self) -> Route {
+        self.plan.path
+    }
+
+    /// The resolved output global shape.
+    pub fn new_shape(&self) -> &[u64] {
+        &self.plan.new_shape
+    }
+
+    /// The shape of this rank's input slab (C order): the global shape with this
+    /// rank's rows along the split axis.
+    pub fn local_input_shape(&self) -> &[u64] {
+        &self.local_shapes[0]
+    }
+
+    /// The shape of this rank's output slab (C order): the new global shape with
+    /// this rank's rows along the new split axis.
+    pub fn local_output_shape(&self) -> &[u64] {
+        &self.local_shapes[1]
+    }
+
+    /// This rank's input slab along the split axis: `(offset, rows)`, the first
+    /// global row it holds and how many (`None` when the input is not split).
+    pub fn input_slab(&self) -> Option<(u64, u64)> {
+        self.plan.input.rows(self.plan.rank)
+    }
+
+    /// This rank's output slab along the new split axis: `(offset, rows)` (`None`
+    /// when the output is not split). With explicit target lengths the offset is
+    /// the sum of the lower ranks' lengths, which no local formula gives.
+    pub fn output_slab(&self) -> Option<(u64, u64)> {
+        self.plan.output.rows(self.plan.rank)
+    }
+
+    /// This rank's output rows along the new split axis (`None` when not split).
+    pub fn output_rows(&self) -> Option<u64> {
+        self.plan.output_rows()
+    }
+
+    /// Elements this rank's input buffer holds.
+    pub fn input_elems(&self) -> usize {
+        self.plan.input_elems() as usize
+    }
+
+    /// Elements this rank's output buffer must hold.
+    pub fn output_elems(&self) -> usize {
+        self.plan.output_elems() as usize
+    }
+
+    /// Bytes per element.
+    pub fn elem_size(&self) -> usize {
+        self.plan.elem_size
+    }
+
+    /// True when executing needs the other ranks: some rank sends or receives. A plan
+    /// that moves nothing between ranks (for example the seed case with balanced
+    /// input) executes locally: no collective, no synchronization, and a buffer error
+    /// is reported only on the rank that made it.
+    pub fn is_collective(&self) -> bool {
+        self.collective
+    }
+
+    /// Bytes of staging the plan keeps for executions in place on the exchange path
+    /// once one has run and found a bounded schedule (at most
+    /// [`PlanOptions::in_place_budget`]); `None` before, and when every such
+    /// execution stages everything the rank sends instead.
+    pub fn in_place_staging_bytes(&self) -> Option<usize> {
+        match &self.lock().in_place {
+            InPlaceRoute::Scheduled(s) => Some(s.staging_bytes()),
+            _ => None,
+        }
+    }
+
+    /// This process's rank in the plan's communicator.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// The per-rank plan (peers, volumes, layouts), for the benchmarks and tests.
+    #[doc(hidden)]
+    pub fn rank_plan(&self) -> &RankPlan {
+        &self.plan
+    }
+
+    /// Executes the plan from `input` into `output` (collective unless
+    /// [`Plan::is_collective`] is false). `T` must have the plan's element size.
+    pub fn execute<T: Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
+        let pre = self.check_type::<T>().err();
+        let bytes = std::mem::size_of_val(output);
+        // SAFETY: the slices are valid for their lengths; distinct borrows cannot overlap.
+        unsafe {
+            self.execute_checked(
+                input.as_ptr().cast(),
+                std::mem::size_of_val(input),
+                output.as_mut_ptr().cast(),
+                bytes,
+                pre,
+            )
+        }
+    }
+
+    /// Executes the plan while `work` runs: the messages are posted, `work` gets
+    /// the [`Execution`] to call [`Execution::test`] on between pieces of its own
+    /// computation (MPI moves messages mostly inside MPI calls), and the execution
+    /// is completed when `work` returns, or unwinds. Errors of the checks and the
+    /// agreement come before `work` runs (it then does not run), the same on every
+    /// rank; a failure while messages flow is this rank's. The buffers stay
+    /// borrowed until the end, so no safe code can release them while MPI uses them.
+    ///
+    /// ```no_run
+    /// # fn f(plan: &distreshape::Plan, a: &[f64], b: &mut [f64]) -> distreshape::Result<()> {
+    /// let sum = plan.execute_overlapped(a, b, |execution| {
+    ///     let mut sum = 0.0;
+    ///     for chunk in a.chunks(4096) {
+    ///         sum += chunk.iter().sum::<f64>();        // computation ...
+    ///         let _ = execution.test();                 // ... lets MPI progress
+    ///     }
+    ///     sum
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn execute_overlapped<T: Element, R>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        work: impl FnOnce(&mut Execution<'_>) -> R,
+    ) -> Result<R> {
+        let pre = self.check_type::<T>().err();
+        let (in_bytes, out_bytes) = (size_of_val(input), size_of_val(output));
+        let out = output.as_mut_ptr().cast::<u8>();
+        // SAFETY: the slices are valid for their lengths and stay borrowed until the
+        // execution has completed (below, or in the guard's drop when unwinding).
+        let done =
+            unsafe { self.begin_checked(input.as_ptr().cast(), in_bytes, out, out_bytes, pre) }?;
+        let mut execution = Execution {
+            plan: self,
+            done,
+            failed: None,
+        };
+        let result = work(&mut execution);
+        execution.finish().map(|()| result)
+    }
+
+    /// Executes the plan in place: `buffer` holds this rank's input on entry and its
+    /// output on return, so it must be large enough for both (collective unless
+    /// [`Plan::is_collective`] is false). When the output equals the input on this
+    /// rank, nothing is touched.
+    pub fn execute_in_place<T: Element>(&self, buffer: &mut [T]) -> Result<()> {
+        let pre = self.check_type::<T>().err();
+        let bytes = std::mem::size_of_val(buffer);
+        let ptr = buffer.as_mut_ptr().cast::<u8>();
+        // SAFETY: the buffer is valid for `bytes` bytes of reading and writing.
+        unsafe { self.execute_checked(ptr, bytes, ptr, bytes, pre) }
+    }
+
+    /// Executes the plan on raw buffers (collective). `output` may equal `input`
+    /// (in place; the buffer must then hold both); partial overlap is an error.
+    /// Pointers to zero bytes may be null.
+    ///
+    /// # Safety
+    /// `input` must be readable for this rank's input size and `output` writable for
+    /// `output_capacity` bytes.
+    pub unsafe fn execute_raw(
+        &self,
+        input: *const u8,
+        output: *mut u8,
+        output_capacity: usize,
+    ) -> Result<()> {
+        let in_bytes = self.plan.input_elems() as usize * self.plan.elem_size;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.execute_checked(input, in_bytes, output, output_capacity, None) }
+    }
+
+    /// Checks that `T` is the type the plan was made for: its size, its `dr_dtype`
+    /// when the plan has one, and a plan with a `dr_dtype` for `bool` (the ranks
+    /// then all move `bool`, so no invalid byte can arrive).
+    fn check_type<T: Element>(&self) -> Result<()> {
+        let (size, rank) = (size_of::<T>(), self.comm.rank());
+        let problem = if size != self.plan.elem_size {
+            format!(
+                "has {size} bytes but the plan was made for {}",
+                self.plan.elem_size
+            )
+        } else if self.dtype.is_some_and(|d| d != T::DTYPE) {
+            format!(
+                "is dtype {} but the plan was made for dtype {}",
+                T::DTYPE,
+                self.dtype.unwrap_or(-1)
+            )
+        } else if self.dtype.is_none() && T::DTYPE == dr_dtype::DR_DTYPE_BOOL as i32 {
+            "is bool, which needs a plan made for bool (ReshapeArgs::with_element::<bool>)".into()
+        } else {
+            return Ok(());
+        };
+        Err(Error::InvalidDtype(format!(
+            "the element type {problem} (rank {rank})"
+        )))
+    }
+
+    /// Checks the buffers, agrees on the outcome with every rank, then moves the data.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
+    pub(crate) unsafe fn execute_checked(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        pre: Option<Error>,
+    ) -> Result<()> {
+        let buffers = Buffers {
+            input,
+            input_len,
+            output,
+            capacity: output_capacity,
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, pre, true) }.map(drop)
+    }
+
+    /// Starts an execution as [`Plan::execute_checked`] does (the same checks and
+    /// agreement), leaving its messages in flight; returns whether it completed.
+    /// [`Plan::progress`] carries it on.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched
+    /// until the execution completes or fails.
+    pub(crate) unsafe fn begin_checked(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        pre: Option<Error>,
+    ) -> Result<bool> {
+        let buffers = Buffers {
+            input,
+            input_len,
+            output,
+            capacity: output_capacity,
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, pre, false) }
+    }
+
+    /// Checks and agrees, then runs the execution to completion (`blocking`) or
+    /// starts it; returns whether it completed.
+    ///
+    /// # Safety
+    /// As [`Plan::begin_checked`].
+    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, blocking: bool) -> Result<bool> {
+        let mut engines = self.lock();
+        let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
+        // SAFETY: forwarded from the caller.
+        let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
+            return Ok(true);
+        };
+        let (plan, comm) = (&self.plan, &self.comm);
+        let Buffers { input, output, .. } = *buffers;
+        let Engines { exchange, in_place } = &mut *engines;
+        // SAFETY: check_buffers checked sizes and overlap; in place, the engines
+        // write a byte only once what was there has left (all it sends staged
+        // first, or the pieces there staged, sent or moved in an earlier round of
+        // the in-place schedule); the caller keeps the buffers until the
+        // execution completes.
+        unsafe {
+            match (run, in_place) {
+                (Run::Scheduled, InPlaceRoute::Scheduled(scheduled)) => {
+                    let tag = exchange.take_tag(comm);
+                    scheduled.run((comm, tag), input, output)?;
+                    if !buffers.in_place() {
+                        exchange.copy_kept(plan, input, output);
+                    }
+                    Ok(true)
+                }
+                (Run::Scheduled, _) => Err(Error::Internal("no in-place schedule to run".into())),
+                (Run::Exchange { mode, packed }, _) if blocking => exchange
+                    .run((plan, comm), mode, packed, input, output)
+                    .map(|()| true),
+                (Run::Exchange { mode, packed }, _) => {
+                    exchange.begin((plan, comm), mode, packed, input, output)
+                }
+            }
+        }
+    }
+
+    /// The engines, locked (a panic while they were locked left nothing half
+    /// done that a later execution could trip on: every execution starts afresh).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Engines> {
+        self.engines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Carries the execution in flight on: until it completes when `blocking`, else
+    /// as far as it goes without waiting. Returns whether it completed (true when
+    /// none is in flight). A failure is this rank's alone (messages in flight are
+    /// cancelled and completed first); other ranks may still complete.
+    pub(crate) fn progress(&self, blocking: bool) -> Result<bool> {
+        self.lock()
+            .exchange
+            .advance(&self.plan, &self.comm, blocking)
+    }
+
+    /// Checks one execution's buffers, agrees on the outcome with every rank (when
+    /// the plan communicates) and returns what to run: `None` when there is
+    /// nothing to do on this rank.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
+    unsafe fn agreed(
+        &self,
+        route: &mut InPlaceRoute,
+        buffers: &Buffers,
+        pre: Option<Error>,
+    ) -> Result<Option<Run>> {
+        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
+        require_mpi()?;
+        let rank = self.comm.rank();
+        let checked = check_buffers(&self.plan, buffers, rank);
+        let staged = matches!(route, InPlaceRoute::Staged(_));
+        let prepared = pre
+            .map_or(checked, |e| Err(e.on_rank(rank)))
+            .and_then(|in_place| Ok((in_place, self.prepare(in_place, staged)?)));
+        if !self.collective {
+            return prepared.map(|(_, run)| run);
+        }
+        let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
+        agree(&self.comm, prepared.as_ref().err(), &mut in_place_somewhere)?;
+        let (in_place, run) = prepared?;
+        match in_place_somewhere[0] != 0 && self.schedulable() {
+            true => self.in_place_somewhere(route, in_place, run),
+            false => Ok(run),
+        }
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.plan.fmt(f)?;
+        match &self.lock().in_place {
+            InPlaceRoute::Undecided => Ok(()),
+            InPlaceRoute::Scheduled(s) => write!(
+                f,
+                "; in place in {} rounds staging at most {} B",
+                s.rounds(),
+                s.staging_bytes()
+            ),
+            InPlaceRoute::Staged(why) => write!(f, "; in place stages all it sends ({why})"),
+        }
+    }
+}
+
+/// Plans and executes in one call (collective): reshapes this rank's `input` into a
+/// new vector holding this rank's output.
+pub fn reshape<T: Element, C: AsRaw<Raw = RawComm>>(
+    comm: &C,
+    args: &ReshapeArgs,
+    input: &[T],
+) -> Result<Vec<T>> {
+    let args = args.clone().with_element::<T>();
+    reshape_with(&Plan::new(comm, &args)?.agreeing_always(), input)
+}
+
+/// Executes `plan` from `input` into a newly allocated output (collective); a failed
+/// allocation is agreed like any other error.
+pub(crate) fn reshape_with<T: Element>(plan: &Plan, input: &[T]) -> Result<Vec<T>> {
+    let allocated = try_vec::<T>(plan.output_elems(), "the output", plan.comm.rank());
+    let pre = allocated
+        .as_ref()
+        .err()
+        .cloned()
+        .or_else(|| plan.check_type::<T>().err());
+    let mut output = allocated.unwrap_or_default();
+    let bytes = plan.output_elems() * size_of::<T>();
+    let (src, src_len) = (input.as_ptr().cast(), size_of_val(input));
+    // SAFETY: the capacity is reserved (or an error is agreed before anything is
+    // written); a successful execution writes every output element exactly once
+    // (kept plus received elements fill the output: checked when the plan is built).
+    unsafe {
+        plan.execute_checked(src, src_len, output.as_mut_ptr().cast(), bytes, pre)?;
+        output.set_len(plan.output_elems());
+    }
+    Ok(output)
+}

@@ -1,0 +1,117 @@
+//! The local side of an execution: the elements a rank keeps (listed once when the
+//! plan is created, copied at every execution), the staging of packed messages, and
+//! the one buffer of an execution in place with everything sent staged.
+
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
+use crate::planning::planner::{KeptCopy, RankPlan};
+
+use super::stream::Stream;
+
+/// The staging of `slots` bytes for `streams`. When every stream's messages are kept,
+/// each slot is exactly as large as its largest scattered message, so the staging is
+/// touched now and executions take no page faults; otherwise only its capacity is
+/// reserved, and pages no message needs are never touched.
+pub(super) fn staging(streams: &[Stream], slots: usize, rank: usize) -> Result<Vec<u8>> {
+    let mut staging = try_vec(slots, "the message staging", rank)?;
+    if streams.iter().all(|s| s.cut.is_some()) {
+        staging.resize(slots, 0);
+    }
+    Ok(staging)
+}
+
+/// Where each send's bytes start among the packed sends of an in-place execution
+/// (peer after peer in the order of `plan.sends`), in that order.
+pub(super) fn packed_starts(plan: &RankPlan) -> Result<Vec<usize>> {
+    let mut starts = try_vec(plan.sends.len(), "the packed send offsets", plan.rank)?;
+    let mut at = 0;
+    for t in &plan.sends {
+        starts.push(at);
+        at += t.elems as usize * plan.elem_size;
+    }
+    Ok(starts)
+}
+
+/// Packs the sends into `packed` and moves the kept elements within `buffer`;
+/// returns where the sends are read from.
+///
+/// # Safety
+/// `buffer` must hold the larger of the plan's input and output sizes.
+pub(super) unsafe fn stage_in_place(
+    plan: &RankPlan,
+    packed: &mut Vec<u8>,
+    buffer: *mut u8,
+) -> *const u8 {
+    let in_bytes = plan.input_elems() as usize * plan.elem_size;
+    // SAFETY: as documented.
+    let buffer = unsafe { in_place_buffer(plan, buffer) };
+    plan.pack_sends(&buffer[..in_bytes], packed);
+    plan.move_kept_in_place(buffer);
+    packed.as_ptr()
+}
+
+/// The one buffer of an in-place execution, as long as the larger of input and output.
+///
+/// # Safety
+/// `buffer` must hold the larger of the plan's input and output sizes, unaliased.
+pub(super) unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'a mut [u8] {
+    let len = plan.input_elems().max(plan.output_elems()) as usize * plan.elem_size;
+    // SAFETY: as documented.
+    unsafe { slice_or_empty_mut(buffer, len) }
+}
+
+/// Copies the elements `plan` keeps, from the `kept` copies listed at plan creation
+/// when there are. Through raw pointers: receives in flight write other parts of
+/// `output`, so no reference may cover it.
+///
+/// # Safety
+/// As [`Exchange::run`], out of place.
+pub(super) unsafe fn copy_local(
+    plan: &RankPlan,
+    kept: Option<&[KeptCopy]>,
+    input: *const u8,
+    output: *mut u8,
+) {
+    let copy = |c: &KeptCopy| {
+        // SAFETY: every kept copy lies inside both buffers (planner invariant), which
+        // do not overlap, and no message touches the bytes it writes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(input.add(c.from.start), output.add(c.to), c.from.len())
+        }
+    };
+    match kept {
+        Some(kept) => kept.iter().for_each(copy),
+        None => plan.kept_copies().for_each(|c| copy(&c)),
+    }
+}
+
+/// The local copies of `plan`, or `None` when there are more than `budget`.
+pub(super) fn keep_copies(plan: &RankPlan, budget: usize) -> Result<Option<Vec<KeptCopy>>> {
+    let mut kept = Vec::new();
+    for copy in plan.kept_copies() {
+        if kept.len() == budget {
+            return Ok(None);
+        }
+        kept.try_reserve(1).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot keep the local copies on rank {}",
+                plan.rank
+            ))
+        })?;
+        kept.push(copy);
+    }
+    Ok(Some(kept))
+}
+
+/// The mutable slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.
+///
+/// # Safety
+/// `ptr` must be writable for `len` bytes and not aliased.
+pub(super) unsafe fn slice_or_empty_mut<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: as documented, ptr is writable for len bytes and not aliased.
+        unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    }
+}

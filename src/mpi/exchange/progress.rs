@@ -1,0 +1,257 @@
+//! The two progress loops of an execution in flight: pairwise windows (the
+//! exchange path) and independent streams (the local path), with the state of the
+//! execution they carry on.
+
+use std::os::raw::c_int;
+
+use mpi::ffi;
+
+use super::Exchange;
+use super::stream::Stream;
+use crate::core::error::Result;
+use crate::core::faults::injected_exchange_failure;
+use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::p2p::complete_all;
+use crate::planning::schedule::Side;
+
+impl Exchange {
+    /// Pairwise progress: window after window, every stream of the window posts its
+    /// next round and the rank completes the whole step (see [`crate::schedule`]).
+    /// The local copy runs once the first step is posted.
+    ///
+    /// # Safety
+    /// The buffers of `active` valid (see [`Exchange::advance`]).
+    pub(super) unsafe fn pairwise(
+        &mut self,
+        comm: &Comm,
+        active: &mut Active,
+        blocking: bool,
+        copy_once: &mut dyn FnMut(&mut Active),
+    ) -> Result<bool> {
+        let (staging, per_round, tag) = (self.staging.as_mut_ptr(), self.per_round, self.tag(comm));
+        loop {
+            let window = self.window_at(active.window_start);
+            if active.posted > 0 {
+                if !complete_all(&mut self.requests[..active.posted], blocking)? {
+                    return Ok(false);
+                }
+                active.posted = 0;
+                // SAFETY: the rounds' messages lie inside the output buffer.
+                unsafe { finish_rounds(&mut self.streams[window.clone()], active.output, staging) };
+            }
+            if window.is_empty() {
+                return Ok(true);
+            }
+            for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
+                let base = active.base(stream.spec.side);
+                let slots = &mut self.requests[active.posted..active.posted + per_round];
+                // SAFETY: the messages lie inside their buffer (planner invariant).
+                unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
+                active.posted += stream.pending;
+            }
+            copy_once(active);
+            if active.posted == 0 {
+                active.window_start = window.end;
+            }
+        }
+    }
+
+    /// The streams of the window starting at stream `start` (empty at the end).
+    pub(super) fn window_at(&self, start: usize) -> std::ops::Range<usize> {
+        let rest = &self.streams[start..];
+        let len = rest.first().map_or(0, |first| {
+            rest.iter()
+                .take_while(|s| s.spec.window == first.spec.window)
+                .count()
+        });
+        start..start + len
+    }
+
+    /// Independent progress: a stream posts its next round as soon as its previous one
+    /// has completed, so no stream waits for another's peer. Once every stream in
+    /// flight is on its last round there is nothing more to post, and one
+    /// `MPI_Waitall` completes them all.
+    ///
+    /// # Safety
+    /// As [`Exchange::pairwise`].
+    pub(super) unsafe fn independent(
+        &mut self,
+        comm: &Comm,
+        active: &mut Active,
+        blocking: bool,
+        copy_once: &mut dyn FnMut(&mut Active),
+    ) -> Result<bool> {
+        let (staging, tag) = (self.staging.as_mut_ptr(), self.tag(comm));
+        loop {
+            let mut in_flight = 0;
+            for (stream, slots) in self
+                .streams
+                .iter_mut()
+                .zip(self.requests.chunks_mut(self.per_round))
+                .filter(|(s, _)| active.sides.includes(s.spec.side))
+            {
+                if stream.pending == 0 && !stream.done {
+                    let base = active.base(stream.spec.side);
+                    // SAFETY: the messages lie inside their buffer (planner invariant).
+                    unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
+                }
+                in_flight += stream.pending;
+            }
+            copy_once(active);
+            if in_flight == 0 {
+                return Ok(true);
+            }
+            let last_rounds = self
+                .streams
+                .iter_mut()
+                .all(|s| s.pending == 0 || s.is_exhausted());
+            let progressed = match last_rounds {
+                // SAFETY: the rounds' messages lie inside the output buffer.
+                true => unsafe { self.complete_rounds(active.output, blocking) }?,
+                // SAFETY: as above.
+                false => unsafe { self.complete_some(active.output, blocking) }?,
+            };
+            if !progressed {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Completes every message in flight (or, not `blocking`, returns false unless
+    /// they all have) and unpacks the receive rounds.
+    ///
+    /// # Safety
+    /// The rounds' messages lie inside `output`.
+    pub(super) unsafe fn complete_rounds(
+        &mut self,
+        output: *mut u8,
+        blocking: bool,
+    ) -> Result<bool> {
+        if !complete_all(&mut self.requests, blocking)? {
+            return Ok(false);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { finish_rounds(&mut self.streams, output, self.staging.as_ptr()) };
+        Ok(true)
+    }
+
+    /// Completes at least one message (or, not `blocking`, those that have
+    /// completed, returning false when none has) and unpacks the receive rounds
+    /// that completed.
+    ///
+    /// # Safety
+    /// The rounds' messages lie inside `output`.
+    pub(super) unsafe fn complete_some(&mut self, output: *mut u8, blocking: bool) -> Result<bool> {
+        injected_exchange_failure()?;
+        let mut done: c_int = 0;
+        let (n, requests, completed) = (
+            count(self.requests.len())?,
+            self.requests.as_mut_ptr(),
+            self.completed.as_mut_ptr(),
+        );
+        // SAFETY: both arrays hold requests.len() entries; finished requests become
+        // MPI_REQUEST_NULL, which later calls skip.
+        let code = unsafe {
+            let statuses = ffi::RSMPI_STATUSES_IGNORE;
+            match blocking {
+                true => ffi::MPI_Waitsome(n, requests, &mut done, completed, statuses),
+                false => ffi::MPI_Testsome(n, requests, &mut done, completed, statuses),
+            }
+        };
+        check(
+            code,
+            if blocking {
+                "MPI_Waitsome"
+            } else {
+                "MPI_Testsome"
+            },
+        )?;
+        let staging = self.staging.as_ptr();
+        for &index in &self.completed[..done.max(0) as usize] {
+            let stream = &mut self.streams[index as usize / self.per_round];
+            stream.pending -= 1;
+            if stream.pending == 0 {
+                // SAFETY: the round's messages lie inside the output buffer.
+                unsafe { stream.unpack(output, staging) };
+            }
+        }
+        Ok(done > 0)
+    }
+}
+
+/// Which streams an execution drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sides {
+    All,
+    Sends,
+    Receives,
+}
+
+impl Sides {
+    pub(super) fn includes(self, side: Side) -> bool {
+        match self {
+            Sides::All => true,
+            Sides::Sends => side == Side::Send,
+            Sides::Receives => side == Side::Receive,
+        }
+    }
+}
+
+/// An execution in flight: its buffers and how far the schedule has come.
+pub(super) struct Active {
+    /// Where sends are read.
+    pub(super) send_base: *mut u8,
+    /// Where receives land (the output).
+    pub(super) output: *mut u8,
+    /// Out of place, the input the kept elements are copied from, once the first
+    /// messages are posted.
+    pub(super) local_copy: Option<*const u8>,
+    /// In place with staging, everything this rank sends, read by the sends.
+    pub(super) _packed: Vec<u8>,
+    pub(super) sides: Sides,
+    /// Pairwise progress: the first stream of the current window.
+    pub(super) window_start: usize,
+    /// Pairwise progress: requests of the step in flight.
+    pub(super) posted: usize,
+}
+
+impl Active {
+    pub(super) fn new(
+        send_base: *mut u8,
+        output: *mut u8,
+        local_copy: Option<*const u8>,
+        packed: Vec<u8>,
+        sides: Sides,
+    ) -> Active {
+        Active {
+            send_base,
+            output,
+            local_copy,
+            _packed: packed,
+            sides,
+            window_start: 0,
+            posted: 0,
+        }
+    }
+
+    /// The buffer a stream of `side` works on.
+    pub(super) fn base(&self, side: Side) -> *mut u8 {
+        match side {
+            Side::Send => self.send_base,
+            Side::Receive => self.output,
+        }
+    }
+}
+
+/// Marks the rounds of `streams` in flight as completed, unpacking received packed
+/// messages from `staging`.
+///
+/// # Safety
+/// Every round in flight must have completed, its messages inside `output`.
+pub(super) unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const u8) {
+    for stream in streams.iter_mut().filter(|s| s.pending > 0) {
+        stream.pending = 0;
+        // SAFETY: forwarded from the caller.
+        unsafe { stream.unpack(output, staging) };
+    }
+}

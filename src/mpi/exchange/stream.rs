@@ -1,0 +1,259 @@
+//! One message stream of the out-of-place exchange: one direction of the traffic
+//! with one peer, its messages (kept from plan creation or cut on the fly), its
+//! staging slot for packed messages, and posting them round by round.
+
+use std::ops::Range;
+use std::os::raw::c_int;
+
+use mpi::ffi;
+
+use super::Mode;
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
+use crate::mpi::comm::{Comm, count};
+use crate::mpi::p2p::start;
+use crate::planning::messages::{
+    CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment,
+};
+use crate::planning::planner::RankPlan;
+use crate::planning::schedule::{ScheduledStream, Side};
+
+/// One direction of the traffic with one peer.
+pub(super) struct Stream {
+    pub(super) spec: ScheduledStream,
+    /// The messages cut once when the plan was created, if they fit its budget.
+    pub(super) cut: Option<CutMessages>,
+    /// How many messages of `cut` this execution has posted.
+    pub(super) replayed: usize,
+    /// Cuts the messages during this execution when they are not replayed from `cut`.
+    pub(super) cutter: Option<MessageCutter>,
+    /// The message being cut, as segments of the local buffer.
+    pub(super) segments: Vec<Segment>,
+    /// This stream's slot in the staging buffer.
+    pub(super) slot: Range<usize>,
+    /// Where this stream's bytes start among the packed sends of an in-place
+    /// execution (sends only).
+    pub(super) packed_at: usize,
+    /// True while a received packed message waits in the slot to be unpacked.
+    pub(super) staged: bool,
+    /// True once every message has been posted.
+    pub(super) done: bool,
+    /// Messages of the current round not yet completed.
+    pub(super) pending: usize,
+}
+
+impl Stream {
+    pub(super) fn new(
+        spec: ScheduledStream,
+        plan: &RankPlan,
+        limits: MessageLimits,
+        packed_at: usize,
+    ) -> Result<Stream> {
+        let elems = usize::try_from(spec.elems).unwrap_or(usize::MAX);
+        Ok(Stream {
+            spec,
+            cut: None,
+            replayed: 0,
+            cutter: None,
+            segments: try_vec(
+                limits.max_runs.min(elems),
+                "the message segments",
+                plan.rank,
+            )?,
+            slot: 0..0,
+            packed_at,
+            staged: false,
+            done: false,
+            pending: 0,
+        })
+    }
+
+    /// Cuts every message now, to replay them in every execution, unless they hold
+    /// more than `budget` segments; returns the segments kept.
+    pub(super) fn keep_messages(
+        &mut self,
+        plan: &RankPlan,
+        limits: MessageLimits,
+        budget: usize,
+    ) -> Result<usize> {
+        let cutter = stream_cutter(plan, self.spec, Mode::OutOfPlace, 0, limits);
+        self.cut = CutMessages::cut(cutter, budget, &mut self.segments).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot keep the cut messages on rank {}",
+                plan.rank
+            ))
+        })?;
+        Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
+    }
+
+    /// Places this stream's staging slot at `start`: as large as its largest
+    /// scattered message when its messages are kept, otherwise as large as a packed
+    /// message can be.
+    pub(super) fn place_slot(&mut self, start: usize, plan: &RankPlan, limits: MessageLimits) {
+        let elems = usize::try_from(self.spec.elems).unwrap_or(usize::MAX);
+        let len = match &self.cut {
+            Some(cut) => cut.largest_scattered_bytes(),
+            None => limits
+                .packed_bytes
+                .min(elems.saturating_mul(plan.elem_size)),
+        };
+        self.slot = start..start + len;
+    }
+
+    /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
+    /// except for sends read from the packed buffer of an in-place execution.
+    pub(super) fn reset(&mut self, plan: &RankPlan, mode: Mode, limits: MessageLimits) {
+        let repacked = self.spec.side == Side::Send && mode == Mode::InPlaceStaged;
+        let replay = self.cut.is_some() && !repacked;
+        self.cutter =
+            (!replay).then(|| stream_cutter(plan, self.spec, mode, self.packed_at, limits));
+        self.replayed = 0;
+        self.staged = false;
+        self.done = false;
+        self.pending = 0;
+    }
+
+    /// Posts this stream's next round into `slots` (one request each, at most
+    /// `slots.len()` messages); marks the stream done when nothing is left.
+    ///
+    /// # Safety
+    /// The messages must lie inside `buffer`, the slot inside `staging`.
+    pub(super) unsafe fn post_round(
+        &mut self,
+        channel: (&Comm, c_int),
+        buffer: *mut u8,
+        staging: *mut u8,
+        slots: &mut [ffi::MPI_Request],
+    ) -> Result<()> {
+        let (peer, side, per_round) = (self.spec.peer as c_int, self.spec.side, slots.len());
+        // SAFETY: the slot lies inside the staging capacity.
+        let slot = unsafe { staging.add(self.slot.start) };
+        let (mut posted, mut staged) = (0, false);
+        let mut post_one = |segments: &[Segment]| {
+            // SAFETY: forwarded from the caller.
+            let (request, packed) = unsafe { post(channel, peer, side, segments, buffer, slot) }?;
+            slots[posted] = request;
+            posted += 1;
+            staged |= packed && side == Side::Receive;
+            Ok(())
+        };
+        let segments = &mut self.segments;
+        let cut = match (&mut self.cutter, &self.cut) {
+            (Some(cutter), _) => cutter.next_round(segments, per_round, &mut post_one),
+            (None, Some(cut)) => {
+                let mut replay = cut.replay(self.replayed);
+                let round = replay.next_round(segments, per_round, &mut post_one);
+                self.replayed = replay.position();
+                round
+            }
+            (None, None) => Ok(0),
+        };
+        self.pending = posted;
+        self.staged = staged;
+        self.done = matches!(cut, Ok(0));
+        cut.map(drop)
+    }
+
+    /// True when every message of this execution has been posted.
+    pub(super) fn is_exhausted(&mut self) -> bool {
+        match (&mut self.cutter, &self.cut) {
+            (Some(cutter), _) => cutter.is_exhausted(),
+            (None, Some(cut)) => cut.replay(self.replayed).is_exhausted(),
+            (None, None) => true,
+        }
+    }
+
+    /// Unpacks a received packed message once its round has completed (the packed
+    /// message is always the last of its round, so `segments` still describes it).
+    ///
+    /// # Safety
+    /// The segments must lie inside `buffer`.
+    pub(super) unsafe fn unpack(&mut self, buffer: *mut u8, staging: *const u8) {
+        if !std::mem::take(&mut self.staged) {
+            return;
+        }
+        let mut at = self.slot.start;
+        for s in &self.segments {
+            // SAFETY: the segment lies inside buffer; the slot, written by the receive,
+            // is separate memory.
+            unsafe { std::ptr::copy_nonoverlapping(staging.add(at), buffer.add(s.offset), s.len) };
+            at += s.len;
+        }
+    }
+}
+
+/// The message cutter of `spec` for an execution in `mode`: receives are placed by the
+/// output pattern, sends by the input pattern or, in place with staging, back to back
+/// from `packed_at` in the packed sends.
+pub(super) fn stream_cutter(
+    plan: &RankPlan,
+    spec: ScheduledStream,
+    mode: Mode,
+    packed_at: usize,
+    limits: MessageLimits,
+) -> MessageCutter {
+    let (runs, placement) = match (spec.side, mode) {
+        (Side::Receive, _) => (
+            plan.recv_runs(spec.peer),
+            Placement::Pattern(plan.output_pattern()),
+        ),
+        (Side::Send, Mode::InPlaceStaged) => (
+            plan.send_runs(spec.peer),
+            Placement::Packed { next: packed_at },
+        ),
+        (Side::Send, _) => (
+            plan.send_runs(spec.peer),
+            Placement::Pattern(plan.input_pattern()),
+        ),
+    };
+    MessageCutter::new(runs, placement, plan.elem_size, limits)
+}
+
+/// Posts one message: straight from or into `buffer` when it is one segment there,
+/// otherwise through `slot` (packed first for a send). Returns the request and
+/// whether the message went through the slot.
+///
+/// # Safety
+/// The segments must lie inside `buffer`; `slot` must hold their total length and be
+/// unused until the request completes.
+pub(super) unsafe fn post(
+    (comm, tag): (&Comm, c_int),
+    peer: c_int,
+    side: Side,
+    segments: &[Segment],
+    buffer: *mut u8,
+    slot: *mut u8,
+) -> Result<(ffi::MPI_Request, bool)> {
+    let bytes: usize = segments.iter().map(|s| s.len).sum();
+    let (at, packed) = match segments {
+        // SAFETY: the segment lies inside buffer.
+        [only] => (unsafe { buffer.add(only.offset) }, false),
+        _ => {
+            if side == Side::Send {
+                // SAFETY: the segments lie inside buffer; the slot holds `bytes`.
+                unsafe { pack(segments, buffer, slot) };
+            }
+            (slot, true)
+        }
+    };
+    // SAFETY: reading MPI constant handles.
+    let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+    let n = count(bytes)?;
+    // SAFETY: `at` is valid for `bytes` bytes until the request completes.
+    unsafe { start(side, (at, n, byte), (comm, peer, tag), &mut request) }?;
+    Ok((request, packed))
+}
+
+/// Copies the segments of `buffer` back to back into `slot`.
+///
+/// # Safety
+/// The segments must lie inside `buffer`, and `slot` must hold their total length
+/// without overlapping `buffer`.
+pub(super) unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
+    let mut at = 0;
+    for s in segments {
+        // SAFETY: as documented.
+        unsafe { std::ptr::copy_nonoverlapping(buffer.add(s.offset), slot.add(at), s.len) };
+        at += s.len;
+    }
+}
