@@ -14,11 +14,11 @@ use crate::planning::planner::Route;
 /// The default in-place staging budget of a rank is the larger of this floor and
 /// its buffer divided by [`IN_PLACE_BUDGET_DIVISOR`] (`PlanOptions::in_place_budget`
 /// overrides it).
-pub const IN_PLACE_BUDGET_FLOOR: usize = 64 << 20;
+pub(crate) const IN_PLACE_BUDGET_FLOOR: usize = 64 << 20;
 
 /// The default in-place staging budget is at least the rank's buffer divided by
 /// this (a tenth), above [`IN_PLACE_BUDGET_FLOOR`].
-pub const IN_PLACE_BUDGET_DIVISOR: usize = 10;
+pub(crate) const IN_PLACE_BUDGET_DIVISOR: usize = 10;
 
 /// How a plan executes in place on the exchange path, decided (the same on every
 /// rank) at its first such execution.
