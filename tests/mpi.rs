@@ -99,7 +99,7 @@ fn launcher() -> ExitCode {
             .arg("-n")
             .arg(p.to_string())
             .arg(&exe)
-            .env("DISTRESHAPE_MPI_WORKER", "1");
+            .env("DISTRESHAPE_MPI_WORKER", p.to_string());
         match run_with_timeout(cmd, timeout, p) {
             Ok(()) => println!("test mpi_ranks_{p} ... ok"),
             Err(output) => {
@@ -190,6 +190,14 @@ fn worker() {
     let universe = mpi::initialize().expect("MPI is initialized once, by this test");
     let comm = universe.world();
     let (rank, size) = (comm.rank() as usize, comm.size() as usize);
+    let launched = std::env::var("DISTRESHAPE_MPI_WORKER").unwrap_or_default();
+    // A test binary built against another MPI than the launcher's runs as
+    // singletons, each of which would pass on its own.
+    assert_eq!(
+        launched,
+        size.to_string(),
+        "rank {rank} sees {size} ranks but was launched on {launched}: the test binary and DISTRESHAPE_MPIEXEC use different MPIs (build with MPICC naming the launcher's MPI)"
+    );
     let w = World { comm, rank, size };
     for case in cases() {
         case.run(&w);
