@@ -35,6 +35,8 @@ mod agree;
 pub mod args;
 mod array;
 mod comm;
+#[doc(hidden)]
+pub mod dist;
 mod error;
 mod exchange;
 #[doc(hidden)]

@@ -1,0 +1,183 @@
+//! Who sends what to whom when an input grid layout becomes an output grid layout:
+//! every rank computes the same lists from the two layouts alone, so what a sender
+//! serves and what a receiver takes agree exactly.
+//!
+//! Replicas: a receiver takes each distinct input box it needs from exactly one rank
+//! holding it: itself when it holds that box (a local copy, never a transfer),
+//! otherwise the replica at position `receiver % replica_count` of that box's replica
+//! group ([`GridLayout::replica`], row-major over the replicating grid axes), which
+//! spreads receivers evenly over the replicas.
+//!
+//! Cost per rank: the candidate boxes come from the other side's bounds on each split
+//! axis by binary search on the block offsets (O(ndims + log P) per split axis), then
+//! each candidate is tested exactly (O(ndims) when every group has a one-run box,
+//! see [`shared_elements`]). The candidates are the boxes whose blocks meet the
+//! other side's coordinate bounds: exact on groups with one axis per side, a bounding
+//! range on splits, merges and many↔many groups, and empty blocks inside a range are
+//! candidates too; each is tested exactly, so the lists hold only real peers. A sender
+//! also walks the
+//! replica group of each output box it meets (O(output replicas) each).
+
+use std::ops::Range;
+
+use crate::dist::grid::GridLayout;
+use crate::dist::groups::{Groups, Side};
+use crate::dist::region::{Region, RegionRuns, shared_elements};
+use crate::error::{Error, Result};
+use crate::planner::Transfer;
+
+/// An input layout and an output layout of the same ranks (shapes with the same
+/// number of elements), with the reshape groups of their shapes.
+#[derive(Clone, Debug)]
+pub struct Redistribution {
+    input: GridLayout,
+    output: GridLayout,
+    groups: Groups,
+}
+
+impl Redistribution {
+    /// The redistribution from `input` to `output`.
+    pub fn new(input: GridLayout, output: GridLayout) -> Result<Redistribution> {
+        if input.nranks() != output.nranks() {
+            return Err(Error::InvalidDistribution(format!(
+                "the input grid {:?} has {} ranks but the output grid {:?} has {}",
+                input.grid_dims(),
+                input.nranks(),
+                output.grid_dims(),
+                output.nranks()
+            )));
+        }
+        let groups = Groups::new(input.shape(), output.shape())?;
+        Ok(Redistribution {
+            input,
+            output,
+            groups,
+        })
+    }
+
+    /// The input layout.
+    pub fn input(&self) -> &GridLayout {
+        &self.input
+    }
+
+    /// The output layout.
+    pub fn output(&self) -> &GridLayout {
+        &self.output
+    }
+
+    /// The reshape groups of the two shapes.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// The elements `rank` holds on input. O(ndims).
+    pub fn input_region(&self, rank: usize) -> Region<'_> {
+        Region::new(&self.groups, Side::Input, &self.input.rank_box(rank))
+    }
+
+    /// The elements `rank` holds on output. O(ndims).
+    pub fn output_region(&self, rank: usize) -> Region<'_> {
+        Region::new(&self.groups, Side::Output, &self.output.rank_box(rank))
+    }
+
+    /// The rank `receiver` takes the input box of `holder` from (see the module
+    /// documentation): itself when it holds that box. O(ndims).
+    pub fn source(&self, receiver: usize, holder: usize) -> usize {
+        if self.input.same_box(receiver, holder) {
+            receiver
+        } else {
+            let index = receiver % self.input.replica_count();
+            self.input.replica(holder, index)
+        }
+    }
+
+    /// Elements `rank` copies from its input to its output.
+    pub fn local_elements(&self, rank: usize) -> u64 {
+        shared_elements(&self.input_region(rank), &self.output_region(rank))
+    }
+
+    /// The runs `sender`'s input shares with `receiver`'s output, increasing (the
+    /// local copy when they are the same rank).
+    pub fn runs(&self, sender: usize, receiver: usize) -> RegionRuns {
+        RegionRuns::new(&self.input_region(sender), &self.output_region(receiver))
+    }
+
+    /// The ranks `receiver` receives from, in rank order, with the elements of each;
+    /// never `receiver` itself.
+    pub fn receives(&self, receiver: usize) -> Vec<Transfer> {
+        let out = self.output_region(receiver);
+        let Some(bounds) = out.bounds_in(Side::Input) else {
+            return Vec::new();
+        };
+        let mut transfers: Vec<Transfer> = candidates(&self.input, &bounds)
+            .filter_map(|holder| {
+                let peer = self.source(receiver, holder);
+                let elems = shared_elements(&self.input_region(holder), &out);
+                (peer != receiver && elems > 0).then_some(Transfer { peer, elems })
+            })
+            .collect();
+        transfers.sort_by_key(|t| t.peer);
+        transfers
+    }
+
+    /// The ranks `sender` sends to, in rank order, with the elements of each; never
+    /// `sender` itself.
+    pub fn sends(&self, sender: usize) -> Vec<Transfer> {
+        let from = self.input_region(sender);
+        let Some(bounds) = from.bounds_in(Side::Output) else {
+            return Vec::new();
+        };
+        let mut transfers = Vec::new();
+        for block in candidates(&self.output, &bounds) {
+            let elems = shared_elements(&from, &self.output_region(block));
+            if elems == 0 {
+                continue;
+            }
+            let receivers = self.output.replicas(block).into_iter();
+            transfers.extend(
+                receivers
+                    .filter(|&r| r != sender && self.source(r, sender) == sender)
+                    .map(|peer| Transfer { peer, elems }),
+            );
+        }
+        transfers.sort_by_key(|t| t.peer);
+        transfers
+    }
+}
+
+/// One rank per box of `layout` (its replica 0) whose blocks on every split axis
+/// meet `bounds` (per array axis), found by binary search on the block offsets.
+fn candidates<'a>(
+    layout: &'a GridLayout,
+    bounds: &[Range<u64>],
+) -> impl Iterator<Item = usize> + 'a {
+    let ranges: Vec<Range<usize>> = (0..layout.grid_dims().len())
+        .map(|g| match layout.split_axis_of(g) {
+            Some(a) => layout.blocks_overlapping(a, bounds[a].clone()),
+            None => 0..1,
+        })
+        .collect();
+    let empty = ranges.iter().any(Range::is_empty);
+    let mut coords: Option<Vec<usize>> = (!empty).then(|| ranges.iter().map(|r| r.start).collect());
+    std::iter::from_fn(move || {
+        let current = coords.as_mut()?;
+        let rank = layout.rank_of(current);
+        if !advance(current, &ranges) {
+            coords = None;
+        }
+        Some(rank)
+    })
+}
+
+/// Steps `coords` to the next point of the product of `ranges` (row-major); false
+/// after the last.
+fn advance(coords: &mut [usize], ranges: &[Range<usize>]) -> bool {
+    for g in (0..coords.len()).rev() {
+        coords[g] += 1;
+        if coords[g] < ranges[g].end {
+            return true;
+        }
+        coords[g] = ranges[g].start;
+    }
+    false
+}
