@@ -119,13 +119,17 @@ fn checked_total(name: &str, shape: &[u64]) -> Result<u64> {
 }
 
 /// The common refinement of two shapes with the same nonzero product: each group
-/// takes one axis from each side (when left), then the side with the smaller product
-/// grows until both products agree, then absorbs the unit axes that follow.
+/// takes one non-unit axis from each side (when left), then the side with the
+/// smaller product grows until both products agree, then absorbs the unit axes that
+/// follow (the first group also those before it).
 fn refine(input: &[u64], output: &[u64]) -> Vec<Group> {
     let (mut i, mut j) = (0, 0);
     let mut groups = Vec::new();
     while i < input.len() || j < output.len() {
         let (i0, j0) = (i, j);
+        // Leading unit axes (only before the first group) join it.
+        i += input[i..].iter().take_while(|&&n| n == 1).count();
+        j += output[j..].iter().take_while(|&&n| n == 1).count();
         let (mut pi, mut pj) = (1u64, 1u64);
         if i < input.len() {
             pi = input[i];
@@ -158,8 +162,89 @@ fn refine(input: &[u64], output: &[u64]) -> Vec<Group> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::dist::subbox::tests::Lcg;
+
+    /// A random shape pair with the same elements: small factors grouped into axes in
+    /// two different orders, unit axes sprinkled in, sometimes a zero on both sides.
+    pub fn shape_pair(rng: &mut Lcg) -> (Vec<u64>, Vec<u64>) {
+        let primes = [1, 2, 2, 3, 5];
+        let factors: Vec<u64> = (0..rng.below(5))
+            .map(|_| primes[rng.below(5) as usize])
+            .collect();
+        let mut shuffled = factors.clone();
+        for i in (1..shuffled.len()).rev() {
+            shuffled.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let keep = rng.below(2) == 0;
+        let mut input = group_into_axes(rng, &factors);
+        let mut output = group_into_axes(rng, if keep { &factors } else { &shuffled });
+        if rng.below(8) == 0 {
+            let (i, o) = (
+                rng.below(input.len() as u64 + 1),
+                rng.below(output.len() as u64 + 1),
+            );
+            input.insert(i as usize, 0);
+            output.insert(o as usize, 0);
+        }
+        (input, output)
+    }
+
+    fn group_into_axes(rng: &mut Lcg, factors: &[u64]) -> Vec<u64> {
+        let mut axes = Vec::new();
+        for &f in factors {
+            match axes.last_mut() {
+                Some(a) if rng.below(2) == 0 => *a *= f,
+                _ => axes.push(f),
+            }
+        }
+        axes
+    }
+
+    /// Every (input prefix, output prefix) of a group with equal products is the
+    /// group's start or end: no finer cut exists, except one that would leave a group
+    /// of unit axes only.
+    fn check_finest(input: &[u64], output: &[u64], g: &Group) {
+        let (a, b) = (&input[g.input_axes.clone()], &output[g.output_axes.clone()]);
+        assert_eq!(a.iter().product::<u64>(), g.size);
+        assert_eq!(b.iter().product::<u64>(), g.size);
+        for i in 0..=a.len() {
+            for j in 0..=b.len() {
+                let p: u64 = a[..i].iter().product();
+                if p == b[..j].iter().product::<u64>() {
+                    assert!(
+                        p == 1 || p == g.size,
+                        "{input:?} {output:?} {g:?} cut at {i},{j}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_groups_are_the_finest_common_refinement() {
+        let mut rng = Lcg(5);
+        for _ in 0..3000 {
+            let (input, output) = shape_pair(&mut rng);
+            let groups = Groups::new(&input, &output).unwrap();
+            if input.contains(&0) {
+                assert!(groups.groups().is_empty());
+                continue;
+            }
+            let (mut i, mut j) = (0, 0);
+            for g in groups.groups() {
+                assert_eq!((g.input_axes.start, g.output_axes.start), (i, j));
+                (i, j) = (g.input_axes.end, g.output_axes.end);
+                check_finest(&input, &output, g);
+                assert!(
+                    g.size > 1 || groups.groups().len() == 1,
+                    "{input:?} {output:?}"
+                );
+            }
+            assert_eq!((i, j), (input.len(), output.len()), "{input:?} {output:?}");
+        }
+    }
 
     fn spans(input: &[u64], output: &[u64]) -> Vec<(Range<usize>, Range<usize>, u64)> {
         let g = Groups::new(input, output).unwrap();

@@ -19,6 +19,7 @@
 //! replica group of each output box it meets (O(output replicas) each).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::dist::grid::GridLayout;
 use crate::dist::groups::{Groups, Side};
@@ -32,7 +33,7 @@ use crate::planner::Transfer;
 pub struct Redistribution {
     input: GridLayout,
     output: GridLayout,
-    groups: Groups,
+    groups: Arc<Groups>,
 }
 
 impl Redistribution {
@@ -47,7 +48,7 @@ impl Redistribution {
                 output.nranks()
             )));
         }
-        let groups = Groups::new(input.shape(), output.shape())?;
+        let groups = Arc::new(Groups::new(input.shape(), output.shape())?);
         Ok(Redistribution {
             input,
             output,
@@ -66,17 +67,17 @@ impl Redistribution {
     }
 
     /// The reshape groups of the two shapes.
-    pub fn groups(&self) -> &Groups {
+    pub fn groups(&self) -> &Arc<Groups> {
         &self.groups
     }
 
     /// The elements `rank` holds on input. O(ndims).
-    pub fn input_region(&self, rank: usize) -> Region<'_> {
+    pub fn input_region(&self, rank: usize) -> Region {
         Region::new(&self.groups, Side::Input, &self.input.rank_box(rank))
     }
 
     /// The elements `rank` holds on output. O(ndims).
-    pub fn output_region(&self, rank: usize) -> Region<'_> {
+    pub fn output_region(&self, rank: usize) -> Region {
         Region::new(&self.groups, Side::Output, &self.output.rank_box(rank))
     }
 
@@ -123,6 +124,10 @@ impl Redistribution {
     /// The ranks `sender` sends to, in rank order, with the elements of each; never
     /// `sender` itself.
     pub fn sends(&self, sender: usize) -> Vec<Transfer> {
+        // Every rank holds the whole input: each receiver copies locally.
+        if self.input.is_replicated() {
+            return Vec::new();
+        }
         let from = self.input_region(sender);
         let Some(bounds) = from.bounds_in(Side::Output) else {
             return Vec::new();

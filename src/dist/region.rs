@@ -9,6 +9,7 @@
 //! fully merged into longer runs.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::args::MAX_DIMS;
 use crate::dist::grid::GridBox;
@@ -16,26 +17,27 @@ use crate::dist::groups::{Groups, Side};
 use crate::dist::subbox::{SubBox, shared_count, shared_runs};
 use crate::runs::Run;
 
-/// The elements of a box of one side's shape, viewed through the reshape's groups.
+/// The elements of a box of one side's shape, viewed through the reshape's groups
+/// (shared, so a region borrows nothing and can live in a message stream).
 #[derive(Clone, Debug)]
-pub struct Region<'a> {
-    groups: &'a Groups,
+pub struct Region {
+    groups: Arc<Groups>,
     side: Side,
     offsets: Vec<u64>,
     extents: Vec<u64>,
     len: u64,
 }
 
-impl<'a> Region<'a> {
-    /// The elements of `b`, a box of the shape on `side` of `groups`.
-    pub fn new(groups: &'a Groups, side: Side, b: &GridBox) -> Region<'a> {
+impl Region {
+    /// The elements of `b`, a box of the shape on `side` of `groups`. O(ndims).
+    pub fn new(groups: &Arc<Groups>, side: Side, b: &GridBox) -> Region {
         assert_eq!(
             b.offsets.len(),
             groups.shape(side).len(),
             "box and shape differ in axes"
         );
         Region {
-            groups,
+            groups: Arc::clone(groups),
             side,
             offsets: b.offsets.clone(),
             extents: b.extents.clone(),
@@ -117,7 +119,7 @@ fn digit_bounds(dims: &[u64], first: u64, last: u64, bounds: &mut [Range<u64>]) 
 }
 
 fn same_groups(a: &Region, b: &Region) -> bool {
-    std::ptr::eq(a.groups, b.groups) || a.groups == b.groups
+    Arc::ptr_eq(&a.groups, &b.groups) || a.groups == b.groups
 }
 
 /// Number of elements two regions of the same reshape share: the product over groups
@@ -329,43 +331,8 @@ impl Iterator for RegionRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::groups::tests::shape_pair;
     use crate::dist::subbox::tests::{Lcg, members, runs_of};
-
-    /// A random shape pair with the same elements: small factors grouped into axes in
-    /// two different orders, unit axes sprinkled in, sometimes a zero on both sides.
-    pub fn shape_pair(rng: &mut Lcg) -> (Vec<u64>, Vec<u64>) {
-        let primes = [1, 2, 2, 3, 5];
-        let factors: Vec<u64> = (0..rng.below(5))
-            .map(|_| primes[rng.below(5) as usize])
-            .collect();
-        let mut shuffled = factors.clone();
-        for i in (1..shuffled.len()).rev() {
-            shuffled.swap(i, rng.below(i as u64 + 1) as usize);
-        }
-        let keep = rng.below(2) == 0;
-        let mut input = group_into_axes(rng, &factors);
-        let mut output = group_into_axes(rng, if keep { &factors } else { &shuffled });
-        if rng.below(8) == 0 {
-            let (i, o) = (
-                rng.below(input.len() as u64 + 1),
-                rng.below(output.len() as u64 + 1),
-            );
-            input.insert(i as usize, 0);
-            output.insert(o as usize, 0);
-        }
-        (input, output)
-    }
-
-    fn group_into_axes(rng: &mut Lcg, factors: &[u64]) -> Vec<u64> {
-        let mut axes = Vec::new();
-        for &f in factors {
-            match axes.last_mut() {
-                Some(a) if rng.below(2) == 0 => *a *= f,
-                _ => axes.push(f),
-            }
-        }
-        axes
-    }
 
     fn region_box(rng: &mut Lcg, shape: &[u64]) -> GridBox {
         let (offsets, extents) = rng.boxed(shape);
@@ -377,7 +344,7 @@ mod tests {
         let mut rng = Lcg(3);
         for case in 0..3000 {
             let (input, output) = shape_pair(&mut rng);
-            let groups = Groups::new(&input, &output).unwrap();
+            let groups = Arc::new(Groups::new(&input, &output).unwrap());
             let (bi, bo) = (region_box(&mut rng, &input), region_box(&mut rng, &output));
             let other_side = if rng.below(4) == 0 {
                 Side::Input
