@@ -10,7 +10,8 @@ use crate::dist::region::shared_elements;
 ///
 /// Examples: unsplit trailing axes merged or split; a split axis of `n·k` rows split
 /// into `(n, k)` with the split kept on `n` and every block boundary a multiple of
-/// `k`. O(P · ndims) when every group has a one-run box (see [`shared_elements`]).
+/// `k`. O(P · ndims) when the groups are 1↔1, splits or merges (see
+/// [`shared_elements`]).
 pub fn nothing_moves(plan: &Redistribution) -> bool {
     (0..plan.input().nranks()).all(|rank| {
         let (from, to) = (plan.input_region(rank), plan.output_region(rank));

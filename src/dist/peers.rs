@@ -8,15 +8,16 @@
 //! group ([`GridLayout::replica`], row-major over the replicating grid axes), which
 //! spreads receivers evenly over the replicas.
 //!
-//! Cost per rank: the candidate boxes come from the other side's bounds on each split
-//! axis by binary search on the block offsets (O(ndims + log P) per split axis), then
-//! each candidate is tested exactly (O(ndims) when every group has a one-run box,
-//! see [`shared_elements`]). The candidates are the boxes whose blocks meet the
-//! other side's coordinate bounds: exact on groups with one axis per side, a bounding
-//! range on splits, merges and many↔many groups, and empty blocks inside a range are
-//! candidates too; each is tested exactly, so the lists hold only real peers. A sender
-//! also walks the
-//! replica group of each output box it meets (O(output replicas) each).
+//! Cost per rank: the candidate boxes are those whose blocks meet the other side's
+//! coordinate bounds ([`Region::bounds_in`]), found by binary search on the block
+//! offsets of each split axis (O(ndims + log P) per split axis, never a loop over the
+//! P ranks); each candidate is then tested exactly ([`shared_elements`], O(ndims) on
+//! 1↔1, split and merge groups), so the lists hold only real peers. The candidates
+//! are exactly the peers when every group has one axis per side; on splits, merges
+//! and many↔many groups the bounds are a bounding range, and empty blocks inside a
+//! range are candidates too. So a list costs O(candidates · ndims), plus, for a
+//! sender, a walk of the replica group of each output box it meets (O(output
+//! replicas) each; nothing when the input is replicated).
 
 use std::ops::Range;
 use std::sync::Arc;

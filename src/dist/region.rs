@@ -30,6 +30,8 @@ pub struct Region {
 
 impl Region {
     /// The elements of `b`, a box of the shape on `side` of `groups`. O(ndims).
+    ///
+    /// Panics when `b` does not have one entry per axis of that shape.
     pub fn new(groups: &Arc<Groups>, side: Side, b: &GridBox) -> Region {
         assert_eq!(
             b.offsets.len(),
@@ -124,8 +126,9 @@ fn same_groups(a: &Region, b: &Region) -> bool {
 
 /// Number of elements two regions of the same reshape share: the product over groups
 /// of the groups' shared counts. O(ndims) when in every group one of the two boxes is
-/// a single run (always for 1↔1, splits and merges when a side has one axis split);
-/// otherwise O(runs of the box with fewer runs · axes) for that group.
+/// a single run: always in 1↔1 groups, splits and merges (the side with one axis holds
+/// an interval), and in many↔many groups when a box covers all but its first axis of
+/// the group; otherwise O(runs of the box with fewer runs · axes) for that group.
 pub fn shared_elements(a: &Region, b: &Region) -> u64 {
     debug_assert!(same_groups(a, b), "regions of different reshapes");
     if a.is_empty() || b.is_empty() {
