@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::args::MAX_DIMS;
 use crate::dist::grid::GridBox;
 use crate::dist::groups::{Groups, Side};
-use crate::dist::subbox::{SubBox, shared_count, shared_runs};
+use crate::dist::subbox::{SharedCursor, SubBox, shared_count};
 use crate::runs::Run;
 
 /// The elements of a box of one side's shape, viewed through the reshape's groups
@@ -144,170 +144,163 @@ pub fn shared_elements(a: &Region, b: &Region) -> u64 {
     shared
 }
 
-/// One group's shared digits, stepped through one digit at a time.
+/// A group before the last one not fully shared: its shared digits, one at a time.
 #[derive(Clone, Debug)]
 struct Digit {
-    runs: Vec<Run>,
+    group: usize,
     weight: u64,
-    run: usize,
+    cursor: SharedCursor,
+    run: Run,
     digit: u64,
 }
 
 impl Digit {
-    fn set(&mut self, run: usize, digit: u64, base: &mut u64) {
-        *base = *base - self.digit * self.weight + digit * self.weight;
-        (self.run, self.digit) = (run, digit);
+    /// Group `group` at its first shared digit (its last when `descending`), or `None`
+    /// when it shares nothing.
+    fn open(a: &Region, b: &Region, group: usize, descending: bool) -> Option<Digit> {
+        let (pa, pb) = (a.part(group), b.part(group));
+        let mut cursor = SharedCursor::new(&pa, &pb, descending);
+        let run = cursor.next(&pa, &pb)?;
+        Some(Digit {
+            group,
+            weight: a.groups.weight(group),
+            cursor,
+            run,
+            digit: first_digit(run, descending),
+        })
     }
 
-    fn first(&mut self, base: &mut u64) {
-        self.set(0, self.runs[0].global, base);
-    }
-
-    fn last(&mut self, base: &mut u64) {
-        let r = self.runs[self.runs.len() - 1];
-        self.set(self.runs.len() - 1, r.global + r.len - 1, base);
-    }
-
-    /// Steps to the next digit; at the end, wraps to the first and returns false.
-    fn forward(&mut self, base: &mut u64) -> bool {
-        let r = self.runs[self.run];
-        if self.digit + 1 < r.global + r.len {
-            self.set(self.run, self.digit + 1, base);
-        } else if self.run + 1 < self.runs.len() {
-            self.set(self.run + 1, self.runs[self.run + 1].global, base);
-        } else {
-            self.first(base);
-            return false;
+    /// Steps to the next shared digit in the cursor's direction; after the last,
+    /// wraps to the first and returns false.
+    fn step(&mut self, a: &Region, b: &Region, descending: bool) -> bool {
+        let end = self.run.global + self.run.len;
+        if descending && self.digit > self.run.global {
+            self.digit -= 1;
+            return true;
         }
-        true
-    }
-
-    /// Steps to the previous digit; at the start, wraps to the last and returns false.
-    fn backward(&mut self, base: &mut u64) -> bool {
-        let r = self.runs[self.run];
-        if self.digit > r.global {
-            self.set(self.run, self.digit - 1, base);
-        } else if self.run > 0 {
-            let p = self.runs[self.run - 1];
-            self.set(self.run - 1, p.global + p.len - 1, base);
-        } else {
-            self.last(base);
-            return false;
+        if !descending && self.digit + 1 < end {
+            self.digit += 1;
+            return true;
         }
-        true
+        let (pa, pb) = (a.part(self.group), b.part(self.group));
+        let (run, moved) = match self.cursor.next(&pa, &pb) {
+            Some(run) => (run, true),
+            None => {
+                self.cursor.reset();
+                let first = self.cursor.next(&pa, &pb);
+                (first.expect("the group shares a digit"), false)
+            }
+        };
+        (self.run, self.digit) = (run, first_digit(run, descending));
+        moved
+    }
+}
+
+/// The digit of `run` met first when walking in that direction.
+fn first_digit(run: Run, descending: bool) -> u64 {
+    if descending {
+        run.global + run.len - 1
+    } else {
+        run.global
     }
 }
 
 /// Iterator over the maximal runs of global indices two regions share, increasing
 /// (or decreasing after [`RegionRuns::descending`]).
 ///
-/// The groups up to the last one not fully shared are an odometer: every group
-/// before it steps digit by digit through its shared digits, and that group yields
-/// its shared runs scaled by the size of the fully shared groups after it. Runs of
-/// consecutive odometer steps never touch: that would need the group's shared digits
-/// to hold its first and last digit, and two boxes holding both are full. Setting up costs the groups' shared runs
-/// (O(ndims) per group for single-run boxes); each run then costs O(1) amortized.
+/// Let `t` be the last group the two regions do not both cover fully. The groups
+/// before `t` are an odometer stepping through their shared digits, and for each of
+/// its positions group `t` yields its shared runs, scaled by the size of the (fully
+/// shared) groups after it. Runs of consecutive positions never touch: that would
+/// need group `t`'s shared digits to hold its first and last digit, and two boxes
+/// holding both are full. Lazy, O(ndims) memory; setting up costs one shared run per
+/// group, and each run O(axes of group `t`) plus the odometer's amortized carries.
 #[derive(Clone, Debug)]
 pub struct RegionRuns {
-    prefix: Vec<Digit>,
-    last: Vec<Run>,
-    last_weight: u64,
-    run: usize,
-    base: u64,
-    count: u64,
-    remaining: u64,
+    a: Region,
+    b: Region,
     descending: bool,
+    prefix: Vec<Digit>,
+    /// Group `t` and its position in its shared runs; `None` when every group is
+    /// fully shared (one run of the whole array).
+    last: Option<(usize, SharedCursor)>,
+    /// Weight of group `t`'s digit (the whole array when there is no `t`).
+    weight: u64,
+    /// The global index of the odometer's position (its digits times their weights).
+    base: u64,
+    /// The next run of group `t` to yield, in its digits; `None` when done.
+    next: Option<Run>,
 }
 
 impl RegionRuns {
     /// The runs `a` and `b` share, increasing.
     pub fn new(a: &Region, b: &Region) -> RegionRuns {
         debug_assert!(same_groups(a, b), "regions of different reshapes");
+        RegionRuns::start(a.clone(), b.clone(), false)
+    }
+
+    /// The same runs, decreasing (starts over).
+    pub fn descending(self) -> RegionRuns {
+        RegionRuns::start(self.a, self.b, true)
+    }
+
+    fn start(a: Region, b: Region, descending: bool) -> RegionRuns {
         let mut runs = RegionRuns {
+            weight: a.groups.total(),
+            a,
+            b,
+            descending,
             prefix: Vec::new(),
-            last: vec![Run { global: 0, len: 1 }],
-            last_weight: a.groups.total(),
-            run: 0,
+            last: None,
             base: 0,
-            count: 0,
-            remaining: 0,
-            descending: false,
+            next: None,
         };
-        if a.is_empty() || b.is_empty() {
-            return runs;
+        if !runs.a.is_empty() && !runs.b.is_empty() {
+            runs.next = runs.open();
         }
-        let groups = a.groups.groups();
-        let full =
-            |k: usize| a.part(k).len() == groups[k].size && b.part(k).len() == groups[k].size;
-        if let Some(t) = (0..groups.len()).rev().find(|&k| !full(k)) {
-            let mut count = 1;
-            for k in 0..=t {
-                let shared = shared_runs(&a.part(k), &b.part(k));
-                if shared.is_empty() {
-                    return runs;
-                }
-                if k < t {
-                    count *= shared.iter().map(|r| r.len).sum::<u64>();
-                    let weight = a.groups.weight(k);
-                    let digit = shared[0].global;
-                    runs.base += digit * weight;
-                    runs.prefix.push(Digit {
-                        runs: shared,
-                        weight,
-                        run: 0,
-                        digit,
-                    });
-                } else {
-                    count *= shared.len() as u64;
-                    runs.last = shared;
-                }
-            }
-            runs.last_weight = a.groups.weight(t);
-            runs.count = count;
-        } else {
-            runs.count = 1;
-        }
-        runs.remaining = runs.count;
         runs
     }
 
-    /// The same runs, decreasing (call before iterating).
-    pub fn descending(mut self) -> RegionRuns {
-        for d in &mut self.prefix {
-            d.last(&mut self.base);
+    /// Sets up the odometer and returns the first run of group `t`.
+    fn open(&mut self) -> Option<Run> {
+        let (a, b) = (&self.a, &self.b);
+        let groups = a.groups.groups();
+        let full =
+            |k: usize| a.part(k).len() == groups[k].size && b.part(k).len() == groups[k].size;
+        let Some(t) = (0..groups.len()).rev().find(|&k| !full(k)) else {
+            return Some(Run { global: 0, len: 1 });
+        };
+        for k in 0..t {
+            let digit = Digit::open(a, b, k, self.descending)?;
+            self.base += digit.digit * digit.weight;
+            self.prefix.push(digit);
         }
-        self.run = self.last.len() - 1;
-        self.remaining = self.count;
-        self.descending = true;
-        self
+        let (pa, pb) = (a.part(t), b.part(t));
+        let mut cursor = SharedCursor::new(&pa, &pb, self.descending);
+        let first = cursor.next(&pa, &pb);
+        self.weight = a.groups.weight(t);
+        self.last = Some((t, cursor));
+        first
     }
 
-    fn step(&mut self) {
-        let wrapped = if self.descending {
-            let wrapped = self.run == 0;
-            self.run = if wrapped { self.last.len() } else { self.run } - 1;
-            wrapped
-        } else {
-            self.run += 1;
-            let wrapped = self.run == self.last.len();
-            if wrapped {
-                self.run = 0;
-            }
-            wrapped
-        };
-        if !wrapped {
-            return;
+    /// The run of group `t` after the one just yielded, stepping the odometer when
+    /// group `t` has no more.
+    fn advance(&mut self) -> Option<Run> {
+        let (t, cursor) = self.last.as_mut()?;
+        let (pa, pb) = (self.a.part(*t), self.b.part(*t));
+        if let Some(run) = cursor.next(&pa, &pb) {
+            return Some(run);
         }
-        for d in self.prefix.iter_mut().rev() {
-            let moved = if self.descending {
-                d.backward(&mut self.base)
-            } else {
-                d.forward(&mut self.base)
-            };
+        for digit in self.prefix.iter_mut().rev() {
+            self.base -= digit.digit * digit.weight;
+            let moved = digit.step(&self.a, &self.b, self.descending);
+            self.base += digit.digit * digit.weight;
             if moved {
-                break;
+                cursor.reset();
+                return cursor.next(&pa, &pb);
             }
         }
+        None
     }
 }
 
@@ -315,18 +308,12 @@ impl Iterator for RegionRuns {
     type Item = Run;
 
     fn next(&mut self) -> Option<Run> {
-        if self.remaining == 0 {
-            return None;
-        }
-        let r = self.last[self.run];
+        let r = self.next?;
         let run = Run {
-            global: self.base + r.global * self.last_weight,
-            len: r.len * self.last_weight,
+            global: self.base + r.global * self.weight,
+            len: r.len * self.weight,
         };
-        self.remaining -= 1;
-        if self.remaining > 0 {
-            self.step();
-        }
+        self.next = self.advance();
         Some(run)
     }
 }

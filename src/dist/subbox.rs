@@ -1,8 +1,11 @@
 //! A box on the axes one side gives a reshape group, as a set of the group's digits
 //! (C-order flat indices over those axes): counting below a digit, the k-th member,
 //! its maximal runs, and intersections with a box on the other side's axes. Every
-//! operation is O(axes of the group), intersections O(axes) when either box is one
-//! interval and O((runs of the box with fewer runs + shared runs) · axes) otherwise.
+//! operation is O(axes of the group); counting what two boxes share is O(axes) when
+//! either is one run, and O(runs of the box with fewer runs within the other's span
+//! · axes) otherwise; their shared runs come lazily, O(axes) each, in O(1) memory.
+
+use std::ops::Range;
 
 use crate::args::MAX_DIMS;
 use crate::runs::Run;
@@ -49,14 +52,6 @@ impl<'a> SubBox<'a> {
         self.len / self.run_len
     }
 
-    /// The digits `[first, last + 1)` when the box is one run.
-    fn interval(&self) -> Option<Run> {
-        (self.run_count() == 1).then(|| Run {
-            global: self.select(0),
-            len: self.len,
-        })
-    }
-
     /// The members' smallest and largest digits plus one: `[first, last + 1)`.
     pub fn span(&self) -> (u64, u64) {
         (self.select(0), self.select(self.len - 1) + 1)
@@ -101,52 +96,30 @@ impl<'a> SubBox<'a> {
         count
     }
 
-    /// The maximal runs of the box, increasing.
-    pub fn runs(&self) -> impl Iterator<Item = Run> + '_ {
-        (0..self.run_count()).map(|r| Run {
-            global: self.select(r * self.run_len),
+    /// Maximal run `i` of the box (`i < run_count()`).
+    pub fn run(&self, i: u64) -> Run {
+        Run {
+            global: self.select(i * self.run_len),
             len: self.run_len,
-        })
+        }
     }
 
-    /// The maximal runs the box shares with the digits `[start, end)`, increasing.
-    fn runs_within(&self, start: u64, end: u64) -> impl Iterator<Item = Run> + '_ {
-        let (mut k, stop) = (self.below(start), self.below(end));
-        std::iter::from_fn(move || {
-            if k >= stop {
-                return None;
-            }
-            let run_end = ((k / self.run_len + 1) * self.run_len).min(stop);
-            let run = Run {
-                global: self.select(k),
-                len: run_end - k,
-            };
-            k = run_end;
-            Some(run)
-        })
+    /// The runs of the box that meet the digits `[start, end)`.
+    fn runs_meeting(&self, start: u64, end: u64) -> Range<u64> {
+        self.below(start) / self.run_len..self.below(end).div_ceil(self.run_len)
     }
 }
 
 /// Number of digits two boxes on the same group (possibly different axes) share.
 pub fn shared_count(a: &SubBox, b: &SubBox) -> u64 {
-    if let Some(i) = a.interval() {
-        return b.below(i.global + i.len) - b.below(i.global);
-    }
-    if let Some(i) = b.interval() {
-        return a.below(i.global + i.len) - a.below(i.global);
-    }
     let (few, many) = by_run_count(a, b);
-    few.runs()
-        .map(|r| many.below(r.global + r.len) - many.below(r.global))
+    let (lo, hi) = many.span();
+    few.runs_meeting(lo, hi)
+        .map(|i| {
+            let r = few.run(i);
+            many.below(r.global + r.len) - many.below(r.global)
+        })
         .sum()
-}
-
-/// The maximal runs of digits two boxes on the same group share, increasing.
-pub fn shared_runs(a: &SubBox, b: &SubBox) -> Vec<Run> {
-    let (few, many) = by_run_count(a, b);
-    few.runs()
-        .flat_map(|r| many.runs_within(r.global, r.global + r.len))
-        .collect()
 }
 
 fn by_run_count<'s, 'a>(a: &'s SubBox<'a>, b: &'s SubBox<'a>) -> (&'s SubBox<'a>, &'s SubBox<'a>) {
@@ -154,6 +127,90 @@ fn by_run_count<'s, 'a>(a: &'s SubBox<'a>, b: &'s SubBox<'a>) -> (&'s SubBox<'a>
         (a, b)
     } else {
         (b, a)
+    }
+}
+
+/// A position in the maximal runs two boxes on one group share, stepped lazily in
+/// one direction with O(1) memory. It holds indices only: every call takes the same
+/// two boxes. The runs of the box with fewer runs that meet the other's span are
+/// walked, and within each the other box's members are located by counting, so a
+/// full pass costs O((those runs + shared runs) · axes).
+#[derive(Clone, Debug)]
+pub struct SharedCursor {
+    /// Runs of the box with fewer runs meeting the other's span.
+    few_runs: Range<u64>,
+    /// Next run of `few_runs` to open (one past it when descending).
+    next_few: u64,
+    /// Members `[k, stop)` of the other box in the open run, still to yield.
+    k: u64,
+    stop: u64,
+    descending: bool,
+}
+
+impl SharedCursor {
+    /// Before the first shared run of `a` and `b` (the last when `descending`).
+    pub fn new(a: &SubBox, b: &SubBox, descending: bool) -> SharedCursor {
+        let (few, many) = by_run_count(a, b);
+        let (lo, hi) = many.span();
+        let few_runs = few.runs_meeting(lo, hi);
+        let next_few = if descending {
+            few_runs.end
+        } else {
+            few_runs.start
+        };
+        SharedCursor {
+            few_runs,
+            next_few,
+            k: 0,
+            stop: 0,
+            descending,
+        }
+    }
+
+    /// Back before the first shared run (the last when descending).
+    pub fn reset(&mut self) {
+        self.next_few = if self.descending {
+            self.few_runs.end
+        } else {
+            self.few_runs.start
+        };
+        (self.k, self.stop) = (0, 0);
+    }
+
+    /// The next shared run, or `None` after the last.
+    pub fn next(&mut self, a: &SubBox, b: &SubBox) -> Option<Run> {
+        let (few, many) = by_run_count(a, b);
+        while self.k >= self.stop {
+            let r = if self.descending {
+                if self.next_few == self.few_runs.start {
+                    return None;
+                }
+                self.next_few -= 1;
+                few.run(self.next_few)
+            } else {
+                if self.next_few == self.few_runs.end {
+                    return None;
+                }
+                self.next_few += 1;
+                few.run(self.next_few - 1)
+            };
+            (self.k, self.stop) = (many.below(r.global), many.below(r.global + r.len));
+        }
+        let (start, end) = if self.descending {
+            let end = self.stop;
+            let start = ((end - 1) / many.run_len * many.run_len).max(self.k);
+            self.stop = start;
+            (start, end)
+        } else {
+            let end = ((self.k / many.run_len + 1) * many.run_len).min(self.stop);
+            let start = self.k;
+            self.k = end;
+            (start, end)
+        };
+        Some(Run {
+            global: many.select(start),
+            len: end - start,
+        })
     }
 }
 
@@ -244,7 +301,8 @@ pub(crate) mod tests {
                     let below = want.iter().filter(|&&m| m < x).count() as u64;
                     assert_eq!(b.below(x), below, "{dims:?} {o:?} {e:?} x={x}");
                 }
-                assert_eq!(b.runs().collect::<Vec<_>>(), runs_of(&want));
+                let runs: Vec<Run> = (0..b.run_count()).map(|i| b.run(i)).collect();
+                assert_eq!(runs, runs_of(&want));
                 assert_eq!(b.span(), (want[0], want[want.len() - 1] + 1));
             }
         }
@@ -275,12 +333,19 @@ pub(crate) mod tests {
                     .collect();
                 assert_eq!(shared_count(&a, &b), want.len() as u64);
                 assert_eq!(shared_count(&b, &a), want.len() as u64);
-                assert_eq!(
-                    shared_runs(&a, &b),
-                    runs_of(&want),
-                    "{da:?}{oa:?}{ea:?} {db:?}{ob:?}{eb:?}"
-                );
+                let ctx = format!("{da:?}{oa:?}{ea:?} {db:?}{ob:?}{eb:?}");
+                let mut up = SharedCursor::new(&a, &b, false);
+                assert_eq!(drain(&mut up, &a, &b), runs_of(&want), "{ctx}");
+                up.reset();
+                assert_eq!(drain(&mut up, &a, &b), runs_of(&want), "{ctx}");
+                let mut down = drain(&mut SharedCursor::new(&b, &a, true), &b, &a);
+                down.reverse();
+                assert_eq!(down, runs_of(&want), "{ctx}");
             }
         }
+    }
+
+    fn drain(cursor: &mut SharedCursor, a: &SubBox, b: &SubBox) -> Vec<Run> {
+        std::iter::from_fn(|| cursor.next(a, b)).collect()
     }
 }
