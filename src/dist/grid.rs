@@ -53,6 +53,10 @@ pub struct GridLayout {
     /// For each array axis, its block offsets plus the extent (`grid_dims[g] + 1`
     /// entries) when split over grid axis `g`; empty when not split.
     offsets: Vec<Vec<u64>>,
+    /// Rank distance between neighbours along each grid axis (row-major).
+    strides: Vec<usize>,
+    /// The grid axes that split no array axis, in order.
+    replicating: Vec<usize>,
     /// Number of ranks holding each box (product of the replicating grid axes).
     replica_count: usize,
 }
@@ -82,17 +86,22 @@ impl GridLayout {
         let offsets = (0..shape.len())
             .map(|a| axis_offsets(a, shape[a], axis_grid[a], &grid_dims, &lengths[a]))
             .collect::<Result<Vec<_>>>()?;
-        let replica_count = (0..grid_dims.len())
+        let replicating: Vec<usize> = (0..grid_dims.len())
             .filter(|&g| grid_axis_splits[g].is_none())
-            .map(|g| grid_dims[g])
-            .product();
+            .collect();
+        let mut strides = vec![1; grid_dims.len()];
+        for g in (0..grid_dims.len().saturating_sub(1)).rev() {
+            strides[g] = strides[g + 1] * grid_dims[g + 1];
+        }
         Ok(GridLayout {
             shape: shape.to_vec(),
+            replica_count: replicating.iter().map(|&g| grid_dims[g]).product(),
             grid_dims,
             axis_grid: axis_grid.to_vec(),
             grid_axis_splits,
             offsets,
-            replica_count,
+            strides,
+            replicating,
         })
     }
 
@@ -172,31 +181,28 @@ impl GridLayout {
 
     /// Grid coordinates of `rank` (row-major).
     pub fn coords(&self, rank: usize) -> Vec<usize> {
-        let mut coords = vec![0; self.grid_dims.len()];
-        let mut rest = rank;
-        for (c, &n) in coords.iter_mut().zip(&self.grid_dims).rev() {
-            *c = rest % n;
-            rest /= n;
-        }
-        coords
+        (0..self.grid_dims.len())
+            .map(|g| self.coord(rank, g))
+            .collect()
+    }
+
+    /// Coordinate of `rank` along grid axis `g`.
+    fn coord(&self, rank: usize, g: usize) -> usize {
+        rank / self.strides[g] % self.grid_dims[g]
     }
 
     /// The rank at grid coordinates `coords`.
     pub fn rank_of(&self, coords: &[usize]) -> usize {
-        coords
-            .iter()
-            .zip(&self.grid_dims)
-            .fold(0, |rank, (&c, &n)| rank * n + c)
+        coords.iter().zip(&self.strides).map(|(c, s)| c * s).sum()
     }
 
-    /// The box `rank` holds.
+    /// The box `rank` holds. O(ndims).
     pub fn rank_box(&self, rank: usize) -> GridBox {
-        let coords = self.coords(rank);
         let mut offsets = vec![0; self.shape.len()];
         let mut extents = self.shape.clone();
         for (a, grid_axis) in self.axis_grid.iter().enumerate() {
             if let Some(g) = *grid_axis {
-                let c = coords[g];
+                let c = self.coord(rank, g);
                 offsets[a] = self.offsets[a][c];
                 extents[a] = self.offsets[a][c + 1] - self.offsets[a][c];
             }
@@ -217,21 +223,22 @@ impl GridLayout {
     /// Position of `rank` among the ranks holding its box (row-major over the
     /// replicating grid axes, so it follows rank order).
     pub fn replica_index(&self, rank: usize) -> usize {
-        let coords = self.coords(rank);
-        self.replicating_axes()
-            .fold(0, |index, g| index * self.grid_dims[g] + coords[g])
+        self.replicating.iter().fold(0, |index, &g| {
+            index * self.grid_dims[g] + self.coord(rank, g)
+        })
     }
 
-    /// The rank holding the same box as `rank` at position `index` among its replicas.
+    /// The rank holding the same box as `rank` at position `index` among its
+    /// replicas. O(grid axes), no allocation.
     pub fn replica(&self, rank: usize, index: usize) -> usize {
-        let mut coords = self.coords(rank);
         let mut rest = index;
-        let axes: Vec<usize> = self.replicating_axes().collect();
-        for &g in axes.iter().rev() {
-            coords[g] = rest % self.grid_dims[g];
+        let mut replica = rank;
+        for &g in self.replicating.iter().rev() {
+            let c = rest % self.grid_dims[g];
             rest /= self.grid_dims[g];
+            replica = replica - self.coord(rank, g) * self.strides[g] + c * self.strides[g];
         }
-        self.rank_of(&coords)
+        replica
     }
 
     /// The replica group of `rank`: every rank holding its box, in rank order.
@@ -247,9 +254,9 @@ impl GridLayout {
         self.replica(a, 0) == self.replica(b, 0)
     }
 
-    /// The grid axes that split no array axis.
-    pub fn replicating_axes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.grid_dims.len()).filter(|&g| self.grid_axis_splits[g].is_none())
+    /// The grid axes that split no array axis, in order.
+    pub fn replicating_axes(&self) -> &[usize] {
+        &self.replicating
     }
 
     /// The array axis grid axis `grid_axis` splits, if any.

@@ -74,12 +74,12 @@ impl Redistribution {
 
     /// The elements `rank` holds on input. O(ndims).
     pub fn input_region(&self, rank: usize) -> Region {
-        Region::new(&self.groups, Side::Input, &self.input.rank_box(rank))
+        Region::new(&self.groups, Side::Input, self.input.rank_box(rank))
     }
 
     /// The elements `rank` holds on output. O(ndims).
     pub fn output_region(&self, rank: usize) -> Region {
-        Region::new(&self.groups, Side::Output, &self.output.rank_box(rank))
+        Region::new(&self.groups, Side::Output, self.output.rank_box(rank))
     }
 
     /// The rank `receiver` takes the input box of `holder` from (see the module

@@ -32,7 +32,7 @@ impl Region {
     /// The elements of `b`, a box of the shape on `side` of `groups`. O(ndims).
     ///
     /// Panics when `b` does not have one entry per axis of that shape.
-    pub fn new(groups: &Arc<Groups>, side: Side, b: &GridBox) -> Region {
+    pub fn new(groups: &Arc<Groups>, side: Side, b: GridBox) -> Region {
         assert_eq!(
             b.offsets.len(),
             groups.shape(side).len(),
@@ -41,9 +41,9 @@ impl Region {
         Region {
             groups: Arc::clone(groups),
             side,
-            offsets: b.offsets.clone(),
-            extents: b.extents.clone(),
             len: b.len(),
+            offsets: b.offsets,
+            extents: b.extents,
         }
     }
 
@@ -347,8 +347,8 @@ mod tests {
                 bo
             };
             let (a, b) = (
-                Region::new(&groups, Side::Input, &bi),
-                Region::new(&groups, other_side, &bo),
+                Region::new(&groups, Side::Input, bi.clone()),
+                Region::new(&groups, other_side, bo.clone()),
             );
             let ma = members(&input, &bi.offsets, &bi.extents);
             let mb = members(groups.shape(other_side), &bo.offsets, &bo.extents);
