@@ -89,18 +89,14 @@ impl GridLayout {
         let replicating: Vec<usize> = (0..grid_dims.len())
             .filter(|&g| grid_axis_splits[g].is_none())
             .collect();
-        let mut strides = vec![1; grid_dims.len()];
-        for g in (0..grid_dims.len().saturating_sub(1)).rev() {
-            strides[g] = strides[g + 1] * grid_dims[g + 1];
-        }
         Ok(GridLayout {
             shape: shape.to_vec(),
             replica_count: replicating.iter().map(|&g| grid_dims[g]).product(),
+            strides: row_major_strides(&grid_dims),
             grid_dims,
             axis_grid: axis_grid.to_vec(),
             grid_axis_splits,
             offsets,
-            strides,
             replicating,
         })
     }
@@ -120,26 +116,29 @@ impl GridLayout {
     /// holding rows `[offsets[r], offsets[r + 1])` (`offsets` has one entry more than
     /// ranks, like [`crate::layout::Layout::from_offsets`]).
     pub fn slab(shape: &[u64], axis: usize, offsets: &[u64]) -> Result<GridLayout> {
-        let nranks = offsets.len().saturating_sub(1);
-        let mut axis_grid = vec![None; shape.len()];
-        let mut lengths = vec![BlockLengths::Balanced; shape.len()];
         if axis >= shape.len() {
             return Err(Error::InvalidSplit(format!(
                 "split axis {axis} is out of range for the {}-d shape {shape:?}",
                 shape.len()
             )));
         }
-        if offsets.first() != Some(&0) || offsets.windows(2).any(|w| w[1] < w[0]) {
-            return Err(Error::InvalidDistribution(format!(
+        let bad = || {
+            Error::InvalidDistribution(format!(
                 "slab offsets {offsets:?} do not start at 0 and grow"
-            )));
+            ))
+        };
+        if offsets.first() != Some(&0) {
+            return Err(bad());
         }
+        let lens = offsets.windows(2).map(|w| {
+            let len = w[1].checked_sub(w[0]).ok_or_else(bad)?;
+            i64::try_from(len).map_err(|_| bad())
+        });
+        let mut lengths = vec![BlockLengths::Balanced; shape.len()];
+        lengths[axis] = BlockLengths::Explicit(lens.collect::<Result<Vec<i64>>>()?);
+        let mut axis_grid = vec![None; shape.len()];
         axis_grid[axis] = Some(0);
-        let signed = offsets.windows(2).map(|w| i64::try_from(w[1] - w[0]));
-        let explicit = signed.collect::<std::result::Result<Vec<i64>, _>>();
-        lengths[axis] = BlockLengths::Explicit(explicit.map_err(|_| {
-            Error::InvalidDistribution(format!("slab offsets {offsets:?} exceed int64"))
-        })?);
+        let nranks = offsets.len() - 1;
         GridLayout::new(shape, &[nranks as i64], &axis_grid, &lengths, nranks)
     }
 
@@ -276,6 +275,15 @@ impl GridLayout {
         let last = offsets[..offsets.len() - 1].partition_point(|&start| start < indices.end);
         first..last.max(first)
     }
+}
+
+/// Rank distance between neighbours along each axis of a row-major grid.
+fn row_major_strides(grid_dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; grid_dims.len()];
+    for g in (0..grid_dims.len().saturating_sub(1)).rev() {
+        strides[g] = strides[g + 1] * grid_dims[g + 1];
+    }
+    strides
 }
 
 fn check_shape(shape: &[u64]) -> Result<()> {

@@ -108,14 +108,14 @@ impl Redistribution {
     /// never `receiver` itself.
     pub fn receives(&self, receiver: usize) -> Vec<Transfer> {
         let out = self.output_region(receiver);
-        let Some(bounds) = out.bounds_in(Side::Input) else {
-            return Vec::new();
-        };
-        let mut transfers: Vec<Transfer> = candidates(&self.input, &bounds)
+        let mut transfers: Vec<Transfer> = candidates(&self.input, &out, Side::Input)
             .filter_map(|holder| {
                 let peer = self.source(receiver, holder);
+                if peer == receiver {
+                    return None;
+                }
                 let elems = shared_elements(&self.input_region(holder), &out);
-                (peer != receiver && elems > 0).then_some(Transfer { peer, elems })
+                (elems > 0).then_some(Transfer { peer, elems })
             })
             .collect();
         transfers.sort_by_key(|t| t.peer);
@@ -130,11 +130,8 @@ impl Redistribution {
             return Vec::new();
         }
         let from = self.input_region(sender);
-        let Some(bounds) = from.bounds_in(Side::Output) else {
-            return Vec::new();
-        };
         let mut transfers = Vec::new();
-        for block in candidates(&self.output, &bounds) {
+        for block in candidates(&self.output, &from, Side::Output) {
             let elems = shared_elements(&from, &self.output_region(block));
             if elems == 0 {
                 continue;
@@ -152,38 +149,71 @@ impl Redistribution {
 }
 
 /// One rank per box of `layout` (its replica 0) whose blocks on every split axis
-/// meet `bounds` (per array axis), found by binary search on the block offsets.
+/// may meet `region`, `side` being the side of `layout`.
 fn candidates<'a>(
     layout: &'a GridLayout,
-    bounds: &[Range<u64>],
+    region: &Region,
+    side: Side,
 ) -> impl Iterator<Item = usize> + 'a {
-    let ranges: Vec<Range<usize>> = (0..layout.grid_dims().len())
-        .map(|g| match layout.split_axis_of(g) {
-            Some(a) => layout.blocks_overlapping(a, bounds[a].clone()),
-            None => 0..1,
-        })
-        .collect();
-    let empty = ranges.iter().any(Range::is_empty);
-    let mut coords: Option<Vec<usize>> = (!empty).then(|| ranges.iter().map(|r| r.start).collect());
+    let blocks: Vec<Vec<usize>> = match region.bounds_in(side) {
+        None => Vec::new(),
+        Some(bounds) => (0..layout.grid_dims().len())
+            .map(|g| match layout.split_axis_of(g) {
+                Some(a) => axis_blocks(layout, region, side, a, &bounds[a]),
+                None => vec![0],
+            })
+            .collect(),
+    };
+    let empty = blocks.is_empty() || blocks.iter().any(Vec::is_empty);
+    let mut at: Option<Vec<usize>> = (!empty).then(|| vec![0; blocks.len()]);
     std::iter::from_fn(move || {
-        let current = coords.as_mut()?;
-        let rank = layout.rank_of(current);
-        if !advance(current, &ranges) {
-            coords = None;
+        let current = at.as_mut()?;
+        let coords: Vec<usize> = current.iter().zip(&blocks).map(|(&i, b)| b[i]).collect();
+        if !advance(current, &blocks) {
+            at = None;
         }
-        Some(rank)
+        Some(layout.rank_of(&coords))
     })
 }
 
-/// Steps `coords` to the next point of the product of `ranges` (row-major); false
-/// after the last.
-fn advance(coords: &mut [usize], ranges: &[Range<usize>]) -> bool {
-    for g in (0..coords.len()).rev() {
-        coords[g] += 1;
-        if coords[g] < ranges[g].end {
+/// The blocks of split axis `axis` of `layout` that may meet `region`, whose
+/// coordinates along `axis` lie in `bound`: those meeting its projection on the axis
+/// when that is listed in fewer runs than the bound holds blocks, else the blocks
+/// meeting the bound (binary search on the block offsets either way).
+fn axis_blocks(
+    layout: &GridLayout,
+    region: &Region,
+    side: Side,
+    axis: usize,
+    bound: &Range<u64>,
+) -> Vec<usize> {
+    let range = layout.blocks_overlapping(axis, bound.clone());
+    if range.len() <= 1 {
+        return range.collect();
+    }
+    let Some(projection) = region.projection(side, axis, range.len() as u64) else {
+        return range.collect();
+    };
+    let mut blocks: Vec<usize> = Vec::new();
+    for coords in projection {
+        for c in layout.blocks_overlapping(axis, coords) {
+            if blocks.last().is_none_or(|&last| c > last) {
+                blocks.push(c);
+            }
+        }
+    }
+    blocks
+}
+
+/// Steps the positions `at` to the next point of the product of `lists` (row-major);
+/// false after the last.
+fn advance(at: &mut [usize], lists: &[Vec<usize>]) -> bool {
+    for g in (0..at.len()).rev() {
+        at[g] += 1;
+        if at[g] < lists[g].len() {
             return true;
         }
-        coords[g] = ranges[g].start;
+        at[g] = 0;
     }
     false
 }

@@ -102,6 +102,30 @@ impl Region {
         }
         Some(bounds)
     }
+
+    /// The coordinates along axis `axis` of the shape on `side` that the region's
+    /// elements take, as increasing disjoint ranges, when they are cheap to list: when
+    /// `axis` is the only axis of extent > 1 of its group on `side` (then its
+    /// coordinates are the group's digits) and the region's restriction to that group
+    /// has at most `limit` runs. O(ndims + runs · axes).
+    pub fn projection(&self, side: Side, axis: usize, limit: u64) -> Option<Vec<Range<u64>>> {
+        if self.is_empty() {
+            return Some(Vec::new());
+        }
+        let shape = self.groups.shape(side);
+        let groups = self.groups.groups();
+        let k = groups.iter().position(|g| g.axes(side).contains(&axis))?;
+        if groups[k].axes(side).any(|i| i != axis && shape[i] > 1) {
+            return None;
+        }
+        let part = self.part(k);
+        (part.run_count() <= limit).then(|| {
+            (0..part.run_count())
+                .map(|i| part.run(i))
+                .map(|r| r.global..r.global + r.len)
+                .collect()
+        })
+    }
 }
 
 /// Per axis of `dims`, the range of coordinates of the digits `[first, last]`: exact
@@ -375,6 +399,25 @@ mod tests {
             assert_eq!(down, runs, "{ctx}");
             check_bounds(&groups, &a, &ma, Side::Output, &output);
             check_bounds(&groups, &b, &mb, Side::Input, &input);
+            check_projections(&a, &ma, Side::Output, &output);
+            check_projections(&a, &ma, Side::Input, &input);
+            check_projections(&b, &mb, Side::Input, &input);
+        }
+    }
+
+    /// Where the region lists its projection on an axis of `side`, it is exactly the
+    /// coordinates its members take there.
+    fn check_projections(r: &Region, m: &[u64], side: Side, shape: &[u64]) {
+        for axis in 0..shape.len() {
+            let Some(ranges) = r.projection(side, axis, u64::MAX) else {
+                continue;
+            };
+            let inner: u64 = shape[axis + 1..].iter().product();
+            let mut want: Vec<u64> = m.iter().map(|g| g / inner % shape[axis]).collect();
+            want.sort_unstable();
+            want.dedup();
+            let got: Vec<u64> = ranges.into_iter().flatten().collect();
+            assert_eq!(got, want, "{r:?} {side:?} axis {axis}");
         }
     }
 
