@@ -187,10 +187,24 @@ fn simulate(plan: &Redistribution, seen: &mut Seen, ctx: &str) {
     for r in 0..p {
         let want = box_members(output.shape(), &output.rank_box(r));
         let mut out = vec![u64::MAX; want.len()];
-        let sources = receives.iter().filter(|((_, to), _)| *to == r);
-        let sources = sources.map(|(&(from, _), &elems)| (from, elems));
+        let sources: Vec<(usize, u64)> = receives
+            .iter()
+            .filter(|((_, to), _)| *to == r)
+            .map(|(&(from, _), &elems)| (from, elems))
+            .collect();
+        // One replica per input box, never a replica of the receiver's own box.
+        for (i, &(from, _)) in sources.iter().enumerate() {
+            assert!(
+                !input.same_box(from, r),
+                "{r} receives its own box from {from}: {ctx}"
+            );
+            let twice = sources[..i]
+                .iter()
+                .any(|&(other, _)| input.same_box(other, from));
+            assert!(!twice, "{r} takes one box from two replicas: {ctx}");
+        }
         let local = (r, plan.local_elements(r));
-        for (from, elems) in sources.chain(std::iter::once(local)) {
+        for (from, elems) in sources.into_iter().chain(std::iter::once(local)) {
             let moved = apply(plan, from, r, &inputs[from], &mut out, ctx);
             assert_eq!(moved, elems, "{from}->{r}: {ctx}");
         }

@@ -217,3 +217,61 @@ fn advance(at: &mut [usize], lists: &[Vec<usize>]) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runs::Run;
+
+    fn transfers(list: &[Transfer]) -> Vec<(usize, u64)> {
+        list.iter().map(|t| (t.peer, t.elems)).collect()
+    }
+
+    #[test]
+    fn a_pencil_transpose_exchanges_within_grid_rows() {
+        // (4, 4, 2) on a 2x2 grid: x-pencils split axes 1 and 2, y-pencils 0 and 2.
+        let x = GridLayout::balanced(&[4, 4, 2], &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
+        let y = GridLayout::balanced(&[4, 4, 2], &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
+        let plan = Redistribution::new(x, y).unwrap();
+        // Rank 1 (grid (0, 1)) holds y 0..2, z 1..2 and wants x 0..2, z 1..2: it
+        // keeps x 0..2 of its y rows and takes y 2..4 from rank 3 (grid (1, 1)).
+        assert_eq!(transfers(&plan.receives(1)), vec![(3, 4)]);
+        assert_eq!(transfers(&plan.sends(1)), vec![(3, 4)]);
+        assert_eq!(plan.local_elements(1), 4);
+        let runs: Vec<Run> = plan.runs(3, 1).collect();
+        // Elements (x, y, 1) for x in 0..2, y in 2..4: global 8x + 2y + 1.
+        let want = [5, 7, 13, 15].map(|global| Run { global, len: 1 });
+        assert_eq!(runs, want);
+    }
+
+    #[test]
+    fn receivers_spread_over_the_replicas_and_keep_what_they_hold() {
+        // Input: 2 copies (grid axis 0 replicates) of 3 slabs; output: 6 slabs.
+        let input = GridLayout::balanced(&[6, 2], &[2, 3], &[Some(1), None], 6).unwrap();
+        let output = GridLayout::balanced(&[6, 2], &[6], &[Some(0), None], 6).unwrap();
+        let plan = Redistribution::new(input, output).unwrap();
+        assert_eq!(plan.input().replicas(4), vec![1, 4]);
+        // Rank 2 wants rows 2..3, held by ranks 1 and 4: 2 % 2 picks replica 0 (rank 1).
+        assert_eq!(transfers(&plan.receives(2)), vec![(1, 2)]);
+        // Rank 3 wants rows 3..4, held by 1 and 4: 3 % 2 picks replica 1 (rank 4).
+        assert_eq!(transfers(&plan.receives(3)), vec![(4, 2)]);
+        // Rank 4 holds rows 2..4 itself and wants row 4: it takes it from 2 or 5.
+        assert_eq!(transfers(&plan.receives(4)), vec![(2, 2)]);
+        // Rank 0 holds rows 0..2 and wants row 0: a local copy.
+        assert!(plan.receives(0).is_empty());
+        assert_eq!(plan.local_elements(0), 2);
+        assert_eq!(transfers(&plan.sends(1)), vec![(2, 2)]);
+        assert_eq!(transfers(&plan.sends(4)), vec![(3, 2)]);
+    }
+
+    #[test]
+    fn grids_of_different_ranks_are_refused() {
+        let a = GridLayout::replicated(&[4], 4).unwrap();
+        let b = GridLayout::replicated(&[4], 2).unwrap();
+        let err = Redistribution::new(a, b).unwrap_err().to_string();
+        assert!(
+            err.contains("has 4 ranks but the output grid [2] has 2"),
+            "{err}"
+        );
+    }
+}

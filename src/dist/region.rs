@@ -152,7 +152,8 @@ fn same_groups(a: &Region, b: &Region) -> bool {
 /// of the groups' shared counts. O(ndims) when in every group one of the two boxes is
 /// a single run: always in 1↔1 groups, splits and merges (the side with one axis holds
 /// an interval), and in many↔many groups when a box covers all but its first axis of
-/// the group; otherwise O(runs of the box with fewer runs · axes) for that group.
+/// the group; otherwise O(runs of the box with fewer runs within the other's span ·
+/// axes) for that group.
 pub fn shared_elements(a: &Region, b: &Region) -> u64 {
     debug_assert!(same_groups(a, b), "regions of different reshapes");
     if a.is_empty() || b.is_empty() {
