@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use distreshape::dist::grid::{BlockLengths, GridBox, GridLayout};
+use distreshape::dist::groups::Side;
 use distreshape::dist::identity::nothing_moves;
 use distreshape::dist::peers::Redistribution;
 use distreshape::dist::region::{Region, RegionRuns, shared_elements};
@@ -163,6 +164,20 @@ struct Seen {
     nothing_moves: u64,
     replicated_inputs: u64,
     reshapes: u64,
+    many_to_many: u64,
+    empty_blocks: u64,
+}
+
+/// True when some group of the reshape has several non-unit axes on both sides.
+fn has_many_to_many(plan: &Redistribution) -> bool {
+    let groups = plan.groups();
+    let non_unit = |side: Side, axes: std::ops::Range<usize>| {
+        axes.filter(|&a| groups.shape(side)[a] > 1).count()
+    };
+    groups.groups().iter().any(|g| {
+        non_unit(Side::Input, g.input_axes.clone()) > 1
+            && non_unit(Side::Output, g.output_axes.clone()) > 1
+    })
 }
 
 fn simulate(plan: &Redistribution, seen: &mut Seen, ctx: &str) {
@@ -270,12 +285,16 @@ fn random_grid_redistributions_deliver_every_element_once() {
         seen.replicated_inputs += u64::from(input.replica_count() > 1);
         seen.reshapes += u64::from(shape != new_shape);
         let ctx = format!("case {case}: {input:?} -> {output:?}");
+        let empty = |l: &GridLayout| (0..l.nranks()).any(|r| l.elements(r) == 0);
+        seen.empty_blocks += u64::from(empty(&input) || empty(&output));
         let plan = Redistribution::new(input, output).unwrap();
+        seen.many_to_many += u64::from(has_many_to_many(&plan));
         simulate(&plan, &mut seen, &ctx);
     }
     eprintln!("{CASES} cases: {seen:?}");
     assert!(seen.transfers > CASES && seen.nothing_moves > CASES / 50);
     assert!(seen.replicated_inputs > CASES / 4 && seen.reshapes > CASES / 2);
+    assert!(seen.many_to_many > CASES / 50 && seen.empty_blocks > CASES / 4);
 }
 
 #[test]
