@@ -3,6 +3,11 @@
 
 use std::ops::Range;
 
+use crate::core::abi::DR_MAX_DIMS;
+
+/// Most dimensions a shape may have (`DR_MAX_DIMS` of the C ABI).
+pub const MAX_DIMS: usize = DR_MAX_DIMS as usize;
+
 /// The number of elements of `shape`, `None` if it overflows. Any 0 extent makes it
 /// 0, whatever the other extents multiply to.
 pub fn checked_product(shape: &[u64]) -> Option<u64> {

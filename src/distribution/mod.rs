@@ -1,7 +1,17 @@
-//! Pure distribution maths: how an array's elements are spread over the ranks
-//! (balanced slabs, the block patterns of global indices a rank holds) and what
-//! two ranks share (volumes and runs, computed analytically). No MPI.
+//! Pure distribution maths: how an array's elements are spread over the ranks and
+//! what two ranks share, computed analytically, never per element. No MPI.
+//! Process-grid layouts ([`grid`]: slabs are the one-axis case), the groups two
+//! shapes of a reshape share ([`groups`]), the elements of a box seen from the
+//! other side of a reshape ([`region`]), who sends what to whom ([`peers`]) and
+//! when nothing moves at all ([`identity`]); balanced slabs and shape products
+//! ([`layout`]).
 #![forbid(unsafe_code)]
 
+pub mod grid;
+pub mod groups;
+pub mod identity;
 pub mod layout;
+pub mod peers;
+pub mod region;
 pub mod runs;
+mod subbox;

@@ -2,12 +2,10 @@
 //! make alone, the fingerprint that lets ranks compare their global arguments, and
 //! the checks on the gathered slab lengths. Pure, no MPI.
 
-use crate::core::abi::DR_MAX_DIMS;
 use crate::core::error::{Error, Result};
+pub use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::layout::checked_product;
 
-/// Most dimensions a shape may have.
-pub const MAX_DIMS: usize = DR_MAX_DIMS as usize;
 
 /// The slab length this rank wants along the new split axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

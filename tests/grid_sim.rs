@@ -1,0 +1,460 @@
+//! Simulates whole grid redistributions in one process (issue 18): random input and
+//! output grid layouts of the same ranks, shapes related by NumPy reshapes, every
+//! rank's input buffer filled with the global flat indices it holds, every receiver's
+//! transfers applied with the shared runs and the local offsets on both sides. Checks
+//! that every output element arrives exactly once and is right, that sender and
+//! receiver lists agree, that no rank sends to itself, and that "nothing moves" is
+//! exact. Also checks that the slab special case agrees with today's `Layout::pattern`.
+
+// The oracles spell out `%` and index loops on purpose, independent of the library.
+#![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
+
+use std::collections::BTreeMap;
+
+use distreshape::dist::grid::{BlockLengths, GridBox, GridLayout};
+use distreshape::dist::groups::Side;
+use distreshape::dist::identity::nothing_moves;
+use distreshape::dist::peers::Redistribution;
+use distreshape::dist::region::{Region, RegionRuns, shared_elements};
+use distreshape::layout::Layout;
+use distreshape::runs::{self, Run, SharedRuns};
+
+/// Simulated cases; each builds and applies every rank's lists.
+const CASES: u64 = 4000;
+
+/// A small deterministic generator (seeded: every run checks the same cases).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+
+    fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+/// Global flat indices of a box of `shape`, in the box's C order (plain loops).
+fn box_members(shape: &[u64], b: &GridBox) -> Vec<u64> {
+    if b.extents.contains(&0) {
+        return Vec::new();
+    }
+    let mut out = vec![0u64];
+    for a in 0..shape.len() {
+        let axis = b.offsets[a]..b.offsets[a] + b.extents[a];
+        out = out
+            .iter()
+            .flat_map(|&g| axis.clone().map(move |c| g * shape[a] + c))
+            .collect();
+    }
+    out
+}
+
+/// A random factorization of `p` into `k` grid axes (1s included).
+fn grid_dims(rng: &mut Rng, p: u64) -> Vec<i64> {
+    let k = 1 + rng.below(4) as usize;
+    let mut dims = vec![1i64; k];
+    let mut rest = p;
+    let mut f = 2;
+    while rest > 1 {
+        while rest % f != 0 {
+            f += 1;
+        }
+        dims[rng.below(k as u64) as usize] *= f as i64;
+        rest /= f;
+    }
+    dims
+}
+
+/// A random grid layout of `shape` on `p` ranks: some axes split over distinct grid
+/// axes (balanced or in random lengths with empty blocks), the other grid axes
+/// replicating.
+fn layout(rng: &mut Rng, shape: &[u64], p: u64) -> GridLayout {
+    let dims = grid_dims(rng, p);
+    let mut free: Vec<usize> = (0..dims.len()).collect();
+    let mut axis_grid = vec![None; shape.len()];
+    let mut lengths = vec![BlockLengths::Balanced; shape.len()];
+    for a in 0..shape.len() {
+        if free.is_empty() || rng.chance(3) {
+            continue;
+        }
+        let g = free.remove(rng.below(free.len() as u64) as usize);
+        axis_grid[a] = Some(g);
+        if rng.chance(2) {
+            lengths[a] = BlockLengths::Explicit(random_lengths(rng, shape[a], dims[g] as usize));
+        }
+    }
+    GridLayout::new(shape, &dims, &axis_grid, &lengths, p as usize).unwrap()
+}
+
+/// `n` block lengths adding up to `extent`, often with empty blocks.
+fn random_lengths(rng: &mut Rng, extent: u64, n: usize) -> Vec<i64> {
+    let mut cuts: Vec<u64> = (0..n - 1).map(|_| rng.below(extent + 1)).collect();
+    cuts.sort_unstable();
+    cuts.push(extent);
+    let mut prev = 0;
+    cuts.iter()
+        .map(|&c| {
+            let len = c - prev;
+            prev = c;
+            len as i64
+        })
+        .collect()
+}
+
+/// A random input shape: 1 to 4 axes of small extents, units and rarely zeros.
+fn input_shape(rng: &mut Rng) -> Vec<u64> {
+    let ndims = 1 + rng.below(4) as usize;
+    (0..ndims)
+        .map(|_| match rng.below(12) {
+            0 => 1,
+            1 if rng.chance(4) => 0,
+            _ => 2 + rng.below(5),
+        })
+        .collect()
+}
+
+/// A NumPy reshape of `shape`: the same, or 1 to 4 axes, each a divisor of what is
+/// left, the one written `-1` resolved to the rest. A zero-size array takes any
+/// extents with a 0 where the `-1` was.
+fn reshaped(rng: &mut Rng, shape: &[u64]) -> Vec<u64> {
+    if rng.chance(4) {
+        return shape.to_vec();
+    }
+    let total: u64 = shape.iter().product();
+    let ndims = 1 + rng.below(4) as usize;
+    let inferred = rng.below(ndims as u64) as usize;
+    let mut new_shape = vec![0u64; ndims];
+    let mut rest = total;
+    for i in (0..ndims).filter(|&i| i != inferred) {
+        new_shape[i] = if total == 0 {
+            rng.below(4)
+        } else {
+            let divisors: Vec<u64> = (1..=rest).filter(|d| rest % d == 0).collect();
+            divisors[rng.below(divisors.len() as u64) as usize]
+        };
+        rest /= new_shape[i].max(1);
+    }
+    new_shape[inferred] = rest;
+    new_shape
+}
+
+/// Every rank's list as a map (sender, receiver) → elements.
+fn pairs(lists: impl Iterator<Item = (usize, usize, u64)>) -> BTreeMap<(usize, usize), u64> {
+    let mut map = BTreeMap::new();
+    for (s, r, elems) in lists {
+        assert!(s != r, "rank {s} lists itself");
+        assert!(
+            map.insert((s, r), elems).is_none(),
+            "pair {s}->{r} listed twice"
+        );
+    }
+    map
+}
+
+/// Counts of what one case exercised.
+#[derive(Default, Debug)]
+struct Seen {
+    transfers: u64,
+    nothing_moves: u64,
+    replicated_inputs: u64,
+    reshapes: u64,
+    many_to_many: u64,
+    empty_blocks: u64,
+}
+
+/// True when some group of the reshape has several non-unit axes on both sides.
+fn has_many_to_many(plan: &Redistribution) -> bool {
+    let groups = plan.groups();
+    let non_unit = |side: Side, axes: std::ops::Range<usize>| {
+        axes.filter(|&a| groups.shape(side)[a] > 1).count()
+    };
+    groups.groups().iter().any(|g| {
+        non_unit(Side::Input, g.input_axes.clone()) > 1
+            && non_unit(Side::Output, g.output_axes.clone()) > 1
+    })
+}
+
+fn simulate(plan: &Redistribution, seen: &mut Seen, ctx: &str) {
+    let p = plan.input().nranks();
+    let (input, output) = (plan.input(), plan.output());
+    let inputs: Vec<Vec<u64>> = (0..p)
+        .map(|r| box_members(input.shape(), &input.rank_box(r)))
+        .collect();
+    let receives = pairs((0..p).flat_map(|r| {
+        let list = plan.receives(r);
+        assert!(list.windows(2).all(|w| w[0].peer < w[1].peer), "{ctx}");
+        list.into_iter().map(move |t| (t.peer, r, t.elems))
+    }));
+    let sends = pairs((0..p).flat_map(|s| {
+        let list = plan.sends(s);
+        assert!(list.windows(2).all(|w| w[0].peer < w[1].peer), "{ctx}");
+        list.into_iter().map(move |t| (s, t.peer, t.elems))
+    }));
+    assert_eq!(sends, receives, "sender and receiver lists differ: {ctx}");
+    seen.transfers += receives.len() as u64;
+    let mut all_stay = true;
+    for r in 0..p {
+        let want = box_members(output.shape(), &output.rank_box(r));
+        let mut out = vec![u64::MAX; want.len()];
+        let sources: Vec<(usize, u64)> = receives
+            .iter()
+            .filter(|((_, to), _)| *to == r)
+            .map(|(&(from, _), &elems)| (from, elems))
+            .collect();
+        // One replica per input box, never a replica of the receiver's own box.
+        for (i, &(from, _)) in sources.iter().enumerate() {
+            assert!(
+                !input.same_box(from, r),
+                "{r} receives its own box from {from}: {ctx}"
+            );
+            let twice = sources[..i]
+                .iter()
+                .any(|&(other, _)| input.same_box(other, from));
+            assert!(!twice, "{r} takes one box from two replicas: {ctx}");
+        }
+        let local = (r, plan.local_elements(r));
+        for (from, elems) in sources.into_iter().chain(std::iter::once(local)) {
+            let moved = apply(plan, from, r, &inputs[from], &mut out, ctx);
+            assert_eq!(moved, elems, "{from}->{r}: {ctx}");
+        }
+        assert_eq!(out, want, "rank {r} output: {ctx}");
+        all_stay &= inputs[r] == want;
+    }
+    assert_eq!(nothing_moves(plan), all_stay, "{ctx}");
+    if all_stay {
+        assert!(sends.is_empty(), "{ctx}");
+        seen.nothing_moves += 1;
+    }
+}
+
+/// Copies what `from` sends `to` (its local copy when they are the same rank) into
+/// `out` along the shared runs, each element into a slot still unwritten; returns the
+/// elements copied. Checks the runs: maximal, increasing, and the same decreasing.
+fn apply(
+    plan: &Redistribution,
+    from: usize,
+    to: usize,
+    src: &[u64],
+    out: &mut [u64],
+    ctx: &str,
+) -> u64 {
+    let (a, b) = (plan.input_region(from), plan.output_region(to));
+    let runs: Vec<Run> = plan.runs(from, to).collect();
+    let mut down: Vec<Run> = RegionRuns::new(&a, &b).descending().collect();
+    down.reverse();
+    assert_eq!(down, runs, "{ctx}");
+    assert!(
+        runs.windows(2)
+            .all(|w| w[0].global + w[0].len < w[1].global),
+        "{ctx}"
+    );
+    for run in &runs {
+        let (s, d) = (
+            a.local_offset(run.global) as usize,
+            b.local_offset(run.global) as usize,
+        );
+        for i in 0..run.len as usize {
+            assert_eq!(
+                out[d + i],
+                u64::MAX,
+                "element {} arrives twice: {ctx}",
+                run.global
+            );
+            out[d + i] = src[s + i];
+        }
+    }
+    runs.iter().map(|r| r.len).sum()
+}
+
+#[test]
+fn random_grid_redistributions_deliver_every_element_once() {
+    let mut rng = Rng(0x5eed);
+    let mut seen = Seen::default();
+    for case in 0..CASES {
+        let p = 1 + rng.below(12);
+        let shape = input_shape(&mut rng);
+        let new_shape = reshaped(&mut rng, &shape);
+        let input = layout(&mut rng, &shape, p);
+        let output = layout(&mut rng, &new_shape, p);
+        seen.replicated_inputs += u64::from(input.replica_count() > 1);
+        seen.reshapes += u64::from(shape != new_shape);
+        let ctx = format!("case {case}: {input:?} -> {output:?}");
+        let empty = |l: &GridLayout| (0..l.nranks()).any(|r| l.elements(r) == 0);
+        seen.empty_blocks += u64::from(empty(&input) || empty(&output));
+        let plan = Redistribution::new(input, output).unwrap();
+        seen.many_to_many += u64::from(has_many_to_many(&plan));
+        simulate(&plan, &mut seen, &ctx);
+    }
+    eprintln!("{CASES} cases: {seen:?}");
+    assert!(seen.transfers > CASES && seen.nothing_moves > CASES / 50);
+    assert!(seen.replicated_inputs > CASES / 4 && seen.reshapes > CASES / 2);
+    assert!(seen.many_to_many > CASES / 50 && seen.empty_blocks > CASES / 4);
+}
+
+#[test]
+fn pencil_transposes_and_brick_layouts_deliver_every_element_once() {
+    let shape = [6u64, 5, 4];
+    let x = GridLayout::balanced(&shape, &[3, 2], &[None, Some(0), Some(1)], 6).unwrap();
+    let y = GridLayout::balanced(&shape, &[3, 2], &[Some(0), None, Some(1)], 6).unwrap();
+    let bricks = GridLayout::balanced(&shape, &[2, 3, 1], &[Some(0), Some(1), Some(2)], 6).unwrap();
+    let flat = GridLayout::balanced(&[120], &[6], &[Some(0)], 6).unwrap();
+    let mut seen = Seen::default();
+    for (a, b) in [
+        (&x, &y),
+        (&y, &x),
+        (&bricks, &x),
+        (&x, &bricks),
+        (&bricks, &flat),
+        (&flat, &bricks),
+    ] {
+        let plan = Redistribution::new(a.clone(), b.clone()).unwrap();
+        simulate(&plan, &mut seen, &format!("{a:?} -> {b:?}"));
+    }
+}
+
+/// Random row offsets of `extent` over `p` ranks, empty slabs included.
+fn slab_offsets(rng: &mut Rng, extent: u64, p: usize) -> Vec<u64> {
+    let mut offsets = vec![0];
+    for len in random_lengths(rng, extent, p) {
+        offsets.push(offsets[offsets.len() - 1] + len as u64);
+    }
+    offsets
+}
+
+/// A random slab layout (or replicated) in both models.
+fn slab(rng: &mut Rng, shape: &[u64], p: usize) -> (GridLayout, Layout) {
+    if rng.chance(5) {
+        let total = shape.iter().product();
+        return (
+            GridLayout::replicated(shape, p).unwrap(),
+            Layout::replicated(total),
+        );
+    }
+    let axis = rng.below(shape.len() as u64) as usize;
+    let offsets = slab_offsets(rng, shape[axis], p);
+    let grid = GridLayout::slab(shape, axis, &offsets).unwrap();
+    (grid, Layout::from_offsets(shape, axis, offsets))
+}
+
+#[test]
+fn slab_layouts_agree_with_today_patterns() {
+    let mut rng = Rng(18);
+    for case in 0..1500 {
+        let p = 1 + rng.below(7) as usize;
+        let shape = input_shape(&mut rng);
+        let new_shape = reshaped(&mut rng, &shape);
+        let (gin, lin) = slab(&mut rng, &shape, p);
+        let (gout, lout) = slab(&mut rng, &new_shape, p);
+        let plan = Redistribution::new(gin, gout).unwrap();
+        let ctx = format!("case {case}: {shape:?} {lin:?} -> {new_shape:?} {lout:?}");
+        for r in 0..p {
+            let (region, pattern) = (plan.input_region(r), lin.pattern(r));
+            check_region(&region, &pattern, &ctx);
+            check_region(&plan.output_region(r), &lout.pattern(r), &ctx);
+            for q in 0..p {
+                let other = plan.output_region(q);
+                let want = lout.pattern(q);
+                let shared = runs::shared_elements(&pattern, &want);
+                assert_eq!(shared_elements(&region, &other), shared, "{r}->{q} {ctx}");
+                let got: Vec<Run> = RegionRuns::new(&region, &other).collect();
+                let today: Vec<Run> = SharedRuns::new(&pattern, &want).collect();
+                assert_eq!(got, today, "{r}->{q} {ctx}");
+            }
+        }
+    }
+}
+
+fn check_region(region: &Region, pattern: &distreshape::layout::Pattern, ctx: &str) {
+    assert_eq!(region.len(), pattern.len(), "{ctx}");
+    for o in 0..pattern.count {
+        for g in pattern.block(o) {
+            assert_eq!(region.local_offset(g), pattern.local_offset(g), "{ctx}");
+        }
+    }
+}
+
+/// Plans without buffers: every rank's local copy and receives fill its output, and
+/// the senders' lists are the receivers' lists.
+fn check_lists(plan: &Redistribution) {
+    let p = plan.input().nranks();
+    let mut sent = BTreeMap::new();
+    for s in 0..p {
+        for t in plan.sends(s) {
+            sent.insert((s, t.peer), t.elems);
+        }
+    }
+    let mut received = BTreeMap::new();
+    for r in 0..p {
+        let list = plan.receives(r);
+        let elems: u64 = list.iter().map(|t| t.elems).sum();
+        assert_eq!(
+            elems + plan.local_elements(r),
+            plan.output().elements(r),
+            "rank {r}"
+        );
+        received.extend(list.iter().map(|t| ((t.peer, r), t.elems)));
+    }
+    assert_eq!(sent, received);
+}
+
+#[test]
+fn huge_and_many_axis_layouts_plan_without_overflow() {
+    let cube = [1u64 << 20, 1 << 20, 1 << 20];
+    let x = GridLayout::balanced(&cube, &[3, 5], &[None, Some(0), Some(1)], 15).unwrap();
+    let y = GridLayout::balanced(&cube, &[5, 3], &[Some(0), None, Some(1)], 15).unwrap();
+    let rows = GridLayout::balanced(&[1 << 40, 1 << 20], &[15], &[Some(0), None], 15).unwrap();
+    for (a, b) in [(&x, &y), (&x, &rows), (&rows, &y)] {
+        check_lists(&Redistribution::new(a.clone(), b.clone()).unwrap());
+    }
+    let twos = [2u64; 32];
+    let mut axes = vec![None; 32];
+    (axes[0], axes[3], axes[31]) = (Some(0), Some(2), Some(1));
+    let spread = GridLayout::balanced(&twos, &[2, 2, 3], &axes, 12).unwrap();
+    let halves = GridLayout::balanced(&[1 << 16, 1 << 16], &[4, 3], &[Some(1), None], 12).unwrap();
+    check_lists(&Redistribution::new(spread.clone(), halves.clone()).unwrap());
+    check_lists(&Redistribution::new(halves, spread).unwrap());
+}
+
+#[test]
+fn huge_slabs_agree_with_today_patterns() {
+    let mut rng = Rng(40);
+    // Today's counting walks up to 2^10 blocks here (the outer extents), so the
+    // oracle stays fast while the indices need 43 bits.
+    let shape = [1u64 << 10, 3 << 10, 1 << 21];
+    let new_shape = [3u64 << 20, 1 << 21];
+    for _ in 0..50 {
+        let (gin, lin) = slab(&mut rng, &shape, 7);
+        let (gout, lout) = slab(&mut rng, &new_shape, 7);
+        let plan = Redistribution::new(gin, gout).unwrap();
+        for r in 0..7 {
+            for q in 0..7 {
+                let (a, b) = (plan.input_region(r), plan.output_region(q));
+                let (pa, pb) = (lin.pattern(r), lout.pattern(q));
+                let shared = runs::shared_elements(&pa, &pb);
+                assert_eq!(shared_elements(&a, &b), shared);
+                let got: Vec<Run> = RegionRuns::new(&a, &b).take(20).collect();
+                if shared == 0 {
+                    // Today's runs walk every block to find none.
+                    assert!(got.is_empty());
+                    continue;
+                }
+                let today: Vec<Run> = SharedRuns::new(&pa, &pb).take(20).collect();
+                assert_eq!(got, today);
+                let down: Vec<Run> = RegionRuns::new(&a, &b).descending().take(20).collect();
+                let today: Vec<Run> = SharedRuns::new(&pa, &pb).descending().take(20).collect();
+                assert_eq!(down, today);
+                for run in &got {
+                    let last = run.global + run.len - 1;
+                    assert_eq!(a.local_offset(last), pa.local_offset(last));
+                    assert_eq!(b.local_offset(last), pb.local_offset(last));
+                }
+            }
+        }
+    }
+}
