@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use distreshape::dist::grid::GridLayout;
-use distreshape::dist::peers::Redistribution;
+use distreshape::testing::GridLayout;
+use distreshape::testing::Redistribution;
 
 /// Timed runs per rank; the best counts.
 const REPEATS: usize = 3;

@@ -48,16 +48,14 @@ fn main() {
             let budgets: Vec<usize> = (0..p as usize)
                 .map(|r| {
                     let elems = plan
-                        .input
-                        .pattern(r)
-                        .len()
-                        .max(plan.output.pattern(r).len());
+                        .input_layout()
+                        .elements(r)
+                        .max(plan.output_layout().elements(r));
                     (64 << 20).max(elems as usize * 8 / 10)
                 })
                 .collect();
             let problem = Problem {
-                input: &plan.input,
-                output: &plan.output,
+                layouts: &plan.layouts,
                 elem_size: 8,
                 budgets: &budgets,
             };

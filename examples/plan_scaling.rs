@@ -171,10 +171,8 @@ fn main() {
                     let plan = plan.expect("at least one run");
                     let t = median(times);
                     let s = plan.stats();
-                    let plan_bytes = (plan.input.offsets.capacity()
-                        + plan.output.offsets.capacity()
-                        + plan.new_shape.capacity())
-                        * 8
+                    // The block offsets of both slab layouts and the new shape.
+                    let plan_bytes = (2 * (p as usize + 1) + plan.new_shape().len()) * 8
                         + (plan.sends.capacity() + plan.recvs.capacity())
                             * size_of::<distreshape::testing::PeerVolume>()
                         + 2 * 8 * p as usize; // the allgathered lengths and targets

@@ -1,9 +1,14 @@
 //! The internals that the simulation tests (`tests/planner_sim.rs`,
-//! `tests/validation_props.rs`) and the benchmarks drive, compiled only with the
-//! `testing` feature: never part of the API users link against, and free to change.
+//! `tests/grid_sim.rs`, `tests/validation_props.rs`) and the benchmarks drive,
+//! compiled only with the `testing` feature: never part of the API users link
+//! against, and free to change.
 
-pub use crate::distribution::layout::{Layout, Pattern};
-pub use crate::distribution::runs::{Run, SharedRuns, shared_elements};
+pub use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
+pub use crate::distribution::groups::Side as LayoutSide;
+pub use crate::distribution::identity::nothing_moves;
+pub use crate::distribution::peers::Redistribution;
+pub use crate::distribution::region::{Region, RegionRuns, shared_elements};
+pub use crate::distribution::runs::Run;
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
 pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
 pub use crate::planning::messages::{

@@ -3,21 +3,17 @@
 //! rank's input buffer filled with the global flat indices it holds, every receiver's
 //! transfers applied with the shared runs and the local offsets on both sides. Checks
 //! that every output element arrives exactly once and is right, that sender and
-//! receiver lists agree, that no rank sends to itself, and that "nothing moves" is
-//! exact. Also checks that the slab special case agrees with today's `Layout::pattern`.
+//! receiver lists agree, that no rank sends to itself, and that "nothing moves" is exact.
 
 // The oracles spell out `%` and index loops on purpose, independent of the library.
 #![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
 
 use std::collections::BTreeMap;
 
-use distreshape::dist::grid::{BlockLengths, GridBox, GridLayout};
-use distreshape::dist::groups::Side;
-use distreshape::dist::identity::nothing_moves;
-use distreshape::dist::peers::Redistribution;
-use distreshape::dist::region::{Region, RegionRuns, shared_elements};
-use distreshape::layout::Layout;
-use distreshape::runs::{self, Run, SharedRuns};
+use distreshape::testing::{
+    BlockLengths, GridBox, GridLayout, LayoutSide as Side, Redistribution, RegionRuns, Run,
+    nothing_moves,
+};
 
 /// Simulated cases; each builds and applies every rank's lists.
 const CASES: u64 = 4000;
@@ -318,67 +314,6 @@ fn pencil_transposes_and_brick_layouts_deliver_every_element_once() {
     }
 }
 
-/// Random row offsets of `extent` over `p` ranks, empty slabs included.
-fn slab_offsets(rng: &mut Rng, extent: u64, p: usize) -> Vec<u64> {
-    let mut offsets = vec![0];
-    for len in random_lengths(rng, extent, p) {
-        offsets.push(offsets[offsets.len() - 1] + len as u64);
-    }
-    offsets
-}
-
-/// A random slab layout (or replicated) in both models.
-fn slab(rng: &mut Rng, shape: &[u64], p: usize) -> (GridLayout, Layout) {
-    if rng.chance(5) {
-        let total = shape.iter().product();
-        return (
-            GridLayout::replicated(shape, p).unwrap(),
-            Layout::replicated(total),
-        );
-    }
-    let axis = rng.below(shape.len() as u64) as usize;
-    let offsets = slab_offsets(rng, shape[axis], p);
-    let grid = GridLayout::slab(shape, axis, &offsets).unwrap();
-    (grid, Layout::from_offsets(shape, axis, offsets))
-}
-
-#[test]
-fn slab_layouts_agree_with_today_patterns() {
-    let mut rng = Rng(18);
-    for case in 0..1500 {
-        let p = 1 + rng.below(7) as usize;
-        let shape = input_shape(&mut rng);
-        let new_shape = reshaped(&mut rng, &shape);
-        let (gin, lin) = slab(&mut rng, &shape, p);
-        let (gout, lout) = slab(&mut rng, &new_shape, p);
-        let plan = Redistribution::new(gin, gout).unwrap();
-        let ctx = format!("case {case}: {shape:?} {lin:?} -> {new_shape:?} {lout:?}");
-        for r in 0..p {
-            let (region, pattern) = (plan.input_region(r), lin.pattern(r));
-            check_region(&region, &pattern, &ctx);
-            check_region(&plan.output_region(r), &lout.pattern(r), &ctx);
-            for q in 0..p {
-                let other = plan.output_region(q);
-                let want = lout.pattern(q);
-                let shared = runs::shared_elements(&pattern, &want);
-                assert_eq!(shared_elements(&region, &other), shared, "{r}->{q} {ctx}");
-                let got: Vec<Run> = RegionRuns::new(&region, &other).collect();
-                let today: Vec<Run> = SharedRuns::new(&pattern, &want).collect();
-                assert_eq!(got, today, "{r}->{q} {ctx}");
-            }
-        }
-    }
-}
-
-fn check_region(region: &Region, pattern: &distreshape::layout::Pattern, ctx: &str) {
-    assert_eq!(region.len(), pattern.len(), "{ctx}");
-    for o in 0..pattern.count {
-        for g in pattern.block(o) {
-            assert_eq!(region.local_offset(g), pattern.local_offset(g), "{ctx}");
-        }
-    }
-}
-
 /// Plans without buffers: every rank's local copy and receives fill its output, and
 /// the senders' lists are the receivers' lists.
 fn check_lists(plan: &Redistribution) {
@@ -419,42 +354,4 @@ fn huge_and_many_axis_layouts_plan_without_overflow() {
     let halves = GridLayout::balanced(&[1 << 16, 1 << 16], &[4, 3], &[Some(1), None], 12).unwrap();
     check_lists(&Redistribution::new(spread.clone(), halves.clone()).unwrap());
     check_lists(&Redistribution::new(halves, spread).unwrap());
-}
-
-#[test]
-fn huge_slabs_agree_with_today_patterns() {
-    let mut rng = Rng(40);
-    // Today's counting walks up to 2^10 blocks here (the outer extents), so the
-    // oracle stays fast while the indices need 43 bits.
-    let shape = [1u64 << 10, 3 << 10, 1 << 21];
-    let new_shape = [3u64 << 20, 1 << 21];
-    for _ in 0..50 {
-        let (gin, lin) = slab(&mut rng, &shape, 7);
-        let (gout, lout) = slab(&mut rng, &new_shape, 7);
-        let plan = Redistribution::new(gin, gout).unwrap();
-        for r in 0..7 {
-            for q in 0..7 {
-                let (a, b) = (plan.input_region(r), plan.output_region(q));
-                let (pa, pb) = (lin.pattern(r), lout.pattern(q));
-                let shared = runs::shared_elements(&pa, &pb);
-                assert_eq!(shared_elements(&a, &b), shared);
-                let got: Vec<Run> = RegionRuns::new(&a, &b).take(20).collect();
-                if shared == 0 {
-                    // Today's runs walk every block to find none.
-                    assert!(got.is_empty());
-                    continue;
-                }
-                let today: Vec<Run> = SharedRuns::new(&pa, &pb).take(20).collect();
-                assert_eq!(got, today);
-                let down: Vec<Run> = RegionRuns::new(&a, &b).descending().take(20).collect();
-                let today: Vec<Run> = SharedRuns::new(&pa, &pb).descending().take(20).collect();
-                assert_eq!(down, today);
-                for run in &got {
-                    let last = run.global + run.len - 1;
-                    assert_eq!(a.local_offset(last), pa.local_offset(last));
-                    assert_eq!(b.local_offset(last), pb.local_offset(last));
-                }
-            }
-        }
-    }
 }

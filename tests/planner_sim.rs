@@ -263,12 +263,12 @@ fn deliver(
                 .expect("matching receive");
             assert_eq!(recv.elems, send.elems, "volumes of {q}->{r} disagree");
             let (from, placement) = match sources {
-                Sources::Input(bufs) => (&bufs[q], Placement::Pattern(plan.input_pattern())),
+                Sources::Input(bufs) => (&bufs[q], Placement::Region(plan.input_region())),
                 Sources::Staged(bufs) => (&bufs[q], Placement::Packed { next: packed }),
             };
             packed += send.elems as usize * 8;
             let mut tx = MessageCutter::new(plan.send_runs(r), placement, 8, limits);
-            let to = Placement::Pattern(plans[r].output_pattern());
+            let to = Placement::Region(plans[r].output_region());
             let mut rx = MessageCutter::new(plans[r].recv_runs(q), to, 8, limits);
             let (mut ts, mut rs) = (Vec::new(), Vec::new());
             loop {
@@ -343,7 +343,7 @@ fn simulate_in_place(
 
 fn check_case(case: &Case) {
     let plans = plans(case);
-    let new_shape = plans[0].new_shape.clone();
+    let new_shape = plans[0].new_shape().to_vec();
     let (inputs, outputs) = oracle_sets(case, &new_shape);
     let p = plans.len();
     let path = if local_condition(case, &new_shape) {
@@ -533,10 +533,10 @@ impl Scheduled {
             .into_iter()
             .map(|spec| {
                 let (runs, placement) = match spec.side {
-                    Side::Send => (plan.send_runs(spec.peer), plan.input_pattern()),
-                    Side::Receive => (plan.recv_runs(spec.peer), plan.output_pattern()),
+                    Side::Send => (plan.send_runs(spec.peer), plan.input_region()),
+                    Side::Receive => (plan.recv_runs(spec.peer), plan.output_region()),
                 };
-                let cutter = MessageCutter::new(runs, Placement::Pattern(placement), 8, limits);
+                let cutter = MessageCutter::new(runs, Placement::Region(placement), 8, limits);
                 (spec, cutter, false)
             })
             .collect();
@@ -643,7 +643,7 @@ fn replay_pairwise(case: &Case, window: usize, per_round: usize) {
         return;
     }
     let p = plans.len();
-    let (inputs, outputs) = oracle_sets(case, &plans[0].new_shape);
+    let (inputs, outputs) = oracle_sets(case, plans[0].new_shape());
     let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
     let mut out_bufs: Vec<Vec<u8>> = outputs.iter().map(|v| vec![0xEE; v.len() * 8]).collect();
     let mut writes: Vec<Vec<u32>> = outputs.iter().map(|v| vec![0; v.len()]).collect();
@@ -712,14 +712,13 @@ type Landing = (usize, usize, Vec<u8>, Option<usize>);
 fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
     let plans = plans(case);
     let plan = &plans[0];
-    if plan.path != Route::Exchange || plan.input.is_replicated() {
+    if plan.path != Route::Exchange || plan.input_layout().is_replicated() {
         return None;
     }
     let p = plans.len();
     let budgets = vec![budget; p];
     let problem = Problem {
-        input: &plan.input,
-        output: &plan.output,
+        layouts: &plan.layouts,
         elem_size: 8,
         budgets: &budgets,
     };
@@ -728,7 +727,7 @@ fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
         Err(why) => panic!("no in-place schedule with {budget} B: {why:?}"),
     };
     let parts: Vec<RankSchedule> = (0..p).map(|r| schedule.for_rank(r)).collect();
-    let (inputs, outputs) = oracle_sets(case, &plan.new_shape);
+    let (inputs, outputs) = oracle_sets(case, plan.new_shape());
     let mut buffers: Vec<Vec<u8>> = (0..p)
         .map(|r| {
             let mut b = to_bytes(&inputs[r]);

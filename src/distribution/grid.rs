@@ -3,9 +3,9 @@
 
 use std::ops::Range;
 
-use crate::distribution::layout::{MAX_DIMS, checked_product};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::balanced_slab;
+use crate::distribution::layout::{MAX_DIMS, checked_product};
 
 /// How the blocks of one array axis are sized along the grid axis that splits it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +37,29 @@ impl GridBox {
     pub fn is_empty(&self) -> bool {
         self.extents.contains(&0)
     }
+}
+
+/// Rows `[offset, offset + len)` of a split axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slab {
+    /// The first row.
+    pub offset: u64,
+    /// Number of rows.
+    pub len: u64,
+}
+
+/// A slab layout seen as today's slabs: the array as `(outer, extent, inner)` around
+/// its split axis, rank `r` holding rows `[offsets[r], offsets[r + 1])`.
+#[derive(Clone, Copy, Debug)]
+pub struct SlabView<'a> {
+    /// The split axis.
+    pub axis: usize,
+    /// Product of the extents before the split axis (0 when one of them is 0).
+    pub outer: u64,
+    /// Product of the extents after the split axis (0 when one of them is 0).
+    pub inner: u64,
+    /// Row offsets per rank plus the extent.
+    pub offsets: &'a [u64],
 }
 
 /// A global C-order array spread over a row-major process grid (`MPI_Cart_create`
@@ -176,6 +199,39 @@ impl GridLayout {
     /// its grid axis, then the extent), or `None` when the axis is not split.
     pub fn axis_offsets(&self, axis: usize) -> Option<&[u64]> {
         self.axis_grid[axis].map(|_| self.offsets[axis].as_slice())
+    }
+
+    /// The slab view of a slab layout: one grid axis, splitting one array axis;
+    /// `None` for other layouts.
+    pub fn slab_view(&self) -> Option<SlabView<'_>> {
+        let split = self.split_axes();
+        let ([_], &[axis]) = (self.grid_dims.as_slice(), split.as_slice()) else {
+            return None;
+        };
+        let product = |s: &[u64]| checked_product(s).unwrap_or(0);
+        Some(SlabView {
+            axis,
+            outer: product(&self.shape[..axis]),
+            inner: product(&self.shape[axis + 1..]),
+            offsets: &self.offsets[axis],
+        })
+    }
+
+    /// The array axes that are split, in order.
+    fn split_axes(&self) -> Vec<usize> {
+        (0..self.shape.len())
+            .filter(|&a| self.axis_grid[a].is_some())
+            .collect()
+    }
+
+    /// `rank`'s rows of the split axis of a slab layout ([`GridLayout::slab_view`]);
+    /// `None` for other layouts.
+    pub fn slab_of(&self, rank: usize) -> Option<Slab> {
+        let view = self.slab_view()?;
+        Some(Slab {
+            offset: view.offsets[rank],
+            len: view.offsets[rank + 1] - view.offsets[rank],
+        })
     }
 
     /// Grid coordinates of `rank` (row-major).

@@ -5,9 +5,9 @@
 
 use std::ops::Range;
 
-use crate::distribution::layout::checked_product;
-use crate::distribution::layout::MAX_DIMS;
 use crate::core::error::{Error, Result};
+use crate::distribution::layout::MAX_DIMS;
+use crate::distribution::layout::checked_product;
 
 /// One side of a reshape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,15 +22,15 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridLayout;
 use crate::distribution::groups::{Groups, Side};
 use crate::distribution::region::{Region, RegionRuns, shared_elements};
-use crate::core::error::{Error, Result};
 use crate::planning::planner::PeerVolume;
 
 /// An input layout and an output layout of the same ranks (shapes with the same
 /// number of elements), with the reshape groups of their shapes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redistribution {
     input: GridLayout,
     output: GridLayout,

@@ -11,11 +11,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::grid::GridBox;
 use crate::distribution::groups::{Groups, Side};
-use crate::distribution::subbox::{SharedCursor, SubBox, shared_count};
+use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::runs::Run;
+use crate::distribution::subbox::{SharedCursor, SubBox, shared_count};
 
 /// The elements of a box of one side's shape, viewed through the reshape's groups
 /// (shared, so a region borrows nothing and can live in a message stream).
@@ -439,5 +439,76 @@ mod tests {
                 rest /= shape[i];
             }
         }
+    }
+}
+
+/// Regions for the property tests of the modules that cut and place runs
+/// (`planning::messages`): boxes of one small shape, read on both sides of the
+/// identity reshape, so their members are the boxes' flat indices.
+#[cfg(test)]
+pub(crate) mod test_regions {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::Region;
+    use crate::distribution::grid::GridBox;
+    use crate::distribution::groups::{Groups, Side};
+
+    /// Two boxes of one shape as an input and an output region, with their members.
+    #[derive(Clone, Debug)]
+    pub struct RegionPair {
+        /// The input region.
+        pub a: Region,
+        /// The output region.
+        pub b: Region,
+        /// `a`'s global indices, increasing.
+        pub a_members: Vec<u64>,
+        /// `b`'s global indices, increasing.
+        pub b_members: Vec<u64>,
+    }
+
+    /// A shape of up to three axes and two boxes in it, empty boxes included.
+    pub fn region_pair() -> impl Strategy<Value = RegionPair> {
+        proptest::collection::vec(1u64..6, 1..4).prop_flat_map(|shape| {
+            let boxes = (grid_box(&shape), grid_box(&shape));
+            (Just(shape), boxes).prop_map(|(shape, (a, b))| {
+                let groups = Arc::new(Groups::new(&shape, &shape).expect("one shape"));
+                RegionPair {
+                    a_members: members(&shape, &a),
+                    b_members: members(&shape, &b),
+                    a: Region::new(&groups, Side::Input, a),
+                    b: Region::new(&groups, Side::Output, b),
+                }
+            })
+        })
+    }
+
+    /// A box of `shape`, possibly empty.
+    fn grid_box(shape: &[u64]) -> impl Strategy<Value = GridBox> + use<> {
+        let axes: Vec<_> = shape
+            .iter()
+            .map(|&n| (0..=n).prop_flat_map(move |o| (Just(o), 0..=n - o)))
+            .collect();
+        axes.prop_map(|axes| GridBox {
+            offsets: axes.iter().map(|a| a.0).collect(),
+            extents: axes.iter().map(|a| a.1).collect(),
+        })
+    }
+
+    /// The flat indices of box `b` of `shape` in C order (so increasing), one by one.
+    fn members(shape: &[u64], b: &GridBox) -> Vec<u64> {
+        let total: u64 = b.extents.iter().product();
+        (0..total)
+            .map(|k| {
+                let mut rest = k;
+                let mut digits = vec![0; shape.len()];
+                for a in (0..shape.len()).rev() {
+                    digits[a] = rest % b.extents[a];
+                    rest /= b.extents[a];
+                }
+                (0..shape.len()).fold(0, |flat, a| flat * shape[a] + b.offsets[a] + digits[a])
+            })
+            .collect()
     }
 }

@@ -6,7 +6,6 @@ use crate::core::error::{Error, Result};
 pub use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::layout::checked_product;
 
-
 /// The slab length this rank wants along the new split axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -386,7 +385,7 @@ mod tests {
                 let args = ReshapeArgs::new(8, &gshape, Some(split), 0, &[big, 5, 0], Some(1));
                 let checked = check_local(&args, 0).unwrap_or_else(|e| panic!("{gshape:?}: {e}"));
                 assert_eq!(checked.total(), 0);
-                let lens = [0, 0];
+                let lens = [gshape[split] as u64, 0];
                 let plan = crate::planning::planner::RankPlan::new(&checked, &lens, None, 1)
                     .expect("plan");
                 assert_eq!((plan.input_elems(), plan.output_elems()), (0, 0));

@@ -23,8 +23,7 @@
 
 use std::ops::Range;
 
-use crate::distribution::layout::Layout;
-use crate::distribution::runs::SharedRuns;
+use crate::distribution::peers::Redistribution;
 
 /// Most rounds a schedule may take: each round costs every rank a synchronization.
 pub(crate) const MAX_ROUNDS: usize = 1 << 12;
@@ -152,10 +151,9 @@ impl std::fmt::Display for Unscheduled {
 /// staging budget in bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Problem<'a> {
-    /// How the input is spread (split: in-place scheduling needs a split input).
-    pub input: &'a Layout,
-    /// How the output is spread.
-    pub output: &'a Layout,
+    /// How the input and the output are spread (in-place scheduling needs an input
+    /// that is split).
+    pub layouts: &'a Redistribution,
     /// Bytes per element.
     pub elem_size: usize,
     /// Each rank's staging budget in bytes.
@@ -181,10 +179,11 @@ impl Problem<'_> {
         let mut pieces = Vec::new();
         for from in 0..nranks {
             let mut own = Vec::new();
-            let source = self.input.pattern(from);
-            for to in 0..nranks {
-                let target = self.output.pattern(to);
-                for run in SharedRuns::new(&source, &target) {
+            let source = self.layouts.input_region(from);
+            let receivers = self.layouts.sends(from).into_iter().map(|t| t.peer);
+            for to in std::iter::once(from).chain(receivers) {
+                let target = self.layouts.output_region(to);
+                for run in self.layouts.runs(from, to) {
                     let src = source.local_offset(run.global) as usize * size;
                     let dst = target.local_offset(run.global) as usize * size;
                     if from == to && src == dst {

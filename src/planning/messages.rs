@@ -3,8 +3,8 @@
 //! side places them in its own buffer. Messages can be cut on the fly or cut once
 //! and replayed.
 
-use crate::distribution::layout::Pattern;
-use crate::distribution::runs::{Run, SharedRuns};
+use crate::distribution::region::{Region, RegionRuns};
+use crate::distribution::runs::Run;
 
 /// A contiguous piece of a local buffer, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,10 +39,10 @@ pub enum MessageKind {
 }
 
 /// Where the runs of a stream lie in a local buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Placement {
     /// Where the rank's elements lie in its input or output buffer.
-    Pattern(Pattern),
+    Region(Region),
     /// Back to back from a byte offset (a packed staging buffer).
     Packed {
         /// Byte offset of the next run.
@@ -54,7 +54,7 @@ impl Placement {
     /// Byte offset of the run starting at `global`, `bytes` long.
     fn place(&mut self, global: u64, bytes: usize, elem_size: usize) -> usize {
         match self {
-            Placement::Pattern(p) => p.local_offset(global) as usize * elem_size,
+            Placement::Region(r) => r.local_offset(global) as usize * elem_size,
             Placement::Packed { next } => {
                 *next += bytes;
                 *next - bytes
@@ -68,7 +68,7 @@ impl Placement {
 /// side places the runs in its own buffer.
 #[derive(Clone, Debug)]
 pub struct MessageCutter {
-    runs: SharedRuns,
+    runs: RegionRuns,
     placement: Placement,
     pending: Option<Run>,
     limits: MessageLimits,
@@ -79,7 +79,7 @@ impl MessageCutter {
     /// Cuts `runs` of elements of `elem_size` bytes, placed by `placement`, within
     /// `limits`.
     pub fn new(
-        runs: SharedRuns,
+        runs: RegionRuns,
         placement: Placement,
         elem_size: usize,
         limits: MessageLimits,
@@ -290,15 +290,16 @@ pub fn push_coalesced(segments: &mut Vec<Segment>, seg: Segment) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distribution::runs::test_patterns::{members, pattern};
+    use crate::distribution::region::test_regions::{RegionPair, region_pair};
     use proptest::prelude::*;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]
-        fn kept_messages_replay_what_the_cutter_cuts(a in pattern(), b in pattern(), budget in 0usize..40) {
+        fn kept_messages_replay_what_the_cutter_cuts(pair in region_pair(), budget in 0usize..40) {
+            let RegionPair { a, b, .. } = pair;
             let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
-            let cutter = || MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
+            let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Region(a.clone()), 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
             while let Some(kind) = fresh.next_message(&mut segs) {
@@ -321,11 +322,12 @@ mod tests {
 
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
-            a in pattern(), b in pattern(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
+            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
         ) {
+            let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = max_bytes.max(direct);
             let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
-            let mut cutter = MessageCutter::new(SharedRuns::new(&a, &b), Placement::Pattern(a), 4, limits);
+            let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Region(a.clone()), 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
             while let Some(kind) = cutter.next_message(&mut segs) {
@@ -336,11 +338,10 @@ mod tests {
                 }
                 covered.extend(segs.iter().flat_map(|s| (s.offset / 4)..(s.offset + s.len) / 4));
             }
-            let bset = members(&b);
-            let want: Vec<usize> = members(&a)
+            let want: Vec<usize> = a_members
                 .iter()
                 .enumerate()
-                .filter(|(_, g)| bset.contains(g))
+                .filter(|(_, g)| b_members.contains(g))
                 .map(|(i, _)| i)
                 .collect();
             prop_assert_eq!(covered, want);

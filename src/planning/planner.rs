@@ -1,14 +1,19 @@
-//! The pure planner: from the checked arguments and every rank's slab length, one
-//! rank's complete plan (path, peers, volumes). No MPI: every rank's plan can be built
-//! in one process, which is how the tests simulate whole exchanges.
+//! The pure planner: from two layouts of the ranks (slabs from the checked slab
+//! arguments and every rank's slab length, or any grid layouts), one rank's
+//! complete plan (path, peers, volumes). No MPI: every rank's plan can be built in
+//! one process, which is how the tests simulate whole exchanges.
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
-use crate::distribution::layout::{Layout, Pattern, balanced_slab};
-use crate::distribution::runs::{Run, SharedRuns, shared_elements};
+use crate::distribution::grid::GridLayout;
+use crate::distribution::layout::balanced_slab;
+use crate::distribution::peers::Redistribution;
+use crate::distribution::region::{Region, RegionRuns};
+use crate::distribution::runs::Run;
 use crate::planning::args::Checked;
 
 /// How a reshape moves data.
@@ -57,11 +62,8 @@ pub struct RankPlan {
     /// The path taken.
     pub path: Route,
     /// How the input is spread.
-    pub input: Layout,
-    /// How the output is spread.
-    pub output: Layout,
-    /// Resolved output global shape.
-    pub new_shape: Vec<u64>,
+    /// How the input and the output are spread over the ranks.
+    pub layouts: Arc<Redistribution>,
     /// Peers this rank sends to, in rank order.
     pub sends: Vec<PeerVolume>,
     /// Peers this rank receives from, in rank order.
@@ -81,45 +83,43 @@ impl RankPlan {
         rank: usize,
     ) -> Result<RankPlan> {
         let nranks = lens.len();
-        let input = match args.split {
-            None => Layout::replicated(args.total()),
-            Some(axis) => split_layout(&args.gshape, axis, lens.iter().copied(), rank)?,
-        };
+        let input = slab_layout(&args.gshape, args.split, lens.iter().copied(), rank)?;
         let output = match (args.new_split, targets) {
-            (None, _) => Layout::replicated(args.total()),
-            (Some(axis), Some(t)) => split_layout(&args.new_shape, axis, t.iter().copied(), rank)?,
             (Some(axis), None) => {
                 let extent = args.new_shape[axis];
                 let balanced =
                     (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).0);
-                split_layout(&args.new_shape, axis, balanced, rank)?
+                slab_layout(&args.new_shape, Some(axis), balanced, rank)?
+            }
+            (split, targets) => {
+                let lens = targets.unwrap_or(lens).iter().copied();
+                slab_layout(&args.new_shape, split, lens, rank)?
             }
         };
-        let path = if split_survives(&input, &output) {
-            Route::Local
-        } else {
-            Route::Exchange
+        let layouts = Redistribution::new(input, output).map_err(|e| e.on_rank(rank))?;
+        RankPlan::for_layouts(Arc::new(layouts), args.elem_size, rank)
+    }
+
+    /// Plans `rank`'s part of the redistribution `layouts` of elements of
+    /// `elem_size` bytes. Fails only when an allocation fails.
+    pub fn for_layouts(
+        layouts: Arc<Redistribution>,
+        elem_size: usize,
+        rank: usize,
+    ) -> Result<RankPlan> {
+        let path = match split_survives(layouts.input(), layouts.output()) {
+            true => Route::Local,
+            false => Route::Exchange,
         };
-        let mut plan = RankPlan {
+        let plan = RankPlan {
             rank,
-            elem_size: args.elem_size,
+            elem_size,
             path,
-            input,
-            output,
-            new_shape: args.new_shape.clone(),
-            sends: Vec::new(),
-            recvs: Vec::new(),
-            local_elems: 0,
+            sends: layouts.sends(rank),
+            recvs: layouts.receives(rank),
+            local_elems: layouts.local_elements(rank),
+            layouts,
         };
-        plan.local_elems = shared_elements(&plan.input_pattern(), &plan.output_pattern());
-        if !plan.input.is_replicated() {
-            plan.sends = plan.transfers(nranks, |p, peer| {
-                (p.input_pattern(), p.output.pattern(peer))
-            })?;
-            plan.recvs = plan.transfers(nranks, |p, peer| {
-                (p.input.pattern(peer), p.output_pattern())
-            })?;
-        }
         plan.check_coverage()?;
         Ok(plan)
     }
@@ -139,45 +139,44 @@ impl RankPlan {
         )))
     }
 
-    fn transfers(
-        &self,
-        nranks: usize,
-        patterns: impl Fn(&RankPlan, usize) -> (Pattern, Pattern),
-    ) -> Result<Vec<PeerVolume>> {
-        let mut transfers = try_vec(nranks.saturating_sub(1), "the peer list", self.rank)?;
-        for peer in (0..nranks).filter(|&peer| peer != self.rank) {
-            let (from, to) = patterns(self, peer);
-            let elems = shared_elements(&from, &to);
-            if elems > 0 {
-                transfers.push(PeerVolume { peer, elems });
-            }
-        }
-        Ok(transfers)
-    }
-
     /// The global elements this rank holds on input.
-    pub fn input_pattern(&self) -> Pattern {
-        self.input.pattern(self.rank)
+    pub fn input_region(&self) -> Region {
+        self.layouts.input_region(self.rank)
     }
 
     /// The global elements this rank holds on output.
-    pub fn output_pattern(&self) -> Pattern {
-        self.output.pattern(self.rank)
+    pub fn output_region(&self) -> Region {
+        self.layouts.output_region(self.rank)
     }
 
     /// Runs this rank sends to `peer`, in global order.
-    pub fn send_runs(&self, peer: usize) -> SharedRuns {
-        SharedRuns::new(&self.input_pattern(), &self.output.pattern(peer))
+    pub fn send_runs(&self, peer: usize) -> RegionRuns {
+        self.layouts.runs(self.rank, peer)
     }
 
     /// Runs this rank receives from `peer`, in global order.
-    pub fn recv_runs(&self, peer: usize) -> SharedRuns {
-        SharedRuns::new(&self.input.pattern(peer), &self.output_pattern())
+    pub fn recv_runs(&self, peer: usize) -> RegionRuns {
+        self.layouts.runs(peer, self.rank)
     }
 
     /// Runs this rank copies from its input to its output.
-    pub fn local_runs(&self) -> SharedRuns {
-        SharedRuns::new(&self.input_pattern(), &self.output_pattern())
+    pub fn local_runs(&self) -> RegionRuns {
+        self.layouts.runs(self.rank, self.rank)
+    }
+
+    /// The input layout.
+    pub fn input_layout(&self) -> &GridLayout {
+        self.layouts.input()
+    }
+
+    /// The output layout.
+    pub fn output_layout(&self) -> &GridLayout {
+        self.layouts.output()
+    }
+
+    /// The resolved output global shape.
+    pub fn new_shape(&self) -> &[u64] {
+        self.layouts.output().shape()
     }
 
     /// Where each run this rank keeps lies in its input buffer (a byte range) and
@@ -186,7 +185,7 @@ impl RankPlan {
         &self,
         runs: impl Iterator<Item = Run>,
     ) -> impl Iterator<Item = (Range<usize>, usize)> {
-        let (from, to, size) = (self.input_pattern(), self.output_pattern(), self.elem_size);
+        let (from, to, size) = (self.input_region(), self.output_region(), self.elem_size);
         runs.map(move |run| {
             let src = from.local_offset(run.global) as usize * size;
             (
@@ -223,7 +222,7 @@ impl RankPlan {
     /// the order of `sends`), each peer's runs in global order: in place, the sends
     /// are read from there while the buffer is rewritten.
     pub fn pack_sends(&self, input: &[u8], staging: &mut Vec<u8>) {
-        let (from, size) = (self.input_pattern(), self.elem_size);
+        let (from, size) = (self.input_region(), self.elem_size);
         for run in self.sends.iter().flat_map(|t| self.send_runs(t.peer)) {
             let src = from.local_offset(run.global) as usize * size;
             staging.extend_from_slice(&input[src..src + run.len as usize * size]);
@@ -248,17 +247,18 @@ impl RankPlan {
 
     /// Elements in this rank's input buffer.
     pub fn input_elems(&self) -> u64 {
-        self.input_pattern().len()
+        self.layouts.input().elements(self.rank)
     }
 
     /// Elements in this rank's output buffer.
     pub fn output_elems(&self) -> u64 {
-        self.output_pattern().len()
+        self.layouts.output().elements(self.rank)
     }
 
-    /// This rank's output rows along the new split axis, or `None` when not split.
+    /// This rank's output rows along the new split axis, or `None` when the output
+    /// is not a slab layout (not split, or on a grid of several axes).
     pub fn output_rows(&self) -> Option<u64> {
-        self.output.rows(self.rank).map(|(_, len)| len)
+        self.output_layout().slab_of(self.rank).map(|s| s.len)
     }
 
     /// True when the output buffer equals the input buffer: nothing is sent or
@@ -292,32 +292,39 @@ pub struct KeptCopy {
     pub to: usize,
 }
 
-/// A split layout from per-rank row counts, its offsets allocated fallibly.
-fn split_layout(
+/// The slab layout of `shape` from per-rank row counts along `split` (replicated
+/// when not split), its offsets allocated fallibly.
+fn slab_layout(
     shape: &[u64],
-    axis: usize,
+    split: Option<usize>,
     lens: impl ExactSizeIterator<Item = u64>,
     rank: usize,
-) -> Result<Layout> {
-    let mut offsets = try_vec(lens.len() + 1, "the slab offsets", rank)?;
+) -> Result<GridLayout> {
+    let nranks = lens.len();
+    let Some(axis) = split else {
+        return GridLayout::replicated(shape, nranks).map_err(|e| e.on_rank(rank));
+    };
+    let mut offsets = try_vec(nranks + 1, "the slab offsets", rank)?;
     offsets.push(0);
     for len in lens {
         offsets.push(offsets[offsets.len() - 1] + len);
     }
-    Ok(Layout::from_offsets(shape, axis, offsets))
+    GridLayout::slab(shape, axis, &offsets).map_err(|e| e.on_rank(rank))
 }
 
-/// The split-preserving condition: both sides split, the same product of extents
-/// before the split axes, and every input slab a whole number of output rows.
-fn split_survives(input: &Layout, output: &Layout) -> bool {
-    if input.is_replicated() || output.is_replicated() || input.outer != output.outer {
+/// The split-preserving condition, for slab layouts (one grid axis splitting one
+/// array axis, on both sides): the same product of extents before the split axes,
+/// and every input slab a whole number of output rows.
+fn split_survives(input: &GridLayout, output: &GridLayout) -> bool {
+    let (Some(from), Some(to)) = (input.slab_view(), output.slab_view()) else {
         return false;
-    }
+    };
     // `is_multiple_of(0)` holds only for 0: an empty inner size takes only empty slabs.
-    input
-        .offsets
-        .windows(2)
-        .all(|w| ((w[1] - w[0]) * input.inner).is_multiple_of(output.inner))
+    from.outer == to.outer
+        && from
+            .offsets
+            .windows(2)
+            .all(|w| ((w[1] - w[0]) * from.inner).is_multiple_of(to.inner))
 }
 
 impl fmt::Display for RankPlan {
@@ -331,7 +338,7 @@ impl fmt::Display for RankPlan {
             f,
             "rank {}: path {path}; new shape {:?}; sends {} B to {} peers, receives {} B from {} peers, copies {} B locally{}",
             self.rank,
-            self.new_shape,
+            self.new_shape(),
             s.bytes_sent,
             s.peers_sent,
             s.bytes_received,

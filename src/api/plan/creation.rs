@@ -12,15 +12,6 @@ use crate::planning::args::{
 };
 use crate::planning::planner::RankPlan;
 
-/// `shape` with `rows` along `split` (unchanged when not split).
-pub(super) fn slab_shape(shape: &[u64], split: Option<usize>, rows: u64) -> Vec<u64> {
-    let mut slab = shape.to_vec();
-    if let Some(axis) = split {
-        slab[axis] = rows;
-    }
-    slab
-}
-
 /// Validates the arguments on every rank and agrees on the outcome in one
 /// collective that also compares the global arguments across ranks exactly (their
 /// element-wise maximum and the maximum of their complement, i.e. the minimum).
@@ -51,21 +42,15 @@ pub(super) fn agree_on_arguments(
     }
 }
 
-/// Agrees on the planning outcome; returns the plan, the largest peer count of any
-/// rank (which sizes the messages) and whether any rank communicates at all.
-pub(super) fn agree_on_plan(
-    comm: &Comm,
-    planned: Result<RankPlan>,
-) -> Result<(RankPlan, usize, bool)> {
-    let (peers, talks) = planned.as_ref().map_or((1, false), |p| {
-        (
-            p.sends.len().max(p.recvs.len()).max(1),
-            !(p.sends.is_empty() && p.recvs.is_empty()),
-        )
-    });
-    let mut piggyback = [peers as i64, i64::from(talks)];
+/// Agrees on the planning outcome; returns the plan and the largest peer count of
+/// any rank (which sizes the messages).
+pub(super) fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<(RankPlan, usize)> {
+    let peers = planned
+        .as_ref()
+        .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
+    let mut piggyback = [peers as i64];
     agree(comm, planned.as_ref().err(), &mut piggyback)?;
-    Ok((planned?, piggyback[0] as usize, piggyback[1] != 0))
+    Ok((planned?, piggyback[0] as usize))
 }
 
 /// Every rank's input slab length and requested output length, in buffers

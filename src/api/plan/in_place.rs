@@ -49,7 +49,9 @@ impl Plan {
     /// True when executions in place can follow an in-place schedule: on the
     /// exchange path with a split input, when ranks communicate.
     pub(super) fn schedulable(&self) -> bool {
-        self.collective && self.plan.path == Route::Exchange && !self.plan.input.is_replicated()
+        self.collective
+            && self.plan.path == Route::Exchange
+            && !self.plan.input_layout().is_replicated()
     }
 
     /// What this rank runs when some rank executes in place on the exchange path:
@@ -101,8 +103,8 @@ impl Plan {
 
     /// Rank `r`'s staging budget for in place on the exchange path.
     fn in_place_budget(&self, r: usize) -> usize {
-        let (input, output) = (&self.plan.input, &self.plan.output);
-        let elems = input.pattern(r).len().max(output.pattern(r).len()) as usize;
+        let (input, output) = (self.plan.input_layout(), self.plan.output_layout());
+        let elems = input.elements(r).max(output.elements(r)) as usize;
         let buffer = elems * self.plan.elem_size;
         self.options
             .in_place_budget
@@ -111,13 +113,12 @@ impl Plan {
 
     /// This rank's part of the in-place schedule, with every rank's budget.
     fn in_place_schedule(&self) -> Result<std::result::Result<ScheduledExchange, Unscheduled>> {
-        let (input, output, size) = (&self.plan.input, &self.plan.output, self.plan.elem_size);
+        let size = self.plan.elem_size;
         let budgets: Vec<usize> = (0..self.comm.size())
             .map(|r| self.in_place_budget(r))
             .collect();
         let problem = Problem {
-            input,
-            output,
+            layouts: &self.plan.layouts,
             elem_size: size,
             budgets: &budgets,
         };

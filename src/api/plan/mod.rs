@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use self::creation::{agree_on_arguments, agree_on_plan, slab_shape};
+use self::creation::{agree_on_arguments, agree_on_plan};
 pub use self::execution::Execution;
 use self::execution::{Buffers, check_buffers, in_progress};
 use self::in_place::{InPlaceRoute, Run};
@@ -23,6 +23,7 @@ use crate::core::abi::dr_dtype;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
+use crate::distribution::identity::nothing_moves;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm, require_mpi};
 use crate::mpi::exchange::{Exchange, messages_per_round};
@@ -106,7 +107,8 @@ impl Plan {
         let targets = gathered.check(&checked)?;
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
-        let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
+        let (plan, busiest) = agree_on_plan(&comm, planned)?;
+        let collective = !nothing_moves(&plan.layouts);
         let exchange = contain_panic(|| {
             Exchange::new(
                 &plan,
@@ -120,12 +122,8 @@ impl Plan {
         if collective {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
         }
-        let input_shape = slab_shape(&checked.gshape, checked.split, checked.local_len);
-        let output_shape = slab_shape(
-            &plan.new_shape,
-            checked.new_split,
-            plan.output_rows().unwrap_or(0),
-        );
+        let input_shape = plan.input_layout().rank_box(plan.rank).extents;
+        let output_shape = plan.output_layout().rank_box(plan.rank).extents;
         Ok(Plan {
             engines: Mutex::new(Engines {
                 exchange: exchange?,
@@ -161,7 +159,7 @@ impl Plan {
 
     /// The resolved output global shape.
     pub fn new_shape(&self) -> &[u64] {
-        &self.plan.new_shape
+        self.plan.new_shape()
     }
 
     /// The shape of this rank's input slab (C order): the global shape with this
@@ -179,14 +177,16 @@ impl Plan {
     /// This rank's input slab along the split axis: `(offset, rows)`, the first
     /// global row it holds and how many (`None` when the input is not split).
     pub fn input_slab(&self) -> Option<(u64, u64)> {
-        self.plan.input.rows(self.plan.rank)
+        let slab = self.plan.input_layout().slab_of(self.plan.rank)?;
+        Some((slab.offset, slab.len))
     }
 
     /// This rank's output slab along the new split axis: `(offset, rows)` (`None`
     /// when the output is not split). With explicit target lengths the offset is
     /// the sum of the lower ranks' lengths, which no local formula gives.
     pub fn output_slab(&self) -> Option<(u64, u64)> {
-        self.plan.output.rows(self.plan.rank)
+        let slab = self.plan.output_layout().slab_of(self.plan.rank)?;
+        Some((slab.offset, slab.len))
     }
 
     /// This rank's output rows along the new split axis (`None` when not split).

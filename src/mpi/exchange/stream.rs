@@ -195,7 +195,7 @@ pub(super) fn stream_cutter(
     let (runs, placement) = match (spec.side, mode) {
         (Side::Receive, _) => (
             plan.recv_runs(spec.peer),
-            Placement::Pattern(plan.output_pattern()),
+            Placement::Region(plan.output_region()),
         ),
         (Side::Send, Mode::InPlaceStaged) => (
             plan.send_runs(spec.peer),
@@ -203,7 +203,7 @@ pub(super) fn stream_cutter(
         ),
         (Side::Send, _) => (
             plan.send_runs(spec.peer),
-            Placement::Pattern(plan.input_pattern()),
+            Placement::Region(plan.input_region()),
         ),
     };
     MessageCutter::new(runs, placement, plan.elem_size, limits)
