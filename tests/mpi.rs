@@ -28,6 +28,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+#[path = "mpi/grids.rs"]
+mod grids;
+
 use distreshape::{Element, Plan, PlanOptions, ReshapeArgs, Route, reshape, reshape_array};
 use mpi::collective::CommunicatorCollectives;
 use mpi::raw::AsRaw;
@@ -207,6 +210,7 @@ fn worker() {
     ignored_new_local_len(&w);
     ndarray_api(&w);
     error_agreement(&w);
+    grids::run(&w);
 }
 
 // ---------------------------------------------------------------------------------

@@ -263,12 +263,12 @@ fn deliver(
                 .expect("matching receive");
             assert_eq!(recv.elems, send.elems, "volumes of {q}->{r} disagree");
             let (from, placement) = match sources {
-                Sources::Input(bufs) => (&bufs[q], Placement::Region(plan.input_region())),
+                Sources::Input(bufs) => (&bufs[q], Placement::Source),
                 Sources::Staged(bufs) => (&bufs[q], Placement::Packed { next: packed }),
             };
             packed += send.elems as usize * 8;
             let mut tx = MessageCutter::new(plan.send_runs(r), placement, 8, limits);
-            let to = Placement::Region(plans[r].output_region());
+            let to = Placement::Target;
             let mut rx = MessageCutter::new(plans[r].recv_runs(q), to, 8, limits);
             let (mut ts, mut rs) = (Vec::new(), Vec::new());
             loop {
@@ -533,10 +533,10 @@ impl Scheduled {
             .into_iter()
             .map(|spec| {
                 let (runs, placement) = match spec.side {
-                    Side::Send => (plan.send_runs(spec.peer), plan.input_region()),
-                    Side::Receive => (plan.recv_runs(spec.peer), plan.output_region()),
+                    Side::Send => (plan.send_runs(spec.peer), Placement::Source),
+                    Side::Receive => (plan.recv_runs(spec.peer), Placement::Target),
                 };
-                let cutter = MessageCutter::new(runs, Placement::Region(placement), 8, limits);
+                let cutter = MessageCutter::new(runs, placement, 8, limits);
                 (spec, cutter, false)
             })
             .collect();

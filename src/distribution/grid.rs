@@ -253,21 +253,33 @@ impl GridLayout {
 
     /// The box `rank` holds. O(ndims).
     pub fn rank_box(&self, rank: usize) -> GridBox {
-        let mut offsets = vec![0; self.shape.len()];
-        let mut extents = self.shape.clone();
-        for (a, grid_axis) in self.axis_grid.iter().enumerate() {
-            if let Some(g) = *grid_axis {
-                let c = self.coord(rank, g);
-                offsets[a] = self.offsets[a][c];
-                extents[a] = self.offsets[a][c + 1] - self.offsets[a][c];
-            }
-        }
+        let (offsets, extents) = (0..self.shape.len())
+            .map(|a| self.axis_block(rank, a))
+            .unzip();
         GridBox { offsets, extents }
     }
 
-    /// Number of elements `rank` holds.
+    /// The first index and the extent of `rank`'s block of array axis `a`.
+    fn axis_block(&self, rank: usize, a: usize) -> (u64, u64) {
+        match self.axis_grid[a] {
+            Some(g) => {
+                let (c, offsets) = (self.coord(rank, g), &self.offsets[a]);
+                (offsets[c], offsets[c + 1] - offsets[c])
+            }
+            None => (0, self.shape[a]),
+        }
+    }
+
+    /// Number of elements `rank` holds. O(ndims), allocating nothing (executions
+    /// ask it).
     pub fn elements(&self, rank: usize) -> u64 {
-        self.rank_box(rank).len()
+        let mut extents = (0..self.shape.len()).map(|a| self.axis_block(rank, a).1);
+        match extents.any(|n| n == 0) {
+            true => 0,
+            false => (0..self.shape.len())
+                .map(|a| self.axis_block(rank, a).1)
+                .product(),
+        }
     }
 
     /// Number of ranks holding each box.

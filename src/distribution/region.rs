@@ -269,6 +269,27 @@ impl RegionRuns {
         RegionRuns::start(self.a, self.b, true)
     }
 
+    /// Starts over, in the same direction, reusing what was allocated: a stream that
+    /// cuts its runs at every execution allocates nothing after the first.
+    pub fn rewind(&mut self) {
+        self.prefix.clear();
+        (self.last, self.base, self.next) = (None, 0, None);
+        self.weight = self.a.groups.total();
+        if !self.a.is_empty() && !self.b.is_empty() {
+            self.next = self.open();
+        }
+    }
+
+    /// The region the runs are read from (the first given).
+    pub fn source(&self) -> &Region {
+        &self.a
+    }
+
+    /// The region the runs go to (the second given).
+    pub fn target(&self) -> &Region {
+        &self.b
+    }
+
     fn start(a: Region, b: Region, descending: bool) -> RegionRuns {
         let mut runs = RegionRuns {
             weight: a.groups.total(),

@@ -212,6 +212,37 @@ impl Comm {
         )
     }
 
+    /// The dimensions of the communicator's Cartesian topology (the caller's: the
+    /// duplicate keeps it), or `None` when it has none.
+    pub fn cartesian_dims(&self) -> Result<Option<Vec<i64>>> {
+        let mut kind: c_int = 0;
+        // SAFETY: a valid communicator and a writable int.
+        let code = unsafe { ffi::MPI_Topo_test(self.raw(), &mut kind) };
+        check(code, "MPI_Topo_test")?;
+        // SAFETY: reading an MPI constant.
+        if kind != unsafe { ffi::RSMPI_CART } {
+            return Ok(None);
+        }
+        let mut ndims: c_int = 0;
+        // SAFETY: a Cartesian communicator and a writable int.
+        let code = unsafe { ffi::MPI_Cartdim_get(self.raw(), &mut ndims) };
+        check(code, "MPI_Cartdim_get")?;
+        let n = usize::try_from(ndims).unwrap_or(0);
+        let (mut dims, mut periods, mut coords) = (vec![0; n], vec![0; n], vec![0; n]);
+        // SAFETY: the three arrays hold ndims ints each.
+        let code = unsafe {
+            ffi::MPI_Cart_get(
+                self.raw(),
+                ndims,
+                dims.as_mut_ptr(),
+                periods.as_mut_ptr(),
+                coords.as_mut_ptr(),
+            )
+        };
+        check(code, "MPI_Cart_get")?;
+        Ok(Some(dims.into_iter().map(i64::from).collect()))
+    }
+
     /// Broadcasts `bytes` from `root`.
     pub fn broadcast(&self, bytes: &mut [u8], root: usize) -> Result<()> {
         // SAFETY: every rank passes a buffer of the same length.

@@ -39,10 +39,14 @@ pub enum MessageKind {
 }
 
 /// Where the runs of a stream lie in a local buffer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
-    /// Where the rank's elements lie in its input or output buffer.
-    Region(Region),
+    /// Where the elements lie in the buffer of the runs' source region (a sender's
+    /// input).
+    Source,
+    /// Where the elements lie in the buffer of the runs' target region (a
+    /// receiver's output).
+    Target,
     /// Back to back from a byte offset (a packed staging buffer).
     Packed {
         /// Byte offset of the next run.
@@ -51,10 +55,12 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// Byte offset of the run starting at `global`, `bytes` long.
-    fn place(&mut self, global: u64, bytes: usize, elem_size: usize) -> usize {
+    /// Byte offset of the run of `runs` starting at `global`, `bytes` long.
+    fn place(&mut self, runs: &RegionRuns, global: u64, bytes: usize, elem_size: usize) -> usize {
+        let in_region = |region: &Region| region.local_offset(global) as usize * elem_size;
         match self {
-            Placement::Region(r) => r.local_offset(global) as usize * elem_size,
+            Placement::Source => in_region(runs.source()),
+            Placement::Target => in_region(runs.target()),
             Placement::Packed { next } => {
                 *next += bytes;
                 *next - bytes
@@ -93,6 +99,12 @@ impl MessageCutter {
         }
     }
 
+    /// Starts over with the same runs, placed by `placement`, allocating nothing.
+    pub fn rewind(&mut self, placement: Placement) {
+        self.runs.rewind();
+        (self.placement, self.pending) = (placement, None);
+    }
+
     fn take(&mut self) -> Option<Run> {
         self.pending.take().or_else(|| self.runs.next())
     }
@@ -114,7 +126,9 @@ impl MessageCutter {
 
     fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
         let len = run.len as usize * self.elem_size;
-        let offset = self.placement.place(run.global, len, self.elem_size);
+        let offset = self
+            .placement
+            .place(&self.runs, run.global, len, self.elem_size);
         push_coalesced(segments, Segment { offset, len });
     }
 }
@@ -299,7 +313,7 @@ mod tests {
         fn kept_messages_replay_what_the_cutter_cuts(pair in region_pair(), budget in 0usize..40) {
             let RegionPair { a, b, .. } = pair;
             let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
-            let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Region(a.clone()), 4, limits);
+            let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
             while let Some(kind) = fresh.next_message(&mut segs) {
@@ -327,7 +341,7 @@ mod tests {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = max_bytes.max(direct);
             let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
-            let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Region(a.clone()), 4, limits);
+            let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
             while let Some(kind) = cutter.next_message(&mut segs) {

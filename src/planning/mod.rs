@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod inplace;
+pub mod layouts;
 pub mod messages;
 pub mod planner;
 pub mod schedule;

@@ -196,24 +196,20 @@ impl RankPlan {
     }
 
     /// The copies of the elements this rank keeps, from its input to its output,
-    /// runs contiguous on both sides merged.
-    pub fn kept_copies(&self) -> impl Iterator<Item = KeptCopy> {
-        let mut runs = self.kept_bytes(self.local_runs()).peekable();
-        std::iter::from_fn(move || {
-            let (mut from, to) = runs.next()?;
-            while let Some((next, _)) =
-                runs.next_if(|(s, d)| s.start == from.end && *d == to + from.len())
-            {
-                from.end = next.end;
-            }
-            Some(KeptCopy { from, to })
-        })
+    /// runs contiguous on both sides merged, read from `runs` (this rank's
+    /// [`RankPlan::local_runs`], which an execution rewinds rather than makes anew).
+    pub fn kept_copies<'a>(&self, runs: &'a mut RegionRuns) -> KeptCopies<'a> {
+        KeptCopies {
+            runs,
+            elem_size: self.elem_size,
+            pending: None,
+        }
     }
 
     /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
     /// this rank's input and output).
     pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        for KeptCopy { from, to } in self.kept_copies() {
+        for KeptCopy { from, to } in self.kept_copies(&mut self.local_runs()) {
             output[to..to + from.len()].copy_from_slice(&input[from]);
         }
     }
@@ -279,6 +275,46 @@ impl RankPlan {
             peers_sent: self.sends.len(),
             peers_received: self.recvs.len(),
         }
+    }
+}
+
+/// The copies of the elements a rank keeps (see [`RankPlan::kept_copies`]):
+/// allocates nothing.
+#[derive(Debug)]
+pub struct KeptCopies<'a> {
+    runs: &'a mut RegionRuns,
+    elem_size: usize,
+    /// A copy read but not merged into the one before it.
+    pending: Option<KeptCopy>,
+}
+
+impl KeptCopies<'_> {
+    /// The next run as a copy between the two buffers.
+    fn next_run(&mut self) -> Option<KeptCopy> {
+        let run = self.runs.next()?;
+        let size = self.elem_size;
+        let src = self.runs.source().local_offset(run.global) as usize * size;
+        let dst = self.runs.target().local_offset(run.global) as usize * size;
+        Some(KeptCopy {
+            from: src..src + run.len as usize * size,
+            to: dst,
+        })
+    }
+}
+
+impl Iterator for KeptCopies<'_> {
+    type Item = KeptCopy;
+
+    fn next(&mut self) -> Option<KeptCopy> {
+        let mut open = self.pending.take().or_else(|| self.next_run())?;
+        while let Some(copy) = self.next_run() {
+            if copy.from.start != open.from.end || copy.to != open.to + open.from.len() {
+                self.pending = Some(copy);
+                break;
+            }
+            open.from.end = copy.from.end;
+        }
+        Some(open)
     }
 }
 

@@ -2,14 +2,16 @@
 //! and compared across ranks in one agreement, every rank's slab lengths gathered
 //! and checked, and the planning outcome agreed.
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::core::faults::injected_panic_point;
+use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
 use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
+use crate::planning::layouts::{LAYOUT_FINGERPRINT_LEN, LayoutArgs};
 use crate::planning::planner::RankPlan;
 
 /// Validates the arguments on every rank and agrees on the outcome in one
@@ -97,4 +99,67 @@ impl Gathered {
         }
         Ok(explicit.map(|_| self.targets.as_slice()))
     }
+}
+
+/// Two layouts checked on every rank and compared across ranks.
+pub(super) struct CheckedLayouts {
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// The grid layouts, resolved.
+    pub layouts: Redistribution,
+}
+
+/// Checks the layouts on every rank (against the communicator's size and, on a
+/// Cartesian communicator, its dimensions) and agrees on the outcome in one
+/// collective that also compares them across ranks (their fingerprint's maximum
+/// and the maximum of its complement, i.e. the minimum).
+pub(super) fn agree_on_layouts(comm: &Comm, args: Result<LayoutArgs>) -> Result<CheckedLayouts> {
+    let rank = comm.rank();
+    let cartesian = comm.cartesian_dims();
+    let checked = contain_panic(|| {
+        injected_panic_point();
+        let args = args.as_ref().map_err(|e| e.clone().on_rank(rank))?;
+        let layouts = args.check(comm.size(), rank)?;
+        check_cartesian(&layouts, cartesian?.as_deref(), rank)?;
+        Ok(CheckedLayouts {
+            elem_size: args.elem_size,
+            layouts,
+        })
+    });
+    let fingerprint = args
+        .as_ref()
+        .map_or([0; LAYOUT_FINGERPRINT_LEN], LayoutArgs::fingerprint);
+    let mut piggyback: Vec<i64> = fingerprint
+        .iter()
+        .copied()
+        .chain(fingerprint.iter().map(|x| !x))
+        .collect();
+    agree(comm, checked.as_ref().err(), &mut piggyback)?;
+    let (checked, args) = (checked?, args?);
+    let min: Vec<i64> = piggyback[LAYOUT_FINGERPRINT_LEN..]
+        .iter()
+        .map(|x| !x)
+        .collect();
+    match args.mismatch(&min, &piggyback[..LAYOUT_FINGERPRINT_LEN], rank) {
+        Some(e) => Err(e),
+        None => Ok(checked),
+    }
+}
+
+/// On a Cartesian communicator of dimensions `dims`, a layout whose grid has as many
+/// axes must have these dimensions: its ranks would otherwise sit at other
+/// coordinates than the communicator's.
+fn check_cartesian(layouts: &Redistribution, dims: Option<&[i64]>, rank: usize) -> Result<()> {
+    let Some(dims) = dims else {
+        return Ok(());
+    };
+    for (which, layout) in [("input", layouts.input()), ("output", layouts.output())] {
+        let grid: Vec<i64> = layout.grid_dims().iter().map(|&d| d as i64).collect();
+        if grid.len() == dims.len() && grid != dims {
+            return Err(Error::InvalidDistribution(format!(
+                "{which} layout: grid_dims = {grid:?} differ from the Cartesian communicator's dims {dims:?} (rank {rank})"
+            )));
+        }
+    }
+    Ok(())
 }

@@ -10,11 +10,11 @@ mod in_place;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use self::creation::{agree_on_arguments, agree_on_plan};
+use self::creation::{agree_on_arguments, agree_on_layouts, agree_on_plan};
 pub use self::execution::Execution;
 use self::execution::{Buffers, check_buffers, in_progress};
 use self::in_place::{InPlaceRoute, Run};
@@ -23,11 +23,13 @@ use crate::core::abi::dr_dtype;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
+use crate::distribution::grid::GridBox;
 use crate::distribution::identity::nothing_moves;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm, require_mpi};
 use crate::mpi::exchange::{Exchange, messages_per_round};
 use crate::planning::args::ReshapeArgs;
+use crate::planning::layouts::{Layout, LayoutArgs};
 use crate::planning::planner::{PlanStats, RankPlan, Route};
 use crate::planning::schedule::Progress;
 
@@ -107,6 +109,63 @@ impl Plan {
         let targets = gathered.check(&checked)?;
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
+        Plan::assemble(comm, planned, dtype, options)
+    }
+
+    /// Plans the redistribution of elements of type `T` from the layout `input` to
+    /// the layout `output` over `comm` (collective), with the default options. The
+    /// two grids may differ (any two layouts of the communicator's ranks), and so may
+    /// the shapes, by NumPy's reshape rules (one `-1` in the output's).
+    ///
+    /// ```no_run
+    /// use distreshape::{Layout, Plan};
+    /// let universe = mpi::initialize().unwrap();
+    /// let world = mpi::topology::SimpleCommunicator::world();
+    /// // x-pencils to y-pencils on a 2 x 2 grid, in one step.
+    /// let x = Layout::new(&[64, 64, 64], &[2, 2], &[None, Some(0), Some(1)]);
+    /// let y = Layout::new(&[64, 64, 64], &[2, 2], &[Some(0), None, Some(1)]);
+    /// let plan = Plan::from_layouts::<f64, _>(&world, &x, &y).unwrap();
+    /// let input = vec![0.0f64; plan.input_elems()];
+    /// let mut output = vec![0.0f64; plan.output_elems()];
+    /// plan.execute(&input, &mut output).unwrap();
+    /// ```
+    pub fn from_layouts<T: Element, C: AsRaw<Raw = RawComm>>(
+        comm: &C,
+        input: &Layout,
+        output: &Layout,
+    ) -> Result<Plan> {
+        let args = LayoutArgs::for_element::<T>(input, output);
+        Plan::create_from_layouts(comm.as_raw(), Ok(args), PlanOptions::default())
+    }
+
+    /// Plans between two layouts over a raw communicator handle (collective); a
+    /// local `Err` in `args` is agreed like any validation failure. On a Cartesian
+    /// communicator, a layout whose grid has as many axes as the communicator's must
+    /// have its dimensions (ranks would otherwise sit at other coordinates than the
+    /// communicator's).
+    pub fn create_from_layouts(
+        comm: RawComm,
+        args: Result<LayoutArgs>,
+        options: PlanOptions,
+    ) -> Result<Plan> {
+        let dtype = args.as_ref().ok().and_then(|a| a.dtype);
+        let comm = Comm::for_plan(comm)?;
+        let layouts = agree_on_layouts(&comm, args)?;
+        let planned = contain_panic(|| {
+            let elem_size = layouts.elem_size;
+            RankPlan::for_layouts(Arc::new(layouts.layouts), elem_size, comm.rank())
+        });
+        Plan::assemble(comm, planned, dtype, options)
+    }
+
+    /// The plan from this rank's planning outcome: agrees on it, then allocates the
+    /// exchange (agreeing on that too when the ranks communicate).
+    fn assemble(
+        comm: Comm,
+        planned: Result<RankPlan>,
+        dtype: Option<i32>,
+        options: PlanOptions,
+    ) -> Result<Plan> {
         let (plan, busiest) = agree_on_plan(&comm, planned)?;
         let collective = !nothing_moves(&plan.layouts);
         let exchange = contain_panic(|| {
@@ -172,6 +231,17 @@ impl Plan {
     /// this rank's rows along the new split axis.
     pub fn local_output_shape(&self) -> &[u64] {
         &self.local_shapes[1]
+    }
+
+    /// This rank's input box: the global index of its first element along each
+    /// axis, and its extent along each (its buffer holds the box in C order).
+    pub fn input_box(&self) -> GridBox {
+        self.plan.input_layout().rank_box(self.plan.rank)
+    }
+
+    /// This rank's output box, in the resolved output shape.
+    pub fn output_box(&self) -> GridBox {
+        self.plan.output_layout().rank_box(self.plan.rank)
     }
 
     /// This rank's input slab along the split axis: `(offset, rows)`, the first

@@ -4,6 +4,7 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
+use crate::distribution::region::RegionRuns;
 use crate::planning::planner::{KeptCopy, RankPlan};
 
 use super::stream::Stream;
@@ -60,47 +61,71 @@ pub(super) unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'
     unsafe { slice_or_empty_mut(buffer, len) }
 }
 
-/// Copies the elements `plan` keeps, from the `kept` copies listed at plan creation
-/// when there are. Through raw pointers: receives in flight write other parts of
-/// `output`, so no reference may cover it.
-///
-/// # Safety
-/// As [`Exchange::run`], out of place.
-pub(super) unsafe fn copy_local(
-    plan: &RankPlan,
-    kept: Option<&[KeptCopy]>,
-    input: *const u8,
-    output: *mut u8,
-) {
-    let copy = |c: &KeptCopy| {
-        // SAFETY: every kept copy lies inside both buffers (planner invariant), which
-        // do not overlap, and no message touches the bytes it writes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(input.add(c.from.start), output.add(c.to), c.from.len())
-        }
-    };
-    match kept {
-        Some(kept) => kept.iter().for_each(copy),
-        None => plan.kept_copies().for_each(|c| copy(&c)),
-    }
+/// The copies of the elements a rank keeps, as every execution makes them.
+#[derive(Debug)]
+pub(super) enum LocalCopies {
+    /// Listed once when the plan was created (within its budget).
+    Listed(Vec<KeptCopy>),
+    /// Too many to list: read from the rank's local runs, rewound by every
+    /// execution (so it allocates nothing either).
+    Cut(Box<RegionRuns>),
 }
 
-/// The local copies of `plan`, or `None` when there are more than `budget`.
-pub(super) fn keep_copies(plan: &RankPlan, budget: usize) -> Result<Option<Vec<KeptCopy>>> {
-    let mut kept = Vec::new();
-    for copy in plan.kept_copies() {
-        if kept.len() == budget {
-            return Ok(None);
+impl LocalCopies {
+    /// The local copies of `plan`, listed unless there are more than `budget`.
+    pub(super) fn new(plan: &RankPlan, budget: usize) -> Result<LocalCopies> {
+        let mut runs = plan.local_runs();
+        let mut kept = Vec::new();
+        for copy in plan.kept_copies(&mut runs) {
+            if kept.len() == budget {
+                runs.rewind();
+                return Ok(LocalCopies::Cut(Box::new(runs)));
+            }
+            kept.try_reserve(1).map_err(|_| {
+                Error::OutOfMemory(format!(
+                    "cannot keep the local copies on rank {}",
+                    plan.rank
+                ))
+            })?;
+            kept.push(copy);
         }
-        kept.try_reserve(1).map_err(|_| {
-            Error::OutOfMemory(format!(
-                "cannot keep the local copies on rank {}",
-                plan.rank
-            ))
-        })?;
-        kept.push(copy);
+        Ok(LocalCopies::Listed(kept))
     }
-    Ok(Some(kept))
+
+    /// The number of copies listed (`None` when they are cut at every execution).
+    pub(super) fn listed(&self) -> Option<usize> {
+        match self {
+            LocalCopies::Listed(kept) => Some(kept.len()),
+            LocalCopies::Cut(_) => None,
+        }
+    }
+
+    /// Copies the elements `plan` keeps from `input` to `output`. Through raw
+    /// pointers: receives in flight write other parts of `output`, so no reference
+    /// may cover it.
+    ///
+    /// # Safety
+    /// As [`Exchange::run`](super::Exchange::run), out of place.
+    pub(super) unsafe fn copy(&mut self, plan: &RankPlan, input: *const u8, output: *mut u8) {
+        let copy = |c: &KeptCopy| {
+            // SAFETY: every kept copy lies inside both buffers (planner invariant),
+            // which do not overlap, and no message touches the bytes it writes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    input.add(c.from.start),
+                    output.add(c.to),
+                    c.from.len(),
+                )
+            }
+        };
+        match self {
+            LocalCopies::Listed(kept) => kept.iter().for_each(copy),
+            LocalCopies::Cut(runs) => {
+                runs.rewind();
+                plan.kept_copies(runs).for_each(|c| copy(&c));
+            }
+        }
+    }
 }
 
 /// The mutable slice at `ptr` of `len` bytes; `ptr` may be null when `len` is 0.

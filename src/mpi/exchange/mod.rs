@@ -33,9 +33,7 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
-use self::local::{
-    copy_local, in_place_buffer, keep_copies, packed_starts, stage_in_place, staging,
-};
+use self::local::{LocalCopies, in_place_buffer, packed_starts, stage_in_place, staging};
 use self::progress::{Active, Sides};
 use self::stream::Stream;
 use crate::core::error::Result;
@@ -43,7 +41,7 @@ use crate::core::fallible::try_vec;
 use crate::mpi::comm::Comm;
 use crate::mpi::p2p::cancel_all;
 use crate::planning::messages::MessageLimits;
-use crate::planning::planner::{KeptCopy, RankPlan};
+use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{Progress, Side, schedule};
 
 /// Most messages one stream posts in one round.
@@ -80,13 +78,12 @@ pub enum Mode {
 /// (so an allocation failure is agreed there) and reused by every execution.
 pub struct Exchange {
     progress: Progress,
-    limits: MessageLimits,
     /// Messages each stream posts per round.
     per_round: usize,
     /// The streams in schedule order.
     streams: Vec<Stream>,
     /// The local copies, listed once when they fit the plan's budget.
-    kept: Option<Vec<KeptCopy>>,
+    kept: LocalCopies,
     /// `per_round` request slots per stream.
     requests: Vec<ffi::MPI_Request>,
     /// Indices of completed requests, filled by MPI_Waitsome.
@@ -107,7 +104,7 @@ impl std::fmt::Debug for Exchange {
             .field("progress", &self.progress)
             .field("per_round", &self.per_round)
             .field("streams", &self.streams.len())
-            .field("kept_copies", &self.kept.as_ref().map(Vec::len))
+            .field("kept_copies", &self.kept.listed())
             .field("staging_bytes", &self.staging.capacity())
             .finish_non_exhaustive()
     }
@@ -132,8 +129,8 @@ impl Exchange {
     ) -> Result<Exchange> {
         let specs = schedule(plan, nranks, progress)?;
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
-        let kept = keep_copies(plan, keep_budget)?;
-        let mut budget = keep_budget - kept.as_ref().map_or(keep_budget, Vec::len);
+        let kept = LocalCopies::new(plan, keep_budget)?;
+        let mut budget = keep_budget - kept.listed().unwrap_or(keep_budget);
         let packed_starts = packed_starts(plan)?;
         let mut slots = 0;
         for spec in specs {
@@ -159,7 +156,6 @@ impl Exchange {
         completed.resize(count, 0);
         Ok(Exchange {
             progress,
-            limits,
             per_round,
             streams,
             kept,
@@ -196,7 +192,7 @@ impl Exchange {
             unsafe { self.start(plan, mode, packed, input, output) };
             return self.advance(plan, comm, true).map(drop);
         }
-        self.next_execution(plan, mode);
+        self.next_execution(mode);
         let mut sides = |sides: Sides| {
             self.active = Some(Active::new(
                 input.cast_mut(),
@@ -255,7 +251,7 @@ impl Exchange {
         input: *const u8,
         output: *mut u8,
     ) {
-        self.next_execution(plan, mode);
+        self.next_execution(mode);
         let (send_base, local_copy) = match mode {
             Mode::OutOfPlace => (input, Some(input)),
             // SAFETY: forwarded from the caller.
@@ -266,12 +262,9 @@ impl Exchange {
     }
 
     /// Counts the execution and rewinds every stream.
-    fn next_execution(&mut self, plan: &RankPlan, mode: Mode) {
-        let limits = self.limits;
+    fn next_execution(&mut self, mode: Mode) {
         self.executions += 1;
-        self.streams
-            .iter_mut()
-            .for_each(|s| s.reset(plan, mode, limits));
+        self.streams.iter_mut().for_each(|s| s.reset(mode));
     }
 
     /// The tag of the current execution's messages.
@@ -291,9 +284,9 @@ impl Exchange {
     ///
     /// # Safety
     /// As [`Exchange::run`] out of place, with every message completed.
-    pub unsafe fn copy_kept(&self, plan: &RankPlan, input: *const u8, output: *mut u8) {
+    pub unsafe fn copy_kept(&mut self, plan: &RankPlan, input: *const u8, output: *mut u8) {
         // SAFETY: forwarded from the caller.
-        unsafe { copy_local(plan, self.kept.as_deref(), input, output) };
+        unsafe { self.kept.copy(plan, input, output) };
     }
 
     /// Carries the active execution on as the schedule says: until it completes
@@ -304,12 +297,12 @@ impl Exchange {
         let Some(mut active) = self.active.take() else {
             return Ok(true);
         };
-        let kept = self.kept.take();
+        let mut kept = std::mem::replace(&mut self.kept, LocalCopies::Listed(Vec::new()));
         let mut copy_once = |active: &mut Active| {
             if let Some(input) = active.local_copy.take() {
                 // SAFETY: the buffers of `active` are valid until it completes
                 // (contract of begin / run); only out of place has a local copy.
-                unsafe { copy_local(plan, kept.as_deref(), input, active.output) };
+                unsafe { kept.copy(plan, input, active.output) };
             }
         };
         let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;

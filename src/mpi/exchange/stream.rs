@@ -25,8 +25,12 @@ pub(super) struct Stream {
     pub(super) cut: Option<CutMessages>,
     /// How many messages of `cut` this execution has posted.
     pub(super) replayed: usize,
-    /// Cuts the messages during this execution when they are not replayed from `cut`.
+    /// Cuts the messages during an execution that does not replay them from `cut`
+    /// (none were kept, or the sends are read from the packed sends): made when the
+    /// plan is created, rewound by every execution, so executions allocate nothing.
     pub(super) cutter: Option<MessageCutter>,
+    /// True when this execution replays `cut`.
+    pub(super) replaying: bool,
     /// The message being cut, as segments of the local buffer.
     pub(super) segments: Vec<Segment>,
     /// This stream's slot in the staging buffer.
@@ -55,6 +59,7 @@ impl Stream {
             cut: None,
             replayed: 0,
             cutter: None,
+            replaying: false,
             segments: try_vec(
                 limits.max_runs.min(elems),
                 "the message segments",
@@ -76,13 +81,17 @@ impl Stream {
         limits: MessageLimits,
         budget: usize,
     ) -> Result<usize> {
-        let cutter = stream_cutter(plan, self.spec, Mode::OutOfPlace, 0, limits);
-        self.cut = CutMessages::cut(cutter, budget, &mut self.segments).map_err(|_| {
+        let cutter = || stream_cutter(plan, self.spec, limits);
+        self.cut = CutMessages::cut(cutter(), budget, &mut self.segments).map_err(|_| {
             Error::OutOfMemory(format!(
                 "cannot keep the cut messages on rank {}",
                 plan.rank
             ))
         })?;
+        // Sends are cut again in place with everything sent staged.
+        if self.cut.is_none() || self.spec.side == Side::Send {
+            self.cutter = Some(cutter());
+        }
         Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
     }
 
@@ -102,11 +111,19 @@ impl Stream {
 
     /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
     /// except for sends read from the packed buffer of an in-place execution.
-    pub(super) fn reset(&mut self, plan: &RankPlan, mode: Mode, limits: MessageLimits) {
-        let repacked = self.spec.side == Side::Send && mode == Mode::InPlaceStaged;
-        let replay = self.cut.is_some() && !repacked;
-        self.cutter =
-            (!replay).then(|| stream_cutter(plan, self.spec, mode, self.packed_at, limits));
+    pub(super) fn reset(&mut self, mode: Mode) {
+        let placement = match (self.spec.side, mode) {
+            (Side::Receive, _) => Placement::Target,
+            (Side::Send, Mode::InPlaceStaged) => Placement::Packed {
+                next: self.packed_at,
+            },
+            (Side::Send, _) => Placement::Source,
+        };
+        let repacked = matches!(placement, Placement::Packed { .. });
+        self.replaying = self.cut.is_some() && !repacked;
+        if let (false, Some(cutter)) = (self.replaying, &mut self.cutter) {
+            cutter.rewind(placement);
+        }
         self.replayed = 0;
         self.staged = false;
         self.done = false;
@@ -138,15 +155,15 @@ impl Stream {
             Ok(())
         };
         let segments = &mut self.segments;
-        let cut = match (&mut self.cutter, &self.cut) {
-            (Some(cutter), _) => cutter.next_round(segments, per_round, &mut post_one),
-            (None, Some(cut)) => {
+        let cut = match (self.replaying, &mut self.cutter, &self.cut) {
+            (true, _, Some(cut)) => {
                 let mut replay = cut.replay(self.replayed);
                 let round = replay.next_round(segments, per_round, &mut post_one);
                 self.replayed = replay.position();
                 round
             }
-            (None, None) => Ok(0),
+            (false, Some(cutter), _) => cutter.next_round(segments, per_round, &mut post_one),
+            _ => Ok(0),
         };
         self.pending = posted;
         self.staged = staged;
@@ -156,10 +173,10 @@ impl Stream {
 
     /// True when every message of this execution has been posted.
     pub(super) fn is_exhausted(&mut self) -> bool {
-        match (&mut self.cutter, &self.cut) {
-            (Some(cutter), _) => cutter.is_exhausted(),
-            (None, Some(cut)) => cut.replay(self.replayed).is_exhausted(),
-            (None, None) => true,
+        match (self.replaying, &mut self.cutter, &self.cut) {
+            (true, _, Some(cut)) => cut.replay(self.replayed).is_exhausted(),
+            (false, Some(cutter), _) => cutter.is_exhausted(),
+            _ => true,
         }
     }
 
@@ -182,29 +199,16 @@ impl Stream {
     }
 }
 
-/// The message cutter of `spec` for an execution in `mode`: receives are placed by the
-/// output pattern, sends by the input pattern or, in place with staging, back to back
-/// from `packed_at` in the packed sends.
+/// The message cutter of `spec`: sends placed by the input region, receives by the
+/// output region (rewinding it changes the placement for other modes).
 pub(super) fn stream_cutter(
     plan: &RankPlan,
     spec: ScheduledStream,
-    mode: Mode,
-    packed_at: usize,
     limits: MessageLimits,
 ) -> MessageCutter {
-    let (runs, placement) = match (spec.side, mode) {
-        (Side::Receive, _) => (
-            plan.recv_runs(spec.peer),
-            Placement::Region(plan.output_region()),
-        ),
-        (Side::Send, Mode::InPlaceStaged) => (
-            plan.send_runs(spec.peer),
-            Placement::Packed { next: packed_at },
-        ),
-        (Side::Send, _) => (
-            plan.send_runs(spec.peer),
-            Placement::Region(plan.input_region()),
-        ),
+    let (runs, placement) = match spec.side {
+        Side::Receive => (plan.recv_runs(spec.peer), Placement::Target),
+        Side::Send => (plan.send_runs(spec.peer), Placement::Source),
     };
     MessageCutter::new(runs, placement, plan.elem_size, limits)
 }

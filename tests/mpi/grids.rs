@@ -1,0 +1,387 @@
+//! Plans between process-grid layouts over MPI: pencils, bricks, replicated grid
+//! axes, explicit and empty blocks, shape changes with -1, on every grid the rank
+//! count factors into. Every element is checked against its global index, computed
+//! here from the layouts with plain loops (not by the library), out of place, in
+//! place and overlapped; the volumes are checked against the oracle's (each element
+//! reaches each rank that needs it once); bad layouts are agreed on every rank.
+
+use distreshape::{Layout, Plan, PlanStats};
+use mpi::topology::Communicator;
+
+use super::World;
+
+/// One layout as the oracle reads it.
+#[derive(Clone, Debug)]
+struct Spec {
+    shape: Vec<u64>,
+    grid: Vec<usize>,
+    axis_grid: Vec<Option<usize>>,
+    /// Explicit block lengths per array axis (`None`: balanced).
+    lengths: Vec<Option<Vec<u64>>>,
+}
+
+impl Spec {
+    fn new(shape: &[u64], grid: &[usize], axis_grid: &[Option<usize>]) -> Spec {
+        Spec {
+            shape: shape.to_vec(),
+            grid: grid.to_vec(),
+            axis_grid: axis_grid.to_vec(),
+            lengths: vec![None; shape.len()],
+        }
+    }
+
+    fn lengths(mut self, axis: usize, lengths: &[u64]) -> Spec {
+        self.lengths[axis] = Some(lengths.to_vec());
+        self
+    }
+
+    /// The library's layout, with the shape as the caller writes it.
+    fn layout(&self, shape: &[i64]) -> Layout {
+        let grid: Vec<i64> = self.grid.iter().map(|&d| d as i64).collect();
+        let mut layout = Layout::new(shape, &grid, &self.axis_grid);
+        for (axis, lengths) in self.lengths.iter().enumerate() {
+            if let Some(l) = lengths {
+                let l: Vec<i64> = l.iter().map(|&x| x as i64).collect();
+                layout = layout.with_lengths(axis, &l);
+            }
+        }
+        layout
+    }
+
+    /// Rank `rank`'s coordinate along grid axis `g` (row-major).
+    fn coord(&self, rank: usize, g: usize) -> usize {
+        let stride: usize = self.grid[g + 1..].iter().product();
+        rank / stride % self.grid[g]
+    }
+
+    /// First index and extent of `rank`'s block of array axis `a`.
+    fn block(&self, rank: usize, a: usize) -> (u64, u64) {
+        let n = self.shape[a];
+        let Some(g) = self.axis_grid[a] else {
+            return (0, n);
+        };
+        let (c, q) = (self.coord(rank, g), self.grid[g] as u64);
+        match &self.lengths[a] {
+            Some(l) => (l[..c].iter().sum(), l[c]),
+            None => {
+                let c = c as u64;
+                (c * (n / q) + c.min(n % q), n / q + u64::from(c < n % q))
+            }
+        }
+    }
+
+    /// The global C-order flat indices `rank` holds, in its buffer's order.
+    fn indices(&self, rank: usize) -> Vec<u64> {
+        let blocks: Vec<(u64, u64)> = (0..self.shape.len()).map(|a| self.block(rank, a)).collect();
+        let count: u64 = blocks.iter().map(|b| b.1).product();
+        (0..count)
+            .map(|k| {
+                let mut rest = k;
+                let mut index = vec![0; blocks.len()];
+                for a in (0..blocks.len()).rev() {
+                    index[a] = blocks[a].0 + rest % blocks[a].1;
+                    rest /= blocks[a].1;
+                }
+                (0..blocks.len()).fold(0, |flat, a| flat * self.shape[a] + index[a])
+            })
+            .collect()
+    }
+}
+
+/// A plan to test: the two layouts, and the output shape as written (maybe a -1).
+struct GridCase {
+    name: String,
+    input: Spec,
+    output: Spec,
+    written_shape: Vec<i64>,
+}
+
+fn case(name: &str, input: Spec, output: Spec) -> GridCase {
+    let written_shape = output.shape.iter().map(|&n| n as i64).collect();
+    GridCase {
+        name: name.into(),
+        input,
+        output,
+        written_shape,
+    }
+}
+
+impl GridCase {
+    /// The same case with output axis `axis` written as -1.
+    fn inferred(mut self, axis: usize) -> GridCase {
+        self.written_shape[axis] = -1;
+        self.name += " (-1)";
+        self
+    }
+}
+
+/// The two-axis grids `p` factors into.
+fn grids_2d(p: usize) -> Vec<[usize; 2]> {
+    (1..=p).filter(|d| p.is_multiple_of(*d)).map(|d| [d, p / d]).collect()
+}
+
+/// Every case for `p` ranks.
+fn cases(p: usize) -> Vec<GridCase> {
+    let mut all = Vec::new();
+    let cube = [7u64, 6, 5];
+    for [a, b] in grids_2d(p) {
+        let x = Spec::new(&cube, &[a, b], &[None, Some(0), Some(1)]);
+        let y = Spec::new(&cube, &[a, b], &[Some(0), None, Some(1)]);
+        let z = Spec::new(&cube, &[a, b], &[Some(0), Some(1), None]);
+        let slab = Spec::new(&cube, &[p], &[Some(0), None, None]);
+        all.push(case(&format!("x->y pencils {a}x{b}"), x.clone(), y.clone()));
+        all.push(case(&format!("y->z pencils {a}x{b}"), y.clone(), z.clone()));
+        all.push(case(&format!("z->x pencils {a}x{b}"), z, x.clone()));
+        all.push(case(
+            &format!("x pencils {a}x{b} -> slabs"),
+            x.clone(),
+            slab.clone(),
+        ));
+        all.push(case(
+            &format!("slabs -> y pencils {a}x{b}"),
+            slab,
+            y.clone(),
+        ));
+        let flat = Spec::new(&[42, 5], &[b, a], &[Some(1), Some(0)]);
+        all.push(
+            case(
+                &format!("x pencils {a}x{b} -> (42, 5) on {b}x{a}"),
+                x.clone(),
+                flat,
+            )
+            .inferred(0),
+        );
+        let merged = Spec::new(&[7, 30], &[a, b], &[None, Some(0)]);
+        all.push(case(
+            &format!("x pencils {a}x{b} -> (7, 30), grid axis 1 replicating"),
+            x,
+            merged,
+        ));
+        let replicated_in = Spec::new(&cube, &[a, b], &[None, None, Some(1)]);
+        all.push(case(
+            &format!("replicated over grid axis 0 of {a}x{b} -> y pencils"),
+            replicated_in,
+            y,
+        ));
+    }
+    if p.is_multiple_of(2) {
+        let q = p / 2;
+        let bricks = Spec::new(&[8, 6, 6], &[2, q, 1], &[Some(0), Some(1), Some(2)]);
+        let x = Spec::new(&[8, 6, 6], &[q, 2], &[None, Some(0), Some(1)]);
+        all.push(case(
+            &format!("bricks 2x{q}x1 -> x pencils {q}x2"),
+            bricks.clone(),
+            x.clone(),
+        ));
+        all.push(case(
+            &format!("x pencils {q}x2 -> bricks 2x{q}x1"),
+            x,
+            bricks,
+        ));
+    }
+    let uneven = Spec::new(&[9, 4], &[p], &[Some(0), None]).lengths(0, &uneven_lengths(9, p));
+    let grid = Spec::new(&[6, 6], &[1, p], &[Some(0), Some(1)]);
+    all.push(case(
+        "explicit and empty blocks -> 1 x p",
+        uneven.clone(),
+        grid.clone(),
+    ));
+    all.push(case("1 x p -> explicit and empty blocks", grid, uneven));
+    // Nothing moves: unsplit trailing axes merged, the split kept.
+    let rows = Spec::new(&[2 * p as u64, 3, 4], &[p], &[Some(0), None, None]);
+    let merged = Spec::new(&[2 * p as u64, 12], &[p], &[Some(0), None]);
+    all.push(case("trailing axes merged (nothing moves)", rows, merged).inferred(1));
+    all
+}
+
+/// `n` rows over `p` ranks, unevenly, the first rank holding none.
+fn uneven_lengths(n: u64, p: usize) -> Vec<u64> {
+    let mut lengths = vec![0; p];
+    if p == 1 {
+        lengths[0] = n;
+        return lengths;
+    }
+    lengths[p - 1] = n / 2;
+    lengths[1] += n - n / 2;
+    lengths
+}
+
+/// Runs every grid case and the error cases.
+pub fn run(w: &World) {
+    for c in cases(w.size) {
+        check_case(w, &c);
+    }
+    w.passed("grid layouts");
+    bad_layouts_are_agreed(w);
+    cartesian_communicators(w);
+}
+
+fn check_case(w: &World, c: &GridCase) {
+    let input_layout = c
+        .input
+        .layout(&c.input.shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+    let output_layout = c.output.layout(&c.written_shape);
+    let plan = Plan::from_layouts::<u64, _>(&w.comm, &input_layout, &output_layout)
+        .unwrap_or_else(|e| w.fail(&c.name, format!("planning: {e}")));
+    let (have, want) = (c.input.indices(w.rank), c.output.indices(w.rank));
+    check_boxes(w, c, &plan);
+    check_volumes(w, c, plan.stats(), &have, &want);
+    let mut out = vec![u64::MAX; want.len()];
+    plan.execute(&have, &mut out)
+        .unwrap_or_else(|e| w.fail(&c.name, format!("execute: {e}")));
+    check_values(w, &c.name, "out of place", &out, &want);
+    let mut buffer = have.clone();
+    buffer.resize(have.len().max(want.len()), u64::MAX);
+    plan.execute_in_place(&mut buffer)
+        .unwrap_or_else(|e| w.fail(&c.name, format!("in place: {e}")));
+    check_values(w, &c.name, "in place", &buffer[..want.len()], &want);
+    let mut overlapped = vec![u64::MAX; want.len()];
+    plan.execute_overlapped(&have, &mut overlapped, |execution| {
+        while !execution.test().unwrap_or(true) {}
+    })
+    .unwrap_or_else(|e| w.fail(&c.name, format!("overlapped: {e}")));
+    check_values(w, &c.name, "overlapped", &overlapped, &want);
+}
+
+/// The plan's boxes are the oracle's.
+fn check_boxes(w: &World, c: &GridCase, plan: &Plan) {
+    let expect = |spec: &Spec| -> (Vec<u64>, Vec<u64>) {
+        (0..spec.shape.len()).map(|a| spec.block(w.rank, a)).unzip()
+    };
+    let (b_in, b_out) = (plan.input_box(), plan.output_box());
+    if (b_in.offsets.clone(), b_in.extents.clone()) != expect(&c.input)
+        || (b_out.offsets.clone(), b_out.extents.clone()) != expect(&c.output)
+        || plan.new_shape() != c.output.shape.as_slice()
+    {
+        w.fail(
+            &c.name,
+            format!(
+                "boxes {b_in:?} -> {b_out:?}, new shape {:?}",
+                plan.new_shape()
+            ),
+        );
+    }
+}
+
+/// Each rank receives exactly the output elements it does not hold, and copies the
+/// ones it does; sends and receives add up over the ranks.
+fn check_volumes(w: &World, c: &GridCase, s: PlanStats, have: &[u64], want: &[u64]) {
+    let held: std::collections::HashSet<u64> = have.iter().copied().collect();
+    let kept = want.iter().filter(|g| held.contains(g)).count() as u64;
+    let received = want.len() as u64 - kept;
+    let mut totals = [s.bytes_sent as i64, s.bytes_received as i64];
+    let mut sums = [0i64; 2];
+    use mpi::collective::{CommunicatorCollectives, SystemOperation};
+    w.comm
+        .all_reduce_into(&totals[..], &mut sums[..], SystemOperation::sum());
+    totals = sums;
+    if s.bytes_copied_locally != kept * 8
+        || s.bytes_received != received * 8
+        || totals[0] != totals[1]
+    {
+        w.fail(&c.name, format!("stats {s:?}: expected {kept} kept and {received} received elements, totals {totals:?}"));
+    }
+}
+
+fn check_values(w: &World, case: &str, how: &str, got: &[u64], want: &[u64]) {
+    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+        w.fail(
+            case,
+            format!("{how}: element {i} is {} but should be {}", got[i], want[i]),
+        );
+    }
+}
+
+/// A grid of the wrong size, a layout that differs on one rank, lengths that do
+/// not add up on one rank: every rank returns the same status, the message naming
+/// the value and a rank.
+fn bad_layouts_are_agreed(w: &World) {
+    let p = w.size as i64;
+    let shape = [6, 4];
+    let good = Layout::new(&shape, &[p], &[Some(0), None]);
+    let wrong_size = Layout::new(&shape, &[p + 1], &[Some(0), None]);
+    expect_error(
+        w,
+        "grid of the wrong size",
+        Plan::from_layouts::<f64, _>(&w.comm, &wrong_size, &good),
+        5,
+        &format!("grid_dims = [{}]", p + 1),
+    );
+    let mut lengths = vec![0; w.size];
+    lengths[0] = 6;
+    let too_many = vec![7; w.size];
+    let odd = if w.rank == w.size - 1 {
+        Layout::new(&shape, &[p], &[None, Some(0)])
+    } else {
+        good.clone()
+    };
+    let status = if w.size > 1 { 6 } else { 0 };
+    if w.size > 1 {
+        expect_error(
+            w,
+            "a layout that differs on one rank",
+            Plan::from_layouts::<f64, _>(&w.comm, &good, &odd),
+            status,
+            "differ between ranks",
+        );
+    }
+    let short = if w.rank == 0 {
+        good.clone().with_lengths(0, &too_many)
+    } else {
+        good.clone().with_lengths(0, &lengths)
+    };
+    expect_error(
+        w,
+        "lengths that do not add up on rank 0",
+        Plan::from_layouts::<f64, _>(&w.comm, &good, &short),
+        5,
+        "add up to",
+    );
+    w.passed("bad grid layouts agreed");
+}
+
+fn expect_error(w: &World, name: &str, result: distreshape::Result<Plan>, code: i32, text: &str) {
+    match result {
+        Err(e)
+            if e.code() == code
+                && e.to_string().contains(text)
+                && e.to_string().contains("rank ") => {}
+        Err(e) => w.fail(name, format!("wrong error {e} (code {})", e.code())),
+        Ok(_) => w.fail(name, "planned"),
+    }
+}
+
+/// A Cartesian communicator made without reordering numbers its ranks as the
+/// layouts do; a layout of as many axes with other dimensions is refused.
+fn cartesian_communicators(w: &World) {
+    let dims = [w.size as i32, 1];
+    let cart = w
+        .comm
+        .create_cartesian_communicator(&dims, &[false, false], false)
+        .unwrap_or_else(|| w.fail("cartesian", "no Cartesian communicator"));
+    let shape = [5, 3];
+    let rows = Layout::new(&shape, &[w.size as i64, 1], &[Some(0), Some(1)]);
+    let columns = Layout::new(&shape, &[w.size as i64], &[None, Some(0)]);
+    let plan = Plan::from_layouts::<u64, _>(&cart, &rows, &columns)
+        .unwrap_or_else(|e| w.fail("cartesian", e));
+    let spec_in = Spec::new(&[5, 3], &[w.size, 1], &[Some(0), Some(1)]);
+    let spec_out = Spec::new(&[5, 3], &[w.size], &[None, Some(0)]);
+    let rank = cart.rank() as usize;
+    let (have, want) = (spec_in.indices(rank), spec_out.indices(rank));
+    let mut out = vec![0u64; want.len()];
+    plan.execute(&have, &mut out)
+        .unwrap_or_else(|e| w.fail("cartesian", e));
+    check_values(w, "cartesian", "out of place", &out, &want);
+    if w.size > 1 {
+        let transposed = Layout::new(&shape, &[1, w.size as i64], &[Some(0), Some(1)]);
+        let refused = Plan::from_layouts::<u64, _>(&cart, &transposed, &columns);
+        expect_error(
+            w,
+            "cartesian dims differ",
+            refused,
+            5,
+            "Cartesian communicator's dims",
+        );
+    }
+    w.passed("cartesian communicators");
+}
