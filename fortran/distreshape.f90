@@ -89,7 +89,9 @@ module distreshape
   end type dr_plan
 
   !> An execution in flight, from dr_plan_execute_begin; complete it with
-  !> dr_request_test or dr_request_wait before its plan goes.
+  !> dr_request_test or dr_request_wait. When its plan goes first (destroyed
+  !> or finalized), the plan completes the execution, and the request is then
+  !> complete: test or wait returns at once with its outcome (and frees it).
   type, public :: dr_request
     private
     type(c_ptr) :: handle = c_null_ptr
@@ -615,7 +617,8 @@ contains
   end function dr_plan_describe
 
   !> Let go of the plan: the C plan is destroyed when no copy holds it any
-  !> more. Destroying a never-created or destroyed plan is a no-op. Call it on
+  !> more, completing an execution in flight first (see dr_request).
+  !> Destroying a never-created or destroyed plan is a no-op. Call it on
   !> every rank (the last plan of a communicator the caller has freed also
   !> frees the library's duplicate of it, which is collective).
   subroutine dr_plan_destroy(plan)

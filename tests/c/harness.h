@@ -12,7 +12,7 @@
  *       return test_finish("my test");
  *   }
  *
- * Header-only (static functions): include it in one translation unit. */
+ * Header-only (static inline functions): include it in one translation unit. */
 #ifndef DISTRESHAPE_TEST_HARNESS_H
 #define DISTRESHAPE_TEST_HARNESS_H
 
@@ -29,7 +29,7 @@ static int test_rank, test_nranks, test_failures;
 
 /* MPI_Init_thread with `required` (MPI_THREAD_SINGLE for most tests), the rank and
  * the size of MPI_COMM_WORLD; 0 when MPI gave less than `required`. */
-static int test_init_thread(int *argc, char ***argv, int required)
+static inline int test_init_thread(int *argc, char ***argv, int required)
 {
     int provided = MPI_THREAD_SINGLE;
     MPI_Init_thread(argc, argv, required, &provided);
@@ -39,13 +39,13 @@ static int test_init_thread(int *argc, char ***argv, int required)
 }
 
 /* MPI_Init, the rank and the size of MPI_COMM_WORLD. */
-static void test_init(int *argc, char ***argv)
+static inline void test_init(int *argc, char ***argv)
 {
     test_init_thread(argc, argv, MPI_THREAD_SINGLE);
 }
 
 /* Counts a failed check, printing where, what and the library's last message. */
-static void test_check(int ok, const char *what, const char *file, int line)
+static inline void test_check(int ok, const char *what, const char *file, int line)
 {
     if (ok) return;
     fprintf(stderr, "rank %d: FAIL %s:%d: %s (last error: \"%s\")\n", test_rank, file, line, what,
@@ -55,7 +55,7 @@ static void test_check(int ok, const char *what, const char *file, int line)
 
 /* Counts a failure unless `got` is `want`, naming both statuses. Returns whether
  * it was. */
-static int test_check_status(dr_status got, dr_status want, const char *call, const char *file,
+static inline int test_check_status(dr_status got, dr_status want, const char *call, const char *file,
                              int line)
 {
     if (got == want) return 1;
@@ -66,8 +66,17 @@ static int test_check_status(dr_status got, dr_status want, const char *call, co
     return 0;
 }
 
+/* Counts a failure unless `got` equals `want`, printing both. */
+static inline void test_check_eq(int64_t got, int64_t want, const char *what, const char *file, int line)
+{
+    if (got == want) return;
+    fprintf(stderr, "rank %d: FAIL %s:%d: %s: got %" PRId64 ", want %" PRId64 "\n", test_rank, file,
+            line, what, got, want);
+    test_failures++;
+}
+
 /* True when `message` says "rank R" with R exactly `rank` (not "rank 12" for 1). */
-static int test_names_rank(const char *message, int rank)
+static inline int test_names_rank(const char *message, int rank)
 {
     char wanted[32];
     snprintf(wanted, sizeof wanted, "rank %d", rank);
@@ -82,6 +91,8 @@ static int test_names_rank(const char *message, int rank)
 #define CHECK(expr) test_check((expr) != 0, #expr, __FILE__, __LINE__)
 /* A check with a description of its own. */
 #define CHECK_WHAT(expr, what) test_check((expr) != 0, what, __FILE__, __LINE__)
+/* `got` must equal `want` (as int64_t); both are printed otherwise. */
+#define CHECK_EQ(got, want, what) test_check_eq((int64_t)(got), (int64_t)(want), what, __FILE__, __LINE__)
 /* `call` must return `want`; evaluates to whether it did. */
 #define CHECK_STATUS(call, want) test_check_status((call), (want), #call, __FILE__, __LINE__)
 /* The last error message must name rank `r`. */
@@ -90,13 +101,13 @@ static int test_names_rank(const char *message, int rank)
                __FILE__, __LINE__)
 
 /* Writes the global indices first, first + 1, ... into buf[0..n). */
-static void test_fill_i64(int64_t *buf, int64_t n, int64_t first)
+static inline void test_fill_i64(int64_t *buf, int64_t n, int64_t first)
 {
     for (int64_t i = 0; i < n; i++) buf[i] = first + i;
 }
 
 /* The number of elements of buf[0..n) that are not first + i. */
-static int64_t test_wrong_i64(const int64_t *buf, int64_t n, int64_t first)
+static inline int64_t test_wrong_i64(const int64_t *buf, int64_t n, int64_t first)
 {
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; i++) wrong += buf[i] != first + i;
@@ -104,13 +115,13 @@ static int64_t test_wrong_i64(const int64_t *buf, int64_t n, int64_t first)
 }
 
 /* Writes the global indices first, first + 1, ... as doubles into buf[0..n). */
-static void test_fill_f64(double *buf, int64_t n, int64_t first)
+static inline void test_fill_f64(double *buf, int64_t n, int64_t first)
 {
     for (int64_t i = 0; i < n; i++) buf[i] = (double)(first + i);
 }
 
 /* The number of elements of buf[0..n) that are not the double first + i. */
-static int64_t test_wrong_f64(const double *buf, int64_t n, int64_t first)
+static inline int64_t test_wrong_f64(const double *buf, int64_t n, int64_t first)
 {
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; i++) wrong += buf[i] != (double)(first + i);
@@ -118,7 +129,7 @@ static int64_t test_wrong_f64(const double *buf, int64_t n, int64_t first)
 }
 
 /* 1 on every rank when `mine` is nonzero on any rank (one MPI_Allreduce). */
-static int test_any(int mine)
+static inline int test_any(int mine)
 {
     int any = 0;
     MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -127,7 +138,7 @@ static int test_any(int mine)
 
 /* Whether `plan` moves data between ranks anywhere: only then are its execution
  * errors agreed (a plan that moves nothing executes without communicating). */
-static int test_plan_is_collective(const dr_plan *plan)
+static inline int test_plan_is_collective(const dr_plan *plan)
 {
     dr_plan_stats stats;
     memset(&stats, 0, sizeof stats);
@@ -137,7 +148,7 @@ static int test_plan_is_collective(const dr_plan *plan)
 
 /* Sums the failures over the ranks, prints them on rank 0 with `name`, finalizes
  * MPI and returns the exit status: nonzero on every rank when any rank failed. */
-static int test_finish(const char *name)
+static inline int test_finish(const char *name)
 {
     int all = 0;
     MPI_Allreduce(&test_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

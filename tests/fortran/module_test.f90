@@ -144,7 +144,8 @@ contains
     call expect(all(out_i16 == int(-want, int16)), 'int16')
     call dr_reshape(logical(mod(int(a), 3) == 0, c_bool), [6_int64, 4_int64], 2, handle, &
                     [2_int64, -1_int64], 2, out_bool)
-    call expect(all(out_bool .eqv. logical(mod(int(want), 3) == 0, c_bool)), 'logical(c_bool)')
+    call expect(logical(all(out_bool .eqv. logical(mod(int(want), 3) == 0, c_bool))), &
+                'logical(c_bool)')
     call check_small_kind_plans(want)
   end subroutine check_small_kinds
 
@@ -184,13 +185,14 @@ contains
     call dr_plan_allocate_output(pbool, b_bool)
     b_bool = .false.
     call dr_plan_execute(pbool, a_bool, b_bool)
-    call expect(all(reshape(b_bool, [size(b_bool)]) .eqv. logical(mod(int(want), 3) == 0, c_bool)), &
+    call expect(logical(all(reshape(b_bool, [size(b_bool)]) .eqv. &
+                        logical(mod(int(want), 3) == 0, c_bool))), &
                 'logical(c_bool) plan')
     allocate(buf_bool(max(n_in, n_out)))
     buf_bool = .false.
     buf_bool(1:n_in) = reshape(a_bool, [n_in])
     call dr_plan_execute_in_place(pbool, buf_bool)
-    call expect(all(buf_bool(1:n_out) .eqv. logical(mod(int(want), 3) == 0, c_bool)), &
+    call expect(logical(all(buf_bool(1:n_out) .eqv. logical(mod(int(want), 3) == 0, c_bool))), &
                 'logical(c_bool) in place')
     call dr_plan_destroy(p8)
     call dr_plan_destroy(p16)
