@@ -608,9 +608,9 @@ enum dr_status dr_plan_execute_begin_sized(const struct dr_plan *plan,
  `MPI_Test` does), else 0. A NULL `*request` is complete
  (`dr_plan_execute_begin` returns one when the execution completed at once). A
  failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
- then over too (NULL), its messages cancelled and completed. The request of a
- destroyed plan is complete: this returns its execution's outcome, sets
- `*done` to 1 and frees it.
+ then over too (NULL, `*done` 1), its messages cancelled and completed. The
+ request of a destroyed plan is complete: this returns its execution's
+ outcome, sets `*done` to 1 and frees it.
 
  # Safety
  `request` points to NULL or to a request from `dr_plan_execute_begin` not yet
