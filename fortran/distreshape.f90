@@ -9,17 +9,21 @@
 !>    dimension k - d. Messages from dr_last_error_message quote shapes and
 !>    dimensions as the Fortran caller passed them: `gshape (6, 5, 4)`,
 !>    `split = 5 is out of range for 3 dimensions`.
-!>  * Arrays are checked on every rank: an array whose rank equals the number
-!>    of dimensions must have this rank's slab shape exactly (the global
-!>    extents, and the local length along the split dimension), otherwise
-!>    DR_ERROR_INVALID_SHAPE; an array of any other rank (e.g. a flat buffer)
+!>  * Arrays are checked on every rank. A rank-1 array is a flat buffer with a
+!>    capacity, whatever the number of dimensions (1-D arrays included): it
 !>    must hold at least the slab's elements, otherwise
-!>    DR_ERROR_BUFFER_TOO_SMALL. The status is the same on every rank (agreed
+!>    DR_ERROR_BUFFER_TOO_SMALL; so must an array of any other rank than the
+!>    slab's. An array whose rank equals the number of dimensions, when that is
+!>    2 or more, must have this rank's slab shape exactly (the global extents,
+!>    and the local length along the split dimension), otherwise
+!>    DR_ERROR_INVALID_SHAPE. The status is the same on every rank (agreed
 !>    like every buffer error).
 !>  * Communicators are `type(MPI_Comm)` (mpi_f08) or plain `integer` handles
 !>    (`use mpi`); both specifics exist for every procedure taking one.
 !>  * Data arrays may have any rank (assumed rank), element type real32,
-!>    real64, int32, int64, complex(real32) or complex(real64). Non-contiguous
+!>    real64, int8, int16, int32, int64, complex(real32), complex(real64) or
+!>    logical(c_bool) (DR_DTYPE_BOOL: C's bool, one byte; default logical is
+!>    not interoperable). The unsigned dtypes have no Fortran type. Non-contiguous
 !>    actual arguments are copied in/out by the compiler. The input and output
 !>    of dr_reshape / dr_plan_execute must be different arrays (Fortran forbids
 !>    aliased arguments); dr_plan_execute_in_place works on one buffer.
@@ -30,8 +34,8 @@
 !>    return the same status on every rank, so all ranks stop together.
 module distreshape
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_loc, c_associated, c_f_pointer, &
-                                         c_int, c_int32_t, c_int64_t, c_size_t, c_char
-  use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
+                                         c_int, c_int32_t, c_int64_t, c_size_t, c_char, c_bool
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64
   use mpi_f08, only: MPI_Comm
   implicit none
   private
@@ -49,10 +53,11 @@ module distreshape
        DR_ERROR_BUFFER_TOO_SMALL = 7, DR_ERROR_ALIASING = 8, DR_ERROR_OUT_OF_MEMORY = 9, &
        DR_ERROR_MPI = 10, DR_ERROR_MPI_NOT_INITIALIZED = 11, &
        DR_ERROR_INVALID_COMMUNICATOR = 12, DR_ERROR_INTERNAL = 13, &
-       DR_ERROR_EXECUTION_IN_PROGRESS = 14
+       DR_ERROR_EXECUTION_IN_PROGRESS = 14, DR_ERROR_INVALID_OPTION = 15
 
   !> Element types (enum dr_dtype), needed by dr_plan_create. dr_plan_execute
-  !> has specifics for FLOAT32, FLOAT64, INT32, INT64, COMPLEX64, COMPLEX128.
+  !> has specifics for FLOAT32, FLOAT64, INT8, INT16, INT32, INT64, COMPLEX64,
+  !> COMPLEX128 and BOOL (logical(c_bool)).
   integer, parameter, public :: DR_DTYPE_INT8 = 0, DR_DTYPE_INT16 = 1, DR_DTYPE_INT32 = 2, &
        DR_DTYPE_INT64 = 3, DR_DTYPE_UINT8 = 4, DR_DTYPE_UINT16 = 5, DR_DTYPE_UINT32 = 6, &
        DR_DTYPE_UINT64 = 7, DR_DTYPE_FLOAT32 = 8, DR_DTYPE_FLOAT64 = 9, &
@@ -84,11 +89,22 @@ module distreshape
   end type dr_plan
 
   !> An execution in flight, from dr_plan_execute_begin; complete it with
-  !> dr_request_test or dr_request_wait before its plan goes.
+  !> dr_request_test or dr_request_wait. When its plan goes first (destroyed
+  !> or finalized), the plan completes the execution, and the request is then
+  !> complete: test or wait returns at once with its outcome (and frees it).
   type, public :: dr_request
     private
     type(c_ptr) :: handle = c_null_ptr
   end type dr_request
+
+  !> Tuning knobs of a plan (struct dr_plan_options), for dr_plan_create's
+  !> optional `options`: every component defaults to -1, the library's default
+  !> (see distreshape.h); set only those wanted. Out of range is
+  !> DR_ERROR_INVALID_OPTION on every rank.
+  type, bind(c), public :: dr_plan_options
+    integer(c_int64_t) :: max_message_bytes = -1, staging_bytes = -1, run_budget = -1, &
+                          window = -1, in_place_budget = -1
+  end type dr_plan_options
 
   !> Traffic statistics of a plan (struct dr_plan_stats).
   type, bind(c), public :: dr_plan_stats
@@ -98,23 +114,25 @@ module distreshape
   end type dr_plan_stats
 
   !> call dr_reshape(a, gshape, split, comm, new_gshape, new_split, b
-  !>                 [, nout] [, local_len] [, stat])
+  !>                 [, nout] [, local_len] [, new_local_len] [, stat])
   !> One-shot collective reshape of the local part `a` of a global array of
   !> shape `gshape` split along `split` into `b`, this rank's part of the array
   !> of shape `new_gshape` (one entry may be -1) split along `new_split`
-  !> (balanced slabs). `nout` returns the number of elements written to `b`.
+  !> (balanced slabs, or this rank's `new_local_len` along `new_split`; -1 is
+  !> balanced). `nout` returns the number of elements written to `b`.
   !> `local_len` (this rank's extent along `split`) defaults to
   !> size(a, split) when rank(a) == size(gshape), otherwise to
   !> size(a) / (product of the other global extents).
   !>
   !> call dr_plan_create(dtype, gshape, split, comm, local_len, new_gshape, new_split, plan
-  !>                     [, new_local_len] [, stat])
+  !>                     [, new_local_len] [, options] [, stat])
   !> call dr_plan_create(gshape, split, comm, local_len, new_gshape, new_split, plan,
-  !>                     mold=array [, new_local_len] [, stat])
+  !>                     mold=array [, new_local_len] [, options] [, stat])
   !> Collective. The element type is `dtype`, or the type of `mold` (any array
   !> of a supported kind; only its type matters). new_local_len = -1 (default)
   !> means balanced slabs; it is ignored (any value, on any rank) when the
-  !> output is not split (new_split = 0).
+  !> output is not split (new_split = 0). `options` (type(dr_plan_options))
+  !> sets the plan's tuning knobs.
   !>
   !> call dr_plan_execute(plan, a, b [, stat]); collective.
   !> call dr_plan_execute_in_place(plan, buf [, stat]); collective: the
@@ -139,60 +157,68 @@ module distreshape
   ! BEGIN GENERATED interfaces (tests/fortran_specifics.rs)
   interface dr_reshape
     module procedure reshape_r32, reshape_r64, reshape_i32, reshape_i64, reshape_c64, &
-                     reshape_c128, reshape_r32_int, reshape_r64_int, reshape_i32_int, &
-                     reshape_i64_int, reshape_c64_int, reshape_c128_int
+                     reshape_c128, reshape_i8, reshape_i16, reshape_bool, reshape_r32_int, &
+                     reshape_r64_int, reshape_i32_int, reshape_i64_int, reshape_c64_int, &
+                     reshape_c128_int, reshape_i8_int, reshape_i16_int, reshape_bool_int
   end interface dr_reshape
 
   interface dr_plan_create
     module procedure plan_create_f08, plan_create_int, plan_create_r32, plan_create_r64, &
                      plan_create_i32, plan_create_i64, plan_create_c64, plan_create_c128, &
-                     plan_create_r32_int, plan_create_r64_int, plan_create_i32_int, &
-                     plan_create_i64_int, plan_create_c64_int, plan_create_c128_int
+                     plan_create_i8, plan_create_i16, plan_create_bool, plan_create_r32_int, &
+                     plan_create_r64_int, plan_create_i32_int, plan_create_i64_int, &
+                     plan_create_c64_int, plan_create_c128_int, plan_create_i8_int, &
+                     plan_create_i16_int, plan_create_bool_int
   end interface dr_plan_create
 
   interface dr_plan_execute
-    module procedure execute_r32, execute_r64, execute_i32, execute_i64, execute_c64, execute_c128
+    module procedure execute_r32, execute_r64, execute_i32, execute_i64, execute_c64, &
+                     execute_c128, execute_i8, execute_i16, execute_bool
   end interface dr_plan_execute
 
   interface dr_plan_execute_in_place
     module procedure execute_in_place_r32, execute_in_place_r64, execute_in_place_i32, &
-                     execute_in_place_i64, execute_in_place_c64, execute_in_place_c128
+                     execute_in_place_i64, execute_in_place_c64, execute_in_place_c128, &
+                     execute_in_place_i8, execute_in_place_i16, execute_in_place_bool
   end interface dr_plan_execute_in_place
 
   interface dr_plan_execute_begin
     module procedure execute_begin_r32, execute_begin_r64, execute_begin_i32, execute_begin_i64, &
-                     execute_begin_c64, execute_begin_c128
+                     execute_begin_c64, execute_begin_c128, execute_begin_i8, execute_begin_i16, &
+                     execute_begin_bool
   end interface dr_plan_execute_begin
 
   interface dr_plan_allocate_output
     module procedure allocate_r32, allocate_r64, allocate_i32, allocate_i64, allocate_c64, &
-                     allocate_c128
+                     allocate_c128, allocate_i8, allocate_i16, allocate_bool
   end interface dr_plan_allocate_output
   ! END GENERATED interfaces
 
   ! ---- the C functions (comm-taking ones through fortran/distreshape_fshim.c) ----
   interface
     integer(c_int) function c_reshape(a, a_ndims, a_shape, dtype, ndims, gshape, split, comm, &
-        local_len, new_ndims, new_gshape, new_split, b, b_ndims, b_shape, new_local_elems) &
-        bind(c, name="dr_reshape_f")
+        local_len, new_ndims, new_gshape, new_split, new_local_len, b, b_ndims, b_shape, &
+        new_local_elems) bind(c, name="dr_reshape_f")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
       type(c_ptr), value :: a, b
       integer(c_int), value :: dtype
       integer, value :: comm
       integer(c_int32_t), value :: a_ndims, ndims, split, new_ndims, new_split, b_ndims
       integer(c_int64_t), intent(in) :: a_shape(*), gshape(*), new_gshape(*), b_shape(*)
-      integer(c_int64_t), value :: local_len
+      integer(c_int64_t), value :: local_len, new_local_len
       integer(c_int64_t), intent(out) :: new_local_elems
     end function c_reshape
 
     integer(c_int) function c_plan_create(dtype, ndims, gshape, split, comm, local_len, &
-        new_ndims, new_gshape, new_split, new_local_len, plan) bind(c, name="dr_plan_create_f")
+        new_ndims, new_gshape, new_split, new_local_len, options, plan) &
+        bind(c, name="dr_plan_create_f")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
       integer(c_int), value :: dtype
       integer, value :: comm
       integer(c_int32_t), value :: ndims, split, new_ndims, new_split
       integer(c_int64_t), intent(in) :: gshape(*), new_gshape(*)
       integer(c_int64_t), value :: local_len, new_local_len
+      type(c_ptr), value :: options
       type(c_ptr), intent(out) :: plan
     end function c_plan_create
 
@@ -354,21 +380,23 @@ contains
   !> Shared body of all dr_reshape specifics. The library checks the arrays'
   !> shapes against the plan and words its messages in Fortran terms.
   subroutine reshape_core(dtype, a, ashape, gshape, split, fcomm, new_gshape, new_split, &
-                          b, bshape, nout, local_len, stat)
+                          b, bshape, nout, local_len, new_local_len, stat)
     integer, intent(in) :: dtype, split, new_split
     type(c_ptr), intent(in) :: a, b
     integer(int64), intent(in) :: ashape(:), gshape(:), new_gshape(:), bshape(:)
     integer, intent(in) :: fcomm
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    integer(c_int64_t) :: written
+    integer(c_int64_t) :: written, target_len
     integer(c_int) :: status
+    target_len = -1
+    if (present(new_local_len)) target_len = new_local_len
     status = c_reshape(a, size(ashape, kind=c_int32_t), ashape, int(dtype, c_int), &
                        size(gshape, kind=c_int32_t), gshape, int(split, c_int32_t), fcomm, &
                        local_extent(ashape, gshape, split, local_len), &
                        size(new_gshape, kind=c_int32_t), new_gshape, int(new_split, c_int32_t), &
-                       b, size(bshape, kind=c_int32_t), bshape, written)
+                       target_len, b, size(bshape, kind=c_int32_t), bshape, written)
     if (status == DR_SUCCESS .and. present(nout)) nout = written
     call finish(status, stat)
   end subroutine reshape_core
@@ -376,21 +404,24 @@ contains
   ! ======================= plans =======================
 
   subroutine plan_create_core(dtype, gshape, split, fcomm, local_len, new_gshape, new_split, &
-                              plan, new_local_len, stat)
+                              plan, new_local_len, options, stat)
     integer, intent(in) :: dtype, split, new_split, fcomm
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     type(dr_plan), intent(inout) :: plan
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional, target :: options
     integer, intent(out), optional :: stat
     integer(c_int64_t) :: target_len
-    type(c_ptr) :: handle
+    type(c_ptr) :: handle, knobs
     integer(c_int) :: status
     target_len = -1
     if (present(new_local_len)) target_len = new_local_len
+    knobs = c_null_ptr
+    if (present(options)) knobs = c_loc(options)
     status = c_plan_create(int(dtype, c_int), size(gshape, kind=c_int32_t), gshape, &
                            int(split, c_int32_t), fcomm, local_len, &
                            size(new_gshape, kind=c_int32_t), new_gshape, &
-                           int(new_split, c_int32_t), target_len, handle)
+                           int(new_split, c_int32_t), target_len, knobs, handle)
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle
@@ -404,27 +435,29 @@ contains
   end subroutine plan_create_core
 
   subroutine plan_create_f08(dtype, gshape, split, comm, local_len, new_gshape, new_split, &
-                             plan, new_local_len, stat)
+                             plan, new_local_len, options, stat)
     integer, intent(in) :: dtype, split, new_split
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(dtype, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_f08
 
   subroutine plan_create_int(dtype, gshape, split, comm, local_len, new_gshape, new_split, &
-                             plan, new_local_len, stat)
+                             plan, new_local_len, options, stat)
     integer, intent(in) :: dtype, split, new_split
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(dtype, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_int
 
   !> Local query of the plan's output: resolved global shape (Fortran order),
@@ -584,7 +617,8 @@ contains
   end function dr_plan_describe
 
   !> Let go of the plan: the C plan is destroyed when no copy holds it any
-  !> more. Destroying a never-created or destroyed plan is a no-op. Call it on
+  !> more, completing an execution in flight first (see dr_request).
+  !> Destroying a never-created or destroyed plan is a no-op. Call it on
   !> every rank (the last plan of a communicator the caller has freed also
   !> frees the library's duplicate of it, which is collective).
   subroutine dr_plan_destroy(plan)
@@ -634,317 +668,509 @@ contains
   ! the integer communicator handle (comm%MPI_VAL for mpi_f08).
   ! BEGIN GENERATED specifics (tests/fortran_specifics.rs)
 
-  subroutine reshape_r32(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_r32(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     real(real32), dimension(..), contiguous, target, intent(in) :: a
     real(real32), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_r32
 
-  subroutine reshape_r64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_r64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     real(real64), dimension(..), contiguous, target, intent(in) :: a
     real(real64), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_r64
 
-  subroutine reshape_i32(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_i32(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     integer(int32), dimension(..), contiguous, target, intent(in) :: a
     integer(int32), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_i32
 
-  subroutine reshape_i64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_i64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     integer(int64), dimension(..), contiguous, target, intent(in) :: a
     integer(int64), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_i64
 
-  subroutine reshape_c64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_c64(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     complex(real32), dimension(..), contiguous, target, intent(in) :: a
     complex(real32), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_c64
 
-  subroutine reshape_c128(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_c128(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     complex(real64), dimension(..), contiguous, target, intent(in) :: a
     complex(real64), dimension(..), contiguous, target, intent(inout) :: b
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_c128
 
-  subroutine reshape_r32_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_i8(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    integer(int8), dimension(..), contiguous, target, intent(in) :: a
+    integer(int8), dimension(..), contiguous, target, intent(inout) :: b
+    type(MPI_Comm), intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_INT8, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_i8
+
+  subroutine reshape_i16(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    integer(int16), dimension(..), contiguous, target, intent(in) :: a
+    integer(int16), dimension(..), contiguous, target, intent(inout) :: b
+    type(MPI_Comm), intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_INT16, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_i16
+
+  subroutine reshape_bool(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    logical(c_bool), dimension(..), contiguous, target, intent(in) :: a
+    logical(c_bool), dimension(..), contiguous, target, intent(inout) :: b
+    type(MPI_Comm), intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_BOOL, c_loc(a), shape(a, int64), gshape, split, comm%MPI_VAL, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_bool
+
+  subroutine reshape_r32_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     real(real32), dimension(..), contiguous, target, intent(in) :: a
     real(real32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_FLOAT32, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_r32_int
 
-  subroutine reshape_r64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_r64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     real(real64), dimension(..), contiguous, target, intent(in) :: a
     real(real64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_FLOAT64, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_r64_int
 
-  subroutine reshape_i32_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_i32_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     integer(int32), dimension(..), contiguous, target, intent(in) :: a
     integer(int32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_INT32, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_i32_int
 
-  subroutine reshape_i64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_i64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     integer(int64), dimension(..), contiguous, target, intent(in) :: a
     integer(int64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_INT64, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_i64_int
 
-  subroutine reshape_c64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_c64_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     complex(real32), dimension(..), contiguous, target, intent(in) :: a
     complex(real32), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_COMPLEX64, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_c64_int
 
-  subroutine reshape_c128_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_c128_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     complex(real64), dimension(..), contiguous, target, intent(in) :: a
     complex(real64), dimension(..), contiguous, target, intent(inout) :: b
     integer, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(DR_DTYPE_COMPLEX128, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_c128_int
 
+  subroutine reshape_i8_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    integer(int8), dimension(..), contiguous, target, intent(in) :: a
+    integer(int8), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_INT8, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_i8_int
+
+  subroutine reshape_i16_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    integer(int16), dimension(..), contiguous, target, intent(in) :: a
+    integer(int16), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_INT16, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_i16_int
+
+  subroutine reshape_bool_int(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
+    logical(c_bool), dimension(..), contiguous, target, intent(in) :: a
+    logical(c_bool), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(in) :: comm
+    integer(int64), intent(in) :: gshape(:), new_gshape(:)
+    integer, intent(in) :: split, new_split
+    integer(int64), intent(out), optional :: nout
+    integer(int64), intent(in), optional :: local_len, new_local_len
+    integer, intent(out), optional :: stat
+    call reshape_core(DR_DTYPE_BOOL, c_loc(a), shape(a, int64), gshape, split, comm, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
+  end subroutine reshape_bool_int
+
   subroutine plan_create_r32(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     real(real32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_FLOAT32, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_r32
 
   subroutine plan_create_r64(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     real(real64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_FLOAT64, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_r64
 
   subroutine plan_create_i32(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_INT32, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_i32
 
   subroutine plan_create_i64(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_INT64, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_i64
 
   subroutine plan_create_c64(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     complex(real32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_COMPLEX64, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_c64
 
   subroutine plan_create_c128(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     type(MPI_Comm), intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     complex(real64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_COMPLEX128, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_c128
 
+  subroutine plan_create_i8(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    type(MPI_Comm), intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    integer(int8), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_INT8, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_i8
+
+  subroutine plan_create_i16(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    type(MPI_Comm), intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    integer(int16), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_INT16, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_i16
+
+  subroutine plan_create_bool(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    type(MPI_Comm), intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    logical(c_bool), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_BOOL, gshape, split, comm%MPI_VAL, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_bool
+
   subroutine plan_create_r32_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     real(real32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_FLOAT32, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_r32_int
 
   subroutine plan_create_r64_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     real(real64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_FLOAT64, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_r64_int
 
   subroutine plan_create_i32_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_INT32, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_i32_int
 
   subroutine plan_create_i64_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     integer(int64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_INT64, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_i64_int
 
   subroutine plan_create_c64_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     complex(real32), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_COMPLEX64, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_c64_int
 
   subroutine plan_create_c128_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     integer, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     complex(real64), dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(DR_DTYPE_COMPLEX128, gshape, split, comm, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_c128_int
+
+  subroutine plan_create_i8_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    integer, intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    integer(int8), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_INT8, gshape, split, comm, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_i8_int
+
+  subroutine plan_create_i16_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    integer, intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    integer(int16), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_INT16, gshape, split, comm, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_i16_int
+
+  subroutine plan_create_bool_int(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
+                              new_local_len, options, stat)
+    integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
+    integer, intent(in) :: split, new_split
+    integer, intent(in) :: comm
+    type(dr_plan), intent(inout) :: plan
+    logical(c_bool), dimension(..), intent(in) :: mold  ! only its type matters
+    integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_core(DR_DTYPE_BOOL, gshape, split, comm, local_len, new_gshape, new_split, &
+                          plan, new_local_len, options, stat)
+  end subroutine plan_create_bool_int
 
   subroutine execute_r32(plan, a, b, stat)
     type(dr_plan), intent(in) :: plan
@@ -1101,6 +1327,84 @@ contains
     integer, intent(out), optional :: stat
     call in_place_core(plan, DR_DTYPE_COMPLEX128, c_loc(buf), size(buf, kind=int64), stat)
   end subroutine execute_in_place_c128
+
+  subroutine execute_i8(plan, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int8), dimension(..), contiguous, target, intent(in) :: a
+    integer(int8), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(out), optional :: stat
+    call execute_core(plan, DR_DTYPE_INT8, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+  end subroutine execute_i8
+
+  subroutine execute_begin_i8(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int8), dimension(..), target, asynchronous, intent(in) :: a
+    integer(int8), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_INT8, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_i8
+
+  subroutine execute_in_place_i8(plan, buf, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int8), contiguous, target, intent(inout) :: buf(:)
+    integer, intent(out), optional :: stat
+    call in_place_core(plan, DR_DTYPE_INT8, c_loc(buf), size(buf, kind=int64), stat)
+  end subroutine execute_in_place_i8
+
+  subroutine execute_i16(plan, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int16), dimension(..), contiguous, target, intent(in) :: a
+    integer(int16), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(out), optional :: stat
+    call execute_core(plan, DR_DTYPE_INT16, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+  end subroutine execute_i16
+
+  subroutine execute_begin_i16(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int16), dimension(..), target, asynchronous, intent(in) :: a
+    integer(int16), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_INT16, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_i16
+
+  subroutine execute_in_place_i16(plan, buf, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int16), contiguous, target, intent(inout) :: buf(:)
+    integer, intent(out), optional :: stat
+    call in_place_core(plan, DR_DTYPE_INT16, c_loc(buf), size(buf, kind=int64), stat)
+  end subroutine execute_in_place_i16
+
+  subroutine execute_bool(plan, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    logical(c_bool), dimension(..), contiguous, target, intent(in) :: a
+    logical(c_bool), dimension(..), contiguous, target, intent(inout) :: b
+    integer, intent(out), optional :: stat
+    call execute_core(plan, DR_DTYPE_BOOL, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+  end subroutine execute_bool
+
+  subroutine execute_begin_bool(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    logical(c_bool), dimension(..), target, asynchronous, intent(in) :: a
+    logical(c_bool), dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
+      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
+    call begin_core(plan, DR_DTYPE_BOOL, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+  end subroutine execute_begin_bool
+
+  subroutine execute_in_place_bool(plan, buf, stat)
+    type(dr_plan), intent(in) :: plan
+    logical(c_bool), contiguous, target, intent(inout) :: buf(:)
+    integer, intent(out), optional :: stat
+    call in_place_core(plan, DR_DTYPE_BOOL, c_loc(buf), size(buf, kind=int64), stat)
+  end subroutine execute_in_place_bool
 
   subroutine allocate_r32(plan, b, global_bounds, stat)
     type(dr_plan), intent(in) :: plan
@@ -1317,6 +1621,114 @@ contains
     end if
     call finish(status, stat)
   end subroutine allocate_c128
+
+  subroutine allocate_i8(plan, b, global_bounds, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int8), allocatable, intent(inout) :: b(..)
+    logical, intent(in), optional :: global_bounds
+    integer, intent(out), optional :: stat
+    integer(int64) :: lb(MAX_RANK), ub(MAX_RANK)
+    integer(c_int) :: status
+    call output_bounds(plan, rank(b), global_bounds, lb, ub, status)
+    if (status == DR_SUCCESS) then
+      select rank (b)
+      rank (1)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1)))
+      rank (2)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2)))
+      rank (3)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3)))
+      rank (4)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4)))
+      rank (5)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5)))
+      rank (6)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6)))
+      rank (7)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6), lb(7):ub(7)))
+      end select
+    end if
+    call finish(status, stat)
+  end subroutine allocate_i8
+
+  subroutine allocate_i16(plan, b, global_bounds, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int16), allocatable, intent(inout) :: b(..)
+    logical, intent(in), optional :: global_bounds
+    integer, intent(out), optional :: stat
+    integer(int64) :: lb(MAX_RANK), ub(MAX_RANK)
+    integer(c_int) :: status
+    call output_bounds(plan, rank(b), global_bounds, lb, ub, status)
+    if (status == DR_SUCCESS) then
+      select rank (b)
+      rank (1)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1)))
+      rank (2)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2)))
+      rank (3)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3)))
+      rank (4)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4)))
+      rank (5)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5)))
+      rank (6)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6)))
+      rank (7)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6), lb(7):ub(7)))
+      end select
+    end if
+    call finish(status, stat)
+  end subroutine allocate_i16
+
+  subroutine allocate_bool(plan, b, global_bounds, stat)
+    type(dr_plan), intent(in) :: plan
+    logical(c_bool), allocatable, intent(inout) :: b(..)
+    logical, intent(in), optional :: global_bounds
+    integer, intent(out), optional :: stat
+    integer(int64) :: lb(MAX_RANK), ub(MAX_RANK)
+    integer(c_int) :: status
+    call output_bounds(plan, rank(b), global_bounds, lb, ub, status)
+    if (status == DR_SUCCESS) then
+      select rank (b)
+      rank (1)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1)))
+      rank (2)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2)))
+      rank (3)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3)))
+      rank (4)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4)))
+      rank (5)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5)))
+      rank (6)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6)))
+      rank (7)
+        if (allocated(b)) deallocate(b)
+        allocate(b(lb(1):ub(1), lb(2):ub(2), lb(3):ub(3), lb(4):ub(4), lb(5):ub(5), lb(6):ub(6), lb(7):ub(7)))
+      end select
+    end if
+    call finish(status, stat)
+  end subroutine allocate_bool
   ! END GENERATED specifics
 
   ! ======================= utilities =======================

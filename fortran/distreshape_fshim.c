@@ -4,7 +4,7 @@
  * component of mpi_f08's type(MPI_Comm), or an old-style `integer` handle from
  * `use mpi`). These wrappers convert the handle with MPI_Comm_f2c (a macro in
  * some MPIs, so it cannot be called from Rust) and forward everything else to
- * the library's Fortran entry points (src/fortran_abi.rs), which take shapes and
+ * the library's Fortran entry points (src/fortran/mod.rs), which take shapes and
  * dimensions as the Fortran caller wrote them. */
 #include <mpi.h>
 #include "distreshape.h"
@@ -12,12 +12,14 @@
 dr_status dr_fortran_reshape(const void *a, int32_t a_ndims, const int64_t *a_shape,
                              dr_dtype dtype, int32_t ndims, const int64_t *gshape, int32_t split,
                              MPI_Comm comm, int64_t local_len, int32_t new_ndims,
-                             const int64_t *new_gshape, int32_t new_split, void *b,
-                             int32_t b_ndims, const int64_t *b_shape, int64_t *new_local_elems);
+                             const int64_t *new_gshape, int32_t new_split, int64_t new_local_len,
+                             void *b, int32_t b_ndims, const int64_t *b_shape,
+                             int64_t *new_local_elems);
 dr_status dr_fortran_plan_create(dr_dtype dtype, int32_t ndims, const int64_t *gshape,
                                  int32_t split, MPI_Comm comm, int64_t local_len,
                                  int32_t new_ndims, const int64_t *new_gshape, int32_t new_split,
-                                 int64_t new_local_len, dr_plan **plan);
+                                 int64_t new_local_len, const dr_plan_options *options,
+                                 dr_plan **plan);
 
 /* MPI_Comm_f2c is only meaningful while MPI is initialized (Open MPI looks
  * the handle up in a table). Otherwise pass MPI_COMM_NULL; the library then
@@ -33,19 +35,19 @@ static MPI_Comm comm_from_fortran(MPI_Fint fcomm)
 dr_status dr_reshape_f(const void *a, int32_t a_ndims, const int64_t *a_shape, dr_dtype dtype,
                        int32_t ndims, const int64_t *gshape, int32_t split, MPI_Fint comm,
                        int64_t local_len, int32_t new_ndims, const int64_t *new_gshape,
-                       int32_t new_split, void *b, int32_t b_ndims, const int64_t *b_shape,
-                       int64_t *new_local_elems)
+                       int32_t new_split, int64_t new_local_len, void *b, int32_t b_ndims,
+                       const int64_t *b_shape, int64_t *new_local_elems)
 {
     return dr_fortran_reshape(a, a_ndims, a_shape, dtype, ndims, gshape, split,
                               comm_from_fortran(comm), local_len, new_ndims, new_gshape,
-                              new_split, b, b_ndims, b_shape, new_local_elems);
+                              new_split, new_local_len, b, b_ndims, b_shape, new_local_elems);
 }
 
 dr_status dr_plan_create_f(dr_dtype dtype, int32_t ndims, const int64_t *gshape, int32_t split,
                            MPI_Fint comm, int64_t local_len, int32_t new_ndims,
                            const int64_t *new_gshape, int32_t new_split, int64_t new_local_len,
-                           dr_plan **plan)
+                           const dr_plan_options *options, dr_plan **plan)
 {
     return dr_fortran_plan_create(dtype, ndims, gshape, split, comm_from_fortran(comm), local_len,
-                                  new_ndims, new_gshape, new_split, new_local_len, plan);
+                                  new_ndims, new_gshape, new_split, new_local_len, options, plan);
 }

@@ -25,7 +25,7 @@
 /*
  The library's minor version: new functions or enumerators, nothing removed.
  */
-#define DR_VERSION_MINOR 2
+#define DR_VERSION_MINOR 3
 
 /*
  The library's patch version: fixes only.
@@ -106,6 +106,11 @@ typedef enum dr_status {
    without its `dr_request_wait`): a plan runs one execution at a time.
    */
   DR_ERROR_EXECUTION_IN_PROGRESS = 14,
+  /*
+   A field of `dr_plan_options` is out of its range (the message names the
+   field, its value and the rank).
+   */
+  DR_ERROR_INVALID_OPTION = 15,
 } dr_status;
 
 /*
@@ -186,11 +191,47 @@ typedef enum dr_dtype {
 typedef struct dr_plan dr_plan;
 
 /*
- An execution in flight, started by `dr_plan_execute_begin` (opaque). A plan
- runs one execution at a time, so a request is its plan seen as a request: it
- needs no memory of its own.
+ An execution in flight, started by `dr_plan_execute_begin` (opaque). Each plan
+ has one, made with it and lent to its execution in flight (a plan runs one at
+ a time), so beginning an execution allocates nothing. A request outlives its
+ plan when the plan is destroyed while it is lent (see `dr_plan_destroy`).
  */
 typedef struct dr_request dr_request;
+
+/*
+ The tuning knobs of a plan, for `dr_plan_create_with_options`. Fill it with
+ `dr_plan_options_default`, then change the fields wanted: every field is a
+ count or a size in bytes, and -1 asks for the default. The layout is ABI and
+ never changes within an ABI version (as `dr_plan_stats`): new options come as
+ new functions.
+ */
+typedef struct dr_plan_options {
+  /*
+   Most bytes in one MPI message, 1 to 2^31 - 1 (the default; MPI counts are
+   32-bit).
+   */
+  int64_t max_message_bytes;
+  /*
+   Staging for packed messages (runs under 64 KiB), per direction, over all
+   peers, at least 1 (default 16 MiB).
+   */
+  int64_t staging_bytes;
+  /*
+   Most runs cut into the messages of one round, and most segments a plan
+   lists at creation (16-24 bytes each), at least 1 (default 262144).
+   */
+  int64_t run_budget;
+  /*
+   Pairwise distances per window on the exchange path, at least 1 (default 64).
+   */
+  int64_t window;
+  /*
+   Most bytes an execution in place on the exchange path stages on a rank, 0
+   or more; -1 (the default) for the larger of 64 MiB and a tenth of the
+   rank's buffer.
+   */
+  int64_t in_place_budget;
+} dr_plan_options;
 
 /*
  What a plan does on this rank.
@@ -227,6 +268,46 @@ extern "C" {
 #endif // __cplusplus
 
 /*
+ A static description of a status (never NULL).
+ */
+const char *dr_status_string(dr_status status);
+
+/*
+ The message of this thread's last failed call, naming the argument, its value
+ and the rank (empty if no call failed). Valid until the next failing call on
+ this thread.
+ */
+const char *dr_last_error_message(void);
+
+/*
+ The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
+ `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
+ min(rank, extent%nranks)`.
+
+ # Safety
+ `len` and `offset` writable.
+ */
+enum dr_status dr_balanced_slab(int64_t extent,
+                                int32_t nranks,
+                                int32_t rank,
+                                int64_t *len,
+                                int64_t *offset);
+
+/*
+ The library version, e.g. "0.3.0".
+ */
+const char *dr_version(void);
+
+/*
+ Fills `*options` with the defaults (local): those of `dr_plan_create`, with
+ `in_place_budget` -1 (the larger of 64 MiB and a tenth of the rank's buffer).
+
+ # Safety
+ `options` NULL or writable.
+ */
+enum dr_status dr_plan_options_default(struct dr_plan_options *options);
+
+/*
  Reshapes in one call (collective over `comm`).
 
  `buf` holds this rank's slab of the array of global shape `gshape` (`ndims`
@@ -255,6 +336,31 @@ enum dr_status dr_reshape(const void *buf,
                           void *out,
                           int64_t out_capacity,
                           int64_t *new_local_elems);
+
+/*
+ Reshapes in one call (collective over `comm`) into the output distribution of
+ `new_local_len`: -1 for the balanced one (as `dr_reshape`), else this rank's
+ number of rows along `new_split` (the values of all ranks must add up; ignored
+ when the output is not split). Otherwise as `dr_reshape`: every outcome is
+ agreed, the same status on every rank.
+
+ # Safety
+ As `dr_reshape`.
+ */
+enum dr_status dr_reshape_to(const void *buf,
+                             dr_dtype dtype,
+                             int32_t ndims,
+                             const int64_t *gshape,
+                             int32_t split,
+                             MPI_Comm comm,
+                             int64_t local_len,
+                             int32_t new_ndims,
+                             const int64_t *new_gshape,
+                             int32_t new_split,
+                             int64_t new_local_len,
+                             void *out,
+                             int64_t out_capacity,
+                             int64_t *new_local_elems);
 
 /*
  Plans a reshape (collective over `comm`); arguments as in `dr_reshape`, plus
@@ -286,6 +392,30 @@ enum dr_status dr_plan_create(dr_dtype dtype,
                               int32_t new_split,
                               int64_t new_local_len,
                               struct dr_plan **plan);
+
+/*
+ Plans a reshape as `dr_plan_create` does, with the tuning knobs of `*options`
+ (from `dr_plan_options_default`, then changed; NULL for the defaults). A field
+ out of its range is `DR_ERROR_INVALID_OPTION` on every rank, agreed like any
+ argument error, the message naming the field, its value and the rank. The
+ options may differ between ranks (each rank's own limits), except that the
+ plan is only as fast as its slowest rank.
+
+ # Safety
+ As `dr_plan_create`; `options` NULL or readable.
+ */
+enum dr_status dr_plan_create_with_options(dr_dtype dtype,
+                                           int32_t ndims,
+                                           const int64_t *gshape,
+                                           int32_t split,
+                                           MPI_Comm comm,
+                                           int64_t local_len,
+                                           int32_t new_ndims,
+                                           const int64_t *new_gshape,
+                                           int32_t new_split,
+                                           int64_t new_local_len,
+                                           const struct dr_plan_options *options,
+                                           struct dr_plan **plan);
 
 /*
  The plan's output (local, not collective): the resolved new global shape
@@ -360,53 +490,21 @@ enum dr_status dr_plan_execute(const struct dr_plan *plan,
                                int64_t out_capacity);
 
 /*
- Starts executing a plan without waiting for it (collective, like
- `dr_plan_execute`): the same checks, the same agreement and the same status on
- every rank, all reported here; on success the messages are in flight and
- `*request` tracks them. Until `dr_request_test` reports completion or
- `dr_request_wait` returns, `in` must not be changed nor `out` read or freed.
- Call `dr_request_test` between pieces of computation, every few hundred
- microseconds: most MPI libraries move messages only inside MPI calls, and each
- test posts the schedule's next round. A plan runs one execution at a time:
- starting another (or `dr_plan_execute`) before completion fails with
- `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank. In place on the local path
- (split-preserving) completes here: its receives may only start after its
- sends; so do in place on the exchange path (its rounds), and any execution
- while another rank runs those rounds. Allocates nothing. Destroying the plan
- cancels an execution in flight (an error on the other ranks' side: complete it
- first).
+ Executes a plan as `dr_plan_execute` does, with the length of the input: `in`
+ holds `in_elems` elements. An input shorter than this rank's
+ (`dr_plan_input_slab`), or a negative `in_elems`, is `DR_ERROR_BUFFER_TOO_SMALL`,
+ agreed like a short output: on every rank unless the plan moves nothing
+ between ranks, and nothing is read.
 
  # Safety
- As `dr_plan_execute`; `request` writable; the buffers valid until completion.
+ `plan` from `dr_plan_create`; `in` readable for `in_elems` elements, `out`
+ writable for `out_capacity` elements.
  */
-enum dr_status dr_plan_execute_begin(const struct dr_plan *plan,
+enum dr_status dr_plan_execute_sized(const struct dr_plan *plan,
                                      const void *in,
+                                     int64_t in_elems,
                                      void *out,
-                                     int64_t out_capacity,
-                                     struct dr_request **request);
-
-/*
- Moves the execution of `*request` on as far as it goes without waiting and
- sets `*done` to 1 when it has completed (then the request is freed and
- `*request` set to NULL, as `MPI_Test` does), else 0. A NULL `*request` is
- complete (`dr_plan_execute_begin` returns one when the execution completed
- at once). A failure while messages flow (`DR_ERROR_MPI`) is this rank's; the
- request is then over too (NULL), its messages cancelled and completed.
-
- # Safety
- `request` points to NULL or to a request from `dr_plan_execute_begin` whose
- plan still exists; `done` writable.
- */
-enum dr_status dr_request_test(struct dr_request **request, int *done);
-
-/*
- Waits for the execution of `*request` to complete and sets `*request` to NULL (a NULL `*request` returns at once). A failure while
- messages flow is this rank's (`DR_ERROR_MPI`, messages cancelled and completed).
-
- # Safety
- As `dr_request_test`.
- */
-enum dr_status dr_request_wait(struct dr_request **request);
+                                     int64_t out_capacity);
 
 /*
  What the plan does on this rank (local).
@@ -434,41 +532,102 @@ enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t le
  last plan of a communicator the caller has already freed also frees the
  library's duplicate of it, which is collective in MPI.
 
+ An execution in flight (`dr_plan_execute_begin` without its completion) is
+ completed first: this rank waits for it as `dr_request_wait` would, so its
+ buffers are written and may be released once this returns; the other ranks'
+ executions complete as they test, wait for or destroy theirs (every rank
+ destroying its plan with the execution in flight completes it, without a
+ hang). Its request is then over, and no longer refers to the plan:
+ `dr_request_test` or `dr_request_wait` on it returns at once with the
+ execution's outcome, sets it to NULL and frees it (call one of them, or the
+ request's few bytes are lost). `dr_plan_free` does the same, returns that
+ outcome and sets the caller's pointer to NULL.
+
  # Safety
  `plan` from `dr_plan_create`, destroyed once.
  */
 void dr_plan_destroy(struct dr_plan *plan);
 
 /*
- The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
- `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
- min(rank, extent%nranks)`.
+ Frees the plan `*plan` as `dr_plan_destroy` does and sets `*plan` to NULL, so
+ that the handle cannot be used again (a NULL `*plan` is a no-op). Returns the
+ outcome of the execution in flight it completed: `DR_SUCCESS`, or the failure
+ `dr_request_wait` would have reported (on this rank only, as there); the plan
+ is freed either way. A NULL `plan` is `DR_ERROR_NULL_POINTER` (locally).
 
  # Safety
- `len` and `offset` writable.
+ `plan` NULL or pointing to NULL or to a plan from `dr_plan_create`, not
+ destroyed.
  */
-enum dr_status dr_balanced_slab(int64_t extent,
-                                int32_t nranks,
-                                int32_t rank,
-                                int64_t *len,
-                                int64_t *offset);
+enum dr_status dr_plan_free(struct dr_plan **plan);
 
 /*
- A static description of a status (never NULL).
+ Starts executing a plan without waiting for it (collective, like
+ `dr_plan_execute`): the same checks, the same agreement and the same status on
+ every rank, all reported here; on success the messages are in flight and
+ `*request` tracks them (NULL when the execution completed here). Until
+ `dr_request_test` reports completion or `dr_request_wait` returns, `in` must
+ not be changed nor `out` read or freed. Call `dr_request_test` between pieces
+ of computation, every few hundred microseconds: most MPI libraries move
+ messages only inside MPI calls, and each test posts the schedule's next round.
+ A plan runs one execution at a time: starting another (or `dr_plan_execute`)
+ before completion fails with `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank.
+ In place on the local path (split-preserving) completes here: its receives may
+ only start after its sends; so do in place on the exchange path (its rounds),
+ and any execution while another rank runs those rounds. Allocates nothing.
+ Destroying the plan completes an execution in flight (see `dr_plan_destroy`).
+
+ # Safety
+ As `dr_plan_execute`; `request` writable; the buffers valid until completion.
  */
-const char *dr_status_string(dr_status status);
+enum dr_status dr_plan_execute_begin(const struct dr_plan *plan,
+                                     const void *in,
+                                     void *out,
+                                     int64_t out_capacity,
+                                     struct dr_request **request);
 
 /*
- The message of this thread's last failed call, naming the argument, its value
- and the rank (empty if no call failed). Valid until the next failing call on
- this thread.
+ Starts executing a plan as `dr_plan_execute_begin` does, with the length of
+ the input: `in` holds `in_elems` elements, checked and agreed as in
+ `dr_plan_execute_sized`.
+
+ # Safety
+ As `dr_plan_execute_sized`; `request` writable; the buffers valid until
+ completion.
  */
-const char *dr_last_error_message(void);
+enum dr_status dr_plan_execute_begin_sized(const struct dr_plan *plan,
+                                           const void *in,
+                                           int64_t in_elems,
+                                           void *out,
+                                           int64_t out_capacity,
+                                           struct dr_request **request);
 
 /*
- The library version, e.g. "0.2.0".
+ Moves the execution of `*request` on as far as it goes without waiting and
+ sets `*done` to 1 when it has completed (then `*request` is set to NULL, as
+ `MPI_Test` does), else 0. A NULL `*request` is complete
+ (`dr_plan_execute_begin` returns one when the execution completed at once). A
+ failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
+ then over too (NULL, `*done` 1), its messages cancelled and completed. The
+ request of a destroyed plan is complete: this returns its execution's
+ outcome, sets `*done` to 1 and frees it.
+
+ # Safety
+ `request` points to NULL or to a request from `dr_plan_execute_begin` not yet
+ completed; `done` writable.
  */
-const char *dr_version(void);
+enum dr_status dr_request_test(struct dr_request **request, int *done);
+
+/*
+ Waits for the execution of `*request` to complete and sets `*request` to NULL
+ (a NULL `*request` returns at once). A failure while messages flow is this
+ rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
+ destroyed plan returns its execution's outcome at once and is freed.
+
+ # Safety
+ As `dr_request_test`.
+ */
+enum dr_status dr_request_wait(struct dr_request **request);
 
 #ifdef __cplusplus
 }  // extern "C"

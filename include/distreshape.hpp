@@ -11,10 +11,11 @@
  * whole array. Pass ndims - 1 for the last axis.
  *
  * Every failure throws distreshape::error. The collective calls (the plan
- * constructor, execute, reshape) fail with the same status on every rank, so every
- * rank throws, with one exception inherited from dr_plan_execute: a plan that moves
- * nothing between ranks executes without communicating, and a buffer error of its
- * execute is then thrown only on the rank that made it (reshape has no exception).
+ * constructor, execute, execute_begin, reshape) fail with the same status on every
+ * rank, so every rank throws, with one exception inherited from dr_plan_execute: a
+ * plan that moves nothing between ranks executes without communicating, and a
+ * buffer error of its execute is then thrown only on the rank that made it
+ * (reshape has no exception).
  *
  * Link DistReshape::distreshape_cxx (CMake) or define OMPI_SKIP_MPICXX and
  * MPICH_SKIP_MPICXX yourself: the header uses MPI's C API only. */
@@ -241,6 +242,31 @@ struct slab {
     std::int64_t offset;
 };
 
+/// The tuning knobs of a plan (`dr_plan_options`), for `plan`'s constructor: every
+/// field left at -1 takes the library's default (see `dr_plan_options` in
+/// distreshape.h for each one's meaning and range). A field out of its range
+/// throws `DR_ERROR_INVALID_OPTION` on every rank from the constructor.
+struct options {
+    /// Most bytes in one MPI message (default 2^31 - 1).
+    std::int64_t max_message_bytes = -1;
+    /// Staging for packed messages, per direction, over all peers (default 16 MiB).
+    std::int64_t staging_bytes = -1;
+    /// Most runs cut into one round's messages, and segments a plan lists (default 262144).
+    std::int64_t run_budget = -1;
+    /// Pairwise distances per window on the exchange path (default 64).
+    std::int64_t window = -1;
+    /// Most bytes in place on the exchange path stages on a rank (default: the
+    /// larger of 64 MiB and a tenth of the rank's buffer).
+    std::int64_t in_place_budget = -1;
+
+    /// The C struct of these options.
+    dr_plan_options native() const noexcept
+    {
+        return dr_plan_options{max_message_bytes, staging_bytes, run_budget, window,
+                               in_place_budget};
+    }
+};
+
 /// The balanced slab of `extent` rows for `rank` of `nranks` (`dr_balanced_slab`,
 /// pure, no MPI): `len = extent/nranks + (rank < extent%nranks)`. Throws
 /// `distreshape::error` for a negative extent or a rank outside `[0, nranks)`.
@@ -252,20 +278,14 @@ struct slab {
     return s;
 }
 
-/// A reshape planned on every rank of a communicator, to execute any number of
-/// times: a move-only owner of a `dr_plan*` (moved-from and default-constructed
-/// plans are empty). T is the element type (`is_element_v<T>`); it is compared
-/// across ranks when planning like the C `dtype`.
-///
-/// As in C, plans on one communicator are created and executed in the same order on
-/// every rank, and never from two threads at once (execute is non-const; the
-/// queries are const and may run concurrently with each other). Destroy a plan on
-/// every rank: destroying the last plan of a communicator the caller has freed
-/// frees the library's duplicate of it, which is collective.
 /// An execution in flight (`plan<T>::execute_begin`), move-only. `test()` moves it
 /// on without waiting; `wait()` completes it; the destructor waits for an execution
 /// still in flight (its errors then go unreported: call `wait()` to see them), so
-/// the buffers stay in use no longer than the request lives.
+/// the buffers stay in use no longer than the request lives. A request may outlive
+/// its plan: destroying the plan completes the execution (`dr_plan_destroy`), and
+/// the request is then complete. A temporary plan cannot start one
+/// (`plan<T>(...).execute_begin(...)` does not compile): its destructor would
+/// complete the execution at once, at the end of the statement.
 class request {
 public:
     request() = default;
@@ -308,6 +328,16 @@ private:
     dr_request* handle_ = nullptr;
 };
 
+/// A reshape planned on every rank of a communicator, to execute any number of
+/// times: a move-only owner of a `dr_plan*` (moved-from and default-constructed
+/// plans are empty). T is the element type (`is_element_v<T>`); it is compared
+/// across ranks when planning like the C `dtype`.
+///
+/// As in C, plans on one communicator are created and executed in the same order on
+/// every rank, and never from two threads at once (execute is non-const; the
+/// queries are const and may run concurrently with each other). Destroy a plan on
+/// every rank: destroying the last plan of a communicator the caller has freed
+/// frees the library's duplicate of it, which is collective.
 template <class T>
 class plan {
 public:
@@ -335,13 +365,30 @@ public:
     /// Throws `distreshape::error` on every rank if any rank's arguments are wrong.
     plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
          const shape& new_gshape, std::int32_t new_split, std::int64_t new_local_len = balanced)
+        : plan(gshape, split, comm, local_len, new_gshape, new_split, new_local_len, options{})
+    {
+    }
+
+    /// Plans a reshape as above, balanced, with the tuning knobs `opts`.
+    plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
+         const shape& new_gshape, std::int32_t new_split, const options& opts)
+        : plan(gshape, split, comm, local_len, new_gshape, new_split, balanced, opts)
+    {
+    }
+
+    /// Plans a reshape as above, with this rank's `new_local_len` output rows and the
+    /// tuning knobs `opts` (`dr_plan_create_with_options`).
+    plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
+         const shape& new_gshape, std::int32_t new_split, std::int64_t new_local_len,
+         const options& opts)
         : plan() // constructed from here on: the destructor frees the plan if a query throws
     {
         new_ndims_ = new_gshape.size();
-        detail::check(dr_plan_create(dtype, detail::saturate<std::int32_t>(gshape.size()),
-                                     gshape.data(), split, comm, local_len,
-                                     detail::saturate<std::int32_t>(new_gshape.size()),
-                                     new_gshape.data(), new_split, new_local_len, &handle_));
+        const dr_plan_options knobs = opts.native();
+        detail::check(dr_plan_create_with_options(
+            dtype, detail::saturate<std::int32_t>(gshape.size()), gshape.data(), split, comm,
+            local_len, detail::saturate<std::int32_t>(new_gshape.size()), new_gshape.data(),
+            new_split, new_local_len, &knobs, &handle_));
         // Kept: every execute from a container checks the input's length against it.
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
@@ -461,13 +508,20 @@ public:
         run(in, detail::unchecked, out, capacity);
     }
 
+    /// Executes the plan (as above) from `in`, which holds `in_size` elements
+    /// (`dr_plan_execute_sized`): an input shorter than `input_elems()` fails with
+    /// `DR_ERROR_BUFFER_TOO_SMALL` on every rank (unless the plan moves nothing
+    /// between ranks), the message naming the short rank; nothing is read.
+    void execute(const T* in, std::size_t in_size, T* out, std::size_t capacity)
+    {
+        run(in, in_size, out, capacity);
+    }
+
     /// Executes the plan (as above) from `in` into `out`, whose size is the capacity
     /// (size it with `output_elems()`; elements beyond are untouched). An `in`
-    /// shorter than `input_elems()` fails with `DR_ERROR_BUFFER_TOO_SMALL`: on its
-    /// rank with a message saying so, on the others (unless the plan moves nothing
-    /// between ranks) with the library's message naming that rank and the
-    /// `out_capacity = -1` it passed so that every rank fails. Any allocators. Not
-    /// for `bool` (`std::vector<bool>` is not contiguous).
+    /// shorter than `input_elems()` fails with `DR_ERROR_BUFFER_TOO_SMALL`, as in
+    /// the overload with `in_size`. Any allocators. Not for `bool`
+    /// (`std::vector<bool>` is not contiguous).
     template <class InAlloc, class OutAlloc>
     void execute(const std::vector<T, InAlloc>& in, std::vector<T, OutAlloc>& out)
     {
@@ -506,28 +560,76 @@ public:
     /// the agreement of `execute`, whose errors it throws on every rank alike): the
     /// messages are in flight when it returns. Until the request completes, leave
     /// `in` unchanged and `out` unread, and keep both alive; a plan runs one
-    /// execution at a time (`DR_ERROR_EXECUTION_IN_PROGRESS` otherwise).
-    [[nodiscard]] request execute_begin(const T* in, T* out, std::size_t capacity)
+    /// execution at a time (`DR_ERROR_EXECUTION_IN_PROGRESS` otherwise). `in`
+    /// holds `input_elems()` elements (taken on trust, as in C).
+    [[nodiscard]] request execute_begin(const T* in, T* out, std::size_t capacity) &
     {
-        dr_request* handle = nullptr;
-        detail::check(
-            dr_plan_execute_begin(handle_, in, out, detail::saturate<std::int64_t>(capacity), &handle));
-        return request(handle);
+        return begin(in, detail::unchecked, out, capacity);
     }
 
+    /// Starts executing the plan (as above) from `in`, which holds `in_size`
+    /// elements, checked as by `execute` (`dr_plan_execute_begin_sized`).
+    [[nodiscard]] request execute_begin(const T* in, std::size_t in_size, T* out,
+                                        std::size_t capacity) &
+    {
+        return begin(in, in_size, out, capacity);
+    }
+
+    /// Starts executing the plan (as above) from `in` into `out` (its size is the
+    /// capacity), the length of `in` checked. Not for bool.
+    template <class InAlloc, class OutAlloc>
+    [[nodiscard]] request execute_begin(const std::vector<T, InAlloc>& in,
+                                        std::vector<T, OutAlloc>& out) &
+    {
+        return begin(detail::vector_data(in), in.size(), detail::vector_data(out), out.size());
+    }
+
+#ifdef __cpp_lib_span
+    /// Starts executing the plan (C++20, as above) from `in` into `out` (its size
+    /// is the capacity), the length of `in` checked.
+    [[nodiscard]] request execute_begin(std::span<const T> in, std::span<T> out) &
+    {
+        return begin(in.data(), in.size(), out.data(), out.size());
+    }
+#endif
+
+    /// Not on a temporary plan: its destructor, at the end of the statement, would
+    /// complete the execution there and then (see `request`).
+    request execute_begin(const T*, T*, std::size_t) && = delete;
+    /// Not on a temporary plan (see above).
+    request execute_begin(const T*, std::size_t, T*, std::size_t) && = delete;
+    /// Not on a temporary plan (see above).
+    template <class InAlloc, class OutAlloc>
+    request execute_begin(const std::vector<T, InAlloc>&, std::vector<T, OutAlloc>&) && = delete;
+#ifdef __cpp_lib_span
+    /// Not on a temporary plan (see above).
+    request execute_begin(std::span<const T>, std::span<T>) && = delete;
+#endif
+
 private:
-    /// dr_plan_execute with an input of `in_size` elements. The C API takes no input
-    /// length, so a short input goes in as out_capacity = -1: the ranks of a plan
-    /// that moves data then all fail with DR_ERROR_BUFFER_TOO_SMALL, none is left
-    /// waiting in the exchange, and no byte is read beyond the input.
+    /// dr_plan_execute_sized with an input of `in_size` elements, dr_plan_execute
+    /// when unchecked (a pointer's input taken on trust).
     void run(const T* in, std::size_t in_size, T* out, std::size_t capacity)
     {
-        const std::string fault = detail::short_input(in_size, input_elems_);
-        const std::int64_t cap = fault.empty() ? detail::saturate<std::int64_t>(capacity) : -1;
-        const dr_status status = dr_plan_execute(handle_, in, out, cap);
-        if (status == DR_ERROR_BUFFER_TOO_SMALL && !fault.empty())
-            throw error(status, fault);
-        detail::check(status);
+        const std::int64_t cap = detail::saturate<std::int64_t>(capacity);
+        if (in_size == detail::unchecked)
+            detail::check(dr_plan_execute(handle_, in, out, cap));
+        else
+            detail::check(dr_plan_execute_sized(handle_, in, detail::saturate<std::int64_t>(in_size),
+                                                out, cap));
+    }
+
+    /// dr_plan_execute_begin_sized (dr_plan_execute_begin when unchecked).
+    request begin(const T* in, std::size_t in_size, T* out, std::size_t capacity)
+    {
+        dr_request* handle = nullptr;
+        const std::int64_t cap = detail::saturate<std::int64_t>(capacity);
+        if (in_size == detail::unchecked)
+            detail::check(dr_plan_execute_begin(handle_, in, out, cap, &handle));
+        else
+            detail::check(dr_plan_execute_begin_sized(
+                handle_, in, detail::saturate<std::int64_t>(in_size), out, cap, &handle));
+        return request(handle);
     }
 
     dr_plan* handle_ = nullptr;

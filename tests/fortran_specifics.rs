@@ -6,14 +6,19 @@
 
 use std::path::Path;
 
-/// Suffix, Fortran type and `dr_dtype` of every supported element kind.
-const KINDS: [(&str, &str, &str); 6] = [
+/// Suffix, Fortran type and `dr_dtype` of every supported element kind: the
+/// Fortran kinds of the C types of the dtypes. The unsigned dtypes have none
+/// (Fortran has no unsigned integers).
+const KINDS: [(&str, &str, &str); 9] = [
     ("r32", "real(real32)", "DR_DTYPE_FLOAT32"),
     ("r64", "real(real64)", "DR_DTYPE_FLOAT64"),
     ("i32", "integer(int32)", "DR_DTYPE_INT32"),
     ("i64", "integer(int64)", "DR_DTYPE_INT64"),
     ("c64", "complex(real32)", "DR_DTYPE_COMPLEX64"),
     ("c128", "complex(real64)", "DR_DTYPE_COMPLEX128"),
+    ("i8", "integer(int8)", "DR_DTYPE_INT8"),
+    ("i16", "integer(int16)", "DR_DTYPE_INT16"),
+    ("bool", "logical(c_bool)", "DR_DTYPE_BOOL"),
 ];
 
 /// Suffix, Fortran type and integer handle (MPI_Fint) of both communicator kinds.
@@ -26,32 +31,34 @@ const COMMS: [(&str, &str, &str); 2] = [
 const MAX_RANK: usize = 7;
 
 const RESHAPE: &str = "
-  subroutine reshape_@K@C(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, stat)
+  subroutine reshape_@K@C(a, gshape, split, comm, new_gshape, new_split, b, nout, local_len, &
+                         new_local_len, stat)
     @T, dimension(..), contiguous, target, intent(in) :: a
     @T, dimension(..), contiguous, target, intent(inout) :: b
     @M, intent(in) :: comm
     integer(int64), intent(in) :: gshape(:), new_gshape(:)
     integer, intent(in) :: split, new_split
     integer(int64), intent(out), optional :: nout
-    integer(int64), intent(in), optional :: local_len
+    integer(int64), intent(in), optional :: local_len, new_local_len
     integer, intent(out), optional :: stat
-    call reshape_core(@D, c_loc(a), shape(a, int64), gshape, split, @H, &
-                      new_gshape, new_split, c_loc(b), shape(b, int64), nout, local_len, stat)
+    call reshape_core(@D, c_loc(a), shape(a, int64), gshape, split, @H, new_gshape, new_split, &
+                      c_loc(b), shape(b, int64), nout, local_len, new_local_len, stat)
   end subroutine reshape_@K@C
 ";
 
 const CREATE_WITH_MOLD: &str = "
   subroutine plan_create_@K@C(gshape, split, comm, local_len, new_gshape, new_split, plan, mold, &
-                              new_local_len, stat)
+                              new_local_len, options, stat)
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     integer, intent(in) :: split, new_split
     @M, intent(in) :: comm
     type(dr_plan), intent(inout) :: plan
     @T, dimension(..), intent(in) :: mold  ! only its type matters
     integer(int64), intent(in), optional :: new_local_len
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     call plan_create_core(@D, gshape, split, @H, local_len, new_gshape, new_split, &
-                          plan, new_local_len, stat)
+                          plan, new_local_len, options, stat)
   end subroutine plan_create_@K@C
 ";
 

@@ -22,7 +22,7 @@ pub const DR_SPLIT_NONE: i32 = -1;
 /// version plays that role (SONAME `libdistreshape.so.0.MINOR`).
 pub const DR_VERSION_MAJOR: i32 = 0;
 /// The library's minor version: new functions or enumerators, nothing removed.
-pub const DR_VERSION_MINOR: i32 = 2;
+pub const DR_VERSION_MINOR: i32 = 3;
 /// The library's patch version: fixes only.
 pub const DR_VERSION_PATCH: i32 = 0;
 /// Most dimensions of a global shape.
@@ -118,6 +118,9 @@ pub enum dr_status {
     /// The plan already has an execution in flight (`dr_plan_execute_begin`
     /// without its `dr_request_wait`): a plan runs one execution at a time.
     DR_ERROR_EXECUTION_IN_PROGRESS = 14,
+    /// A field of `dr_plan_options` is out of its range (the message names the
+    /// field, its value and the rank).
+    DR_ERROR_INVALID_OPTION = 15,
 }
 
 /// How a plan moves data.
@@ -198,6 +201,7 @@ status_table!(
     DR_ERROR_INVALID_COMMUNICATOR => "invalid communicator",
     DR_ERROR_INTERNAL => "internal error",
     DR_ERROR_EXECUTION_IN_PROGRESS => "an execution of the plan is in progress",
+    DR_ERROR_INVALID_OPTION => "invalid plan option",
 );
 
 /// The element table: every `dr_dtype` with its Rust type. Generates the list of
@@ -264,9 +268,9 @@ mod tests {
             assert_eq!(*dtype as usize, value);
             assert_eq!(dr_dtype::from_code(value as i32), Some(*dtype));
         }
-        assert_eq!(dr_status::ALL.len(), 15);
+        assert_eq!(dr_status::ALL.len(), 16);
         assert_eq!(dr_dtype::ALL.len(), 13);
-        assert_eq!(dr_status::from_code(15), None);
+        assert_eq!(dr_status::from_code(16), None);
         assert_eq!(dr_dtype::from_code(-1), None);
     }
 

@@ -80,6 +80,8 @@ error_table!(
     Internal => DR_ERROR_INTERNAL,
     /// The plan already has an execution in flight.
     ExecutionInProgress => DR_ERROR_EXECUTION_IN_PROGRESS,
+    /// A plan option is out of its range.
+    InvalidOption => DR_ERROR_INVALID_OPTION,
 );
 
 impl Error {

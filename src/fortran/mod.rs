@@ -10,16 +10,17 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    MPI_Comm, begin_request, create_plan, dr_plan, dr_request, elem_size, guard, plan_ref,
-    shape_arg,
+    Buffers, MPI_Comm, begin_request, c_plan_ref, create_plan, dr_plan, dr_plan_options,
+    dr_request, elem_size, guard, options_arg, plan_ref, shape_arg, target_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::checked_product;
-use crate::planning::args::{Notation, ReshapeArgs, Target};
+use crate::planning::args::{Notation, ReshapeArgs};
 
-/// `dr_reshape` for the Fortran module: `a` of shape `a_shape` (`a_ndims` extents)
-/// is this rank's slab, `b` of shape `b_shape` receives its part of the result.
+/// `dr_reshape_to` for the Fortran module: `a` of shape `a_shape` (`a_ndims`
+/// extents) is this rank's slab, `b` of shape `b_shape` receives its part of the
+/// result (`new_local_len` rows, -1 for balanced).
 ///
 /// # Safety
 /// As `dr_reshape`; `a` and `b` hold the elements their shapes say.
@@ -38,6 +39,7 @@ pub unsafe extern "C" fn dr_fortran_reshape(
     new_ndims: i32,
     new_gshape: *const i64,
     new_split: i32,
+    new_local_len: i64,
     b: *mut c_void,
     b_ndims: i32,
     b_shape: *const i64,
@@ -46,7 +48,7 @@ pub unsafe extern "C" fn dr_fortran_reshape(
     guard(|| {
         let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
         // SAFETY: shapes readable for their dimension counts (documented).
-        let args = unsafe { fortran_args(dtype, shapes, local_len, -1) };
+        let args = unsafe { fortran_args(dtype, shapes, local_len, new_local_len) };
         let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
         // SAFETY: the arrays' shapes and data as documented.
         unsafe { execute(&plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }?;
@@ -58,10 +60,11 @@ pub unsafe extern "C" fn dr_fortran_reshape(
     })
 }
 
-/// `dr_plan_create` for the Fortran module (arguments in Fortran notation).
+/// `dr_plan_create_with_options` for the Fortran module (arguments in Fortran
+/// notation).
 ///
 /// # Safety
-/// As `dr_plan_create`.
+/// As `dr_plan_create_with_options`.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn dr_fortran_plan_create(
@@ -75,14 +78,15 @@ pub unsafe extern "C" fn dr_fortran_plan_create(
     new_gshape: *const i64,
     new_split: i32,
     new_local_len: i64,
+    options: *const dr_plan_options,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
     guard(|| {
         let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
         // SAFETY: shapes readable for their dimension counts (documented).
         let args = unsafe { fortran_args(dtype, shapes, local_len, new_local_len) };
-        // SAFETY: plan as documented.
-        unsafe { create_plan(comm, args, plan) }
+        // SAFETY: options and plan as documented.
+        unsafe { create_plan(comm, args, options_arg(options), plan) }
     })
 }
 
@@ -126,13 +130,19 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_begin(
 ) -> dr_status {
     guard(|| {
         // SAFETY: as documented.
-        let p = unsafe { plan_ref(plan) }?;
+        let p = unsafe { c_plan_ref(plan) }?;
         // SAFETY: shapes readable for their dimension counts (documented).
         let (pre, capacity) =
-            unsafe { checked_capacity(p, (a_ndims, a_shape), (b_ndims, b_shape)) };
+            unsafe { checked_capacity(&p.plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
+        let buffers = Buffers {
+            input: a,
+            input_bytes: p.plan.input_elems() * p.plan.elem_size(),
+            output: b,
+            capacity,
+        };
         // SAFETY: the arrays hold what their shapes say, checked against the plan,
         // and stay valid until completion (documented).
-        unsafe { begin_request(plan, (a, b, capacity), pre, request) }
+        unsafe { begin_request(p, buffers, pre, request) }
     })
 }
 
@@ -181,10 +191,7 @@ unsafe fn fortran_args(
         gshape,
         local_len,
         new_shape,
-        target: match new_local_len {
-            -1 => Target::Balanced,
-            n => Target::Len(n),
-        },
+        target: target_arg(new_local_len),
         dtype: Some(dtype),
         notation: Notation::Fortran,
     })
@@ -243,8 +250,10 @@ unsafe fn array_shapes(
     check_array("b", &b, plan.local_output_shape(), rank)
 }
 
-/// An array of the slab's rank must have the slab's shape; an array of another rank
-/// (e.g. a flat buffer) must hold at least its elements. Returns the array's size.
+/// A rank-1 array is a flat buffer with a capacity, whatever the slab's rank: it
+/// must hold at least the slab's elements, like an array of any other rank than
+/// the slab's. An array of the slab's rank, when that is 2 or more, must have the
+/// slab's shape exactly. Returns the array's size.
 fn check_array(name: &str, array: &[i64], slab: &[u64], rank: usize) -> Result<usize> {
     let fortran = Notation::Fortran;
     let extents: Vec<u64> = array.iter().map(|&n| n.max(0) as u64).collect();
@@ -252,7 +261,8 @@ fn check_array(name: &str, array: &[i64], slab: &[u64], rank: usize) -> Result<u
         checked_product(&extents),
         checked_product(slab).unwrap_or(0),
     );
-    if array.len() == slab.len() && extents != slab {
+    let shaped = array.len() >= 2 && array.len() == slab.len();
+    if shaped && extents != slab {
         return Err(Error::InvalidShape(format!(
             "{name} has shape {} but this rank's slab has shape {} (rank {rank})",
             fortran.shape(array),
@@ -297,6 +307,11 @@ mod tests {
                 .contains("a has shape (5, 4) but this rank's slab has shape (6, 4) (rank 1)")
         );
         assert_eq!(check_array("b", &[30], &slab, 0).unwrap(), 30);
+        // A rank-1 array is a flat buffer even when the slab is 1-D too.
+        assert_eq!(check_array("b", &[142], &[141], 0).unwrap(), 142);
+        let short = check_array("b", &[140], &[141], 3).unwrap_err();
+        assert!(matches!(short, Error::BufferTooSmall(_)));
+        assert!(short.to_string().contains("b has 140 elements"));
         let flat = check_array("b", &[23], &slab, 2).unwrap_err();
         assert!(matches!(flat, Error::BufferTooSmall(_)));
         assert!(check_array("b", &[0, 0], &[0, 0], 0).is_ok());

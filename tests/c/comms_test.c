@@ -3,23 +3,12 @@
  * has about 2048 communicators in all) and each keeps its own messages; the duplicate
  * outlives the caller's communicator while plans use it; the caller's
  * communicator keeps its error handler. Every element is checked. */
-#include <distreshape.h>
-#include <mpi.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "harness.h"
 
 #define ROWS 7 /* more ranks than rows at 8+ ranks: some slabs are empty */
 #define COLS 3
 
-static int rank, nranks, failures;
-
-static void check(int ok, const char *what, long long value) {
-    if (!ok) {
-        fprintf(stderr, "rank %d: %s (%lld): %s\n", rank, what, value, dr_last_error_message());
-        failures++;
-    }
-}
+static int rank, nranks;
 
 /* Plans (ROWS + k, COLS) split 0 -> (COLS, ROWS + k) split 1: a change of the
  * split axis that moves data between ranks whenever there are several. */
@@ -29,7 +18,7 @@ static dr_plan *make_plan(MPI_Comm comm, int k) {
     dr_plan *plan = NULL;
     dr_status s = dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, comm, len, 2, new_shape, 1, -1,
                                  &plan);
-    check(s == DR_SUCCESS, "dr_plan_create, rows", ROWS + k);
+    CHECK_EQ(s, DR_SUCCESS, k == 0 ? "dr_plan_create" : "dr_plan_create, more rows");
     return plan;
 }
 
@@ -39,12 +28,12 @@ static void execute_and_check(dr_plan *plan, int k) {
     dr_balanced_slab(rows, nranks, rank, &len, &off);
     dr_balanced_slab(rows, nranks, rank, &out_len, &out_off);
     int64_t in[(ROWS + 16) * COLS], out[(ROWS + 16) * COLS];
-    for (int64_t i = 0; i < len * COLS; i++) in[i] = off * COLS + i;
-    check(dr_plan_execute(plan, in, out, COLS * out_len) == DR_SUCCESS, "execute, rows", rows);
+    test_fill_i64(in, len * COLS, off * COLS);
+    CHECK_STATUS(dr_plan_execute(plan, in, out, COLS * out_len), DR_SUCCESS);
     /* Output (COLS, rows) split 1: local element (c, r) is global (c, out_off + r). */
     for (int64_t c = 0; c < COLS; c++)
         for (int64_t r = 0; r < out_len; r++)
-            check(out[c * out_len + r] == c * rows + out_off + r, "wrong element, rows", rows);
+            CHECK_EQ(out[c * out_len + r], c * rows + out_off + r, "element");
 }
 
 /* `count` plans alive at once on MPI_COMM_WORLD, each executed (in an order
@@ -89,26 +78,22 @@ static void error_handler_is_restored(void) {
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
     dr_plan_destroy(make_plan(comm, 1));
     MPI_Comm_get_errhandler(comm, &after);
-    check(after == MPI_ERRORS_ARE_FATAL, "caller's handler changed", 0);
+    CHECK_WHAT(after == MPI_ERRORS_ARE_FATAL, "the caller's handler (fatal) is kept");
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     dr_plan_destroy(make_plan(comm, 1));
     MPI_Comm_get_errhandler(comm, &before);
-    check(before == MPI_ERRORS_RETURN, "caller's handler changed", 1);
+    CHECK_WHAT(before == MPI_ERRORS_RETURN, "the caller's handler (return) is kept");
     MPI_Errhandler_free(&after);
     MPI_Errhandler_free(&before);
     MPI_Comm_free(&comm);
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    test_init(&argc, &argv);
+    rank = test_rank;
+    nranks = test_nranks;
     many_plans(argc > 1 ? atoi(argv[1]) : 10000);
     caller_frees_its_communicator();
     error_handler_is_restored();
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("comms test: %d failures\n", all);
-    MPI_Finalize();
-    return all != 0;
+    return test_finish("comms test");
 }

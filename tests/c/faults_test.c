@@ -3,21 +3,10 @@
  * or a hang, and leave the communicator usable. An MPI failure in the middle of an
  * exchange is abandoned cleanly. Several plans alive at once on one
  * communicator, executed in any order, must each give the right result. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "distreshape.h"
+#include "harness.h"
 #include "test_hooks.h"
 
-static int rank, size, failures;
-
-static void expect(int ok, const char *what) {
-  if (!ok) {
-    fprintf(stderr, "rank %d: FAILED: %s (last message: %s)\n", rank, what, dr_last_error_message());
-    failures++;
-  }
-}
+static int rank, size;
 
 /* Same status on every rank? */
 static int agreed(dr_status s) {
@@ -70,20 +59,20 @@ static void release(struct transpose_like *t) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test_init(&argc, &argv);
+  rank = test_rank;
+  size = test_nranks;
   int victim = size - 1; /* not rank 0 when there are several ranks */
 
   /* Several plans alive at once, executed in mixed order, twice. */
   struct transpose_like a, b, c;
-  expect(make(&a, 23, 7, 0) == DR_SUCCESS, "plan a");
-  expect(make(&b, 5, 40, 1) == DR_SUCCESS, "plan b");
-  expect(make(&c, 64, 3, 1) == DR_SUCCESS, "plan c");
+  CHECK_WHAT(make(&a, 23, 7, 0) == DR_SUCCESS, "plan a");
+  CHECK_WHAT(make(&b, 5, 40, 1) == DR_SUCCESS, "plan b");
+  CHECK_WHAT(make(&c, 64, 3, 1) == DR_SUCCESS, "plan c");
   struct transpose_like *order[6] = {&c, &a, &b, &b, &c, &a};
   for (int i = 0; i < 6; i++) {
     dr_status s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
-    expect(s == DR_SUCCESS && correct(order[i]), "interleaved plans give the right result");
+    CHECK_WHAT(s == DR_SUCCESS && correct(order[i]), "interleaved plans give the right result");
   }
 
   /* Allocation failure on one rank: the plan needs O(nranks) memory, so a 1-byte
@@ -92,9 +81,10 @@ int main(int argc, char **argv) {
   struct transpose_like d;
   dr_status s = make(&d, 10, 10, 1);
   dr_test_set_allocation_limit(-1);
-  expect(agreed(s) && s == DR_ERROR_OUT_OF_MEMORY, "out of memory on one rank is agreed");
-  expect(d.plan == NULL, "no plan is returned on failure");
-  expect(strstr(dr_last_error_message(), "out of memory") != NULL, "message names out of memory");
+  CHECK_WHAT(agreed(s) && s == DR_ERROR_OUT_OF_MEMORY, "out of memory on one rank is agreed");
+  CHECK_WHAT(d.plan == NULL, "no plan is returned on failure");
+  CHECK_WHAT(strstr(dr_last_error_message(), "out of memory") != NULL, "message names out of memory");
+  CHECK_NAMES_RANK(victim);
   release(&d);
 
   /* Out of memory during execution (the in-place staging of the sends). */
@@ -103,8 +93,9 @@ int main(int argc, char **argv) {
   memcpy(buf, a.in, sizeof(double) * (size_t)(a.in_len * a.gshape[1]));
   s = dr_plan_execute(a.plan, buf, buf, a.capacity);
   dr_test_set_allocation_limit(-1);
-  expect(agreed(s) && (size == 1 ? s == DR_SUCCESS : s == DR_ERROR_OUT_OF_MEMORY),
-         "out of memory while executing on one rank is agreed");
+  CHECK_WHAT(agreed(s) && (size == 1 ? s == DR_SUCCESS : s == DR_ERROR_OUT_OF_MEMORY),
+             "out of memory while executing on one rank is agreed");
+  if (size > 1) CHECK_NAMES_RANK(victim);
   free(buf);
 
   /* A panic inside the library on one rank. */
@@ -112,8 +103,8 @@ int main(int argc, char **argv) {
   struct transpose_like e;
   s = make(&e, 10, 10, 1);
   dr_test_set_panic(0);
-  expect(agreed(s) && s == DR_ERROR_INTERNAL, "a panic on one rank is agreed as internal error");
-  expect(strstr(dr_last_error_message(), "panic") != NULL, "message names the panic");
+  CHECK_WHAT(agreed(s) && s == DR_ERROR_INTERNAL, "a panic on one rank is agreed as internal error");
+  CHECK_WHAT(strstr(dr_last_error_message(), "panic") != NULL, "message names the panic");
   release(&e);
 
   /* An MPI failure in the middle of an exchange, on every rank (as when the job's
@@ -127,22 +118,18 @@ int main(int argc, char **argv) {
     s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
     dr_test_set_exchange_failure(0);
     int talks = st.peers_sent + st.peers_received > 0;
-    expect(talks ? s == DR_ERROR_MPI : s == DR_SUCCESS, "an exchange failing mid-way is abandoned");
-    expect(!talks || strstr(dr_last_error_message(), "injected") != NULL, "message names the failure");
+    CHECK_WHAT(talks ? s == DR_ERROR_MPI : s == DR_SUCCESS, "an exchange failing mid-way is abandoned");
+    CHECK_WHAT(!talks || strstr(dr_last_error_message(), "injected") != NULL, "message names the failure");
   }
 
   /* The communicator still works, and the old plans too. */
   for (int i = 0; i < 3; i++) {
     s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
-    expect(s == DR_SUCCESS && correct(order[i]), "plans still work after the faults");
+    CHECK_WHAT(s == DR_SUCCESS && correct(order[i]), "plans still work after the faults");
   }
   release(&a);
   release(&b);
   release(&c);
 
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf("faults test on %d ranks: %d failures\n", size, all);
-  MPI_Finalize();
-  return all == 0 ? 0 : 1;
+  return test_finish("faults test");
 }

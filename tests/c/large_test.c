@@ -2,26 +2,19 @@
  * (N,) uint8 all on rank 0 -> balanced, N = 2^32 + 6, so rank 0 sends 2^31 + 3 bytes
  * to rank 1 and holds a local buffer of more than 2^32 elements. Every element is
  * checked (values are the global index mod 251, a prime, so shifts are caught). */
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "distreshape.h"
+#include "harness.h"
 
 static uint8_t value(int64_t global) { return (uint8_t)(global % 251); }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test_init(&argc, &argv);
   const int64_t n = (INT64_C(1) << 32) + 6;
-  int64_t len = rank == 0 ? n : 0, out_len, out_off, elems = 0;
-  dr_balanced_slab(n, size, rank, &out_len, &out_off);
+  int64_t len = test_rank == 0 ? n : 0, out_len, out_off, elems = 0;
+  dr_balanced_slab(n, test_nranks, test_rank, &out_len, &out_off);
   uint8_t *in = malloc((size_t)(len > 0 ? len : 1));
   uint8_t *out = malloc((size_t)(out_len > 0 ? out_len : 1));
   if (!in || !out) {
-    fprintf(stderr, "rank %d: cannot allocate the test buffers\n", rank);
+    fprintf(stderr, "rank %d: cannot allocate the test buffers\n", test_rank);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   for (int64_t i = 0; i < len; i++) in[i] = value(i);
@@ -30,15 +23,14 @@ int main(int argc, char **argv) {
   dr_status s = dr_reshape(in, DR_DTYPE_UINT8, 1, gshape, 0, MPI_COMM_WORLD, len, 1, gshape, 0,
                            out, out_len, &elems);
   t = MPI_Wtime() - t;
-  int64_t wrong = s == DR_SUCCESS && elems == out_len ? 0 : 1;
+  CHECK_STATUS(s, DR_SUCCESS);
+  CHECK(elems == out_len);
+  int64_t wrong = 0;
   for (int64_t i = 0; s == DR_SUCCESS && i < out_len; i++) wrong += out[i] != value(out_off + i);
-  int64_t all = 0;
-  MPI_Allreduce(&wrong, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("large test: %" PRId64 " bytes over %d ranks in %.2f s: %s (%s)\n", n, size, t,
-           all == 0 ? "correct" : "WRONG", s == DR_SUCCESS ? "ok" : dr_last_error_message());
+  CHECK_WHAT(wrong == 0, "every element");
+  if (test_rank == 0)
+    printf("large test: %" PRId64 " bytes over %d ranks in %.2f s\n", n, test_nranks, t);
   free(in);
   free(out);
-  MPI_Finalize();
-  return all == 0 ? 0 : 1;
+  return test_finish("large test");
 }

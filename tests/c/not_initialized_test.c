@@ -4,20 +4,10 @@
  * alone (MPI_COMM_SELF), so any rank count gives the same result.
  * dr_plan_execute after MPI_Finalize returns the same status, for a plan that
  * moves data between ranks (over MPI_COMM_WORLD, at 2 ranks and more) and for
- * one that moves nothing, and dr_plan_destroy still frees both. */
-#include <distreshape.h>
-#include <mpi.h>
-#include <stdio.h>
-
-static int failures;
-
-static void expect(int ok, const char *what)
-{
-    if (!ok) {
-        printf("FAIL: %s (%s)\n", what, dr_last_error_message());
-        failures++;
-    }
-}
+ * one that moves nothing, and dr_plan_destroy and dr_plan_free still free them.
+ * MPI's life cycle is what this test is about, so it uses the harness's checks
+ * but neither test_init nor test_finish. */
+#include "harness.h"
 
 /* (2, 3) -> (3, 2), neither split: a copy of all six elements. */
 static dr_status reshape_once(const int32_t *in, int32_t *out, int64_t *written)
@@ -35,14 +25,14 @@ static void expect_not_initialized(const char *when)
     static const int64_t gshape[1] = {6};
     dr_plan *plan = NULL;
     printf("%s\n", when);
-    expect(reshape_once(in, out, &written) == DR_ERROR_MPI_NOT_INITIALIZED,
+    CHECK_WHAT(reshape_once(in, out, &written) == DR_ERROR_MPI_NOT_INITIALIZED,
            "dr_reshape returns DR_ERROR_MPI_NOT_INITIALIZED");
-    expect(dr_last_error_message()[0] != '\0', "the message is not empty");
-    expect(written == -1 && out[0] == -1 && out[5] == -1, "outputs untouched");
-    expect(dr_plan_create(DR_DTYPE_INT32, 1, gshape, DR_SPLIT_NONE, MPI_COMM_SELF, 0, 1, gshape,
+    CHECK_WHAT(dr_last_error_message()[0] != '\0', "the message is not empty");
+    CHECK_WHAT(written == -1 && out[0] == -1 && out[5] == -1, "outputs untouched");
+    CHECK_WHAT(dr_plan_create(DR_DTYPE_INT32, 1, gshape, DR_SPLIT_NONE, MPI_COMM_SELF, 0, 1, gshape,
                           DR_SPLIT_NONE, -1, &plan) == DR_ERROR_MPI_NOT_INITIALIZED,
            "dr_plan_create returns DR_ERROR_MPI_NOT_INITIALIZED");
-    expect(plan == NULL, "no plan created");
+    CHECK_WHAT(plan == NULL, "no plan created");
 }
 
 /* (n, 2) split 0 -> (n, 2) split 1 over `comm` of n ranks: every rank's row goes
@@ -53,7 +43,7 @@ static dr_plan *split_change(MPI_Comm comm)
     MPI_Comm_size(comm, &n);
     const int64_t gshape[2] = {n, 2};
     dr_plan *plan = NULL;
-    expect(dr_plan_create(DR_DTYPE_INT32, 2, gshape, 0, comm, 1, 2, gshape, 1, -1, &plan) ==
+    CHECK_WHAT(dr_plan_create(DR_DTYPE_INT32, 2, gshape, 0, comm, 1, 2, gshape, 1, -1, &plan) ==
                DR_SUCCESS,
            "dr_plan_create succeeds after MPI_Init");
     return plan;
@@ -63,8 +53,8 @@ static void expect_execute_not_initialized(dr_plan *plan, const char *what)
 {
     int32_t in[2] = {7, 7}, out[64];
     for (int i = 0; i < 64; i++) out[i] = -1;
-    expect(dr_plan_execute(plan, in, out, 64) == DR_ERROR_MPI_NOT_INITIALIZED, what);
-    expect(out[0] == -1 && out[63] == -1, "execute after MPI_Finalize leaves the output untouched");
+    CHECK_WHAT(dr_plan_execute(plan, in, out, 64) == DR_ERROR_MPI_NOT_INITIALIZED, what);
+    CHECK_WHAT(out[0] == -1 && out[63] == -1, "execute after MPI_Finalize leaves the output untouched");
 }
 
 int main(int argc, char **argv)
@@ -72,19 +62,20 @@ int main(int argc, char **argv)
     expect_not_initialized("before MPI_Init");
 
     MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &test_rank);
     dr_plan *moving = split_change(MPI_COMM_WORLD), *local = split_change(MPI_COMM_SELF);
     const int32_t in[6] = {0, 1, 2, 3, 4, 5};
     int32_t out[6] = {0};
     int64_t written = 0;
-    expect(reshape_once(in, out, &written) == DR_SUCCESS, "dr_reshape succeeds after MPI_Init");
-    expect(written == 6 && out[0] == 0 && out[5] == 5, "all six elements copied");
+    CHECK_WHAT(reshape_once(in, out, &written) == DR_SUCCESS, "dr_reshape succeeds after MPI_Init");
+    CHECK_WHAT(written == 6 && out[0] == 0 && out[5] == 5, "all six elements copied");
     MPI_Finalize();
 
     expect_not_initialized("after MPI_Finalize");
     expect_execute_not_initialized(moving, "dr_plan_execute of a plan that moves data, after MPI_Finalize");
     expect_execute_not_initialized(local, "dr_plan_execute of a plan that moves nothing, after MPI_Finalize");
-    dr_plan_destroy(moving);
+    CHECK(dr_plan_free(&moving) == DR_SUCCESS && moving == NULL);
     dr_plan_destroy(local);
-    printf("%s: %d failed check(s)\n", failures ? "FAILED" : "OK", failures);
-    return failures ? 1 : 0;
+    printf("%s: %d failed check(s)\n", test_failures ? "FAILED" : "OK", test_failures);
+    return test_failures ? 1 : 0;
 }

@@ -3,23 +3,12 @@
  * the offset is a prefix sum no local formula gives), balanced output, and not
  * split; then the output, filled by executing the plan, is checked element by
  * element at the reported offset. */
-#include <distreshape.h>
-#include <mpi.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "harness.h"
 
 #define ROWS 23
 #define COLS 3
 
-static int rank, nranks, failures;
-
-static void expect(int ok, const char *what, int64_t got, int64_t want) {
-    if (!ok) {
-        fprintf(stderr, "rank %d: %s: got %" PRId64 ", want %" PRId64 "\n", rank, what, got, want);
-        failures++;
-    }
-}
+static int rank, nranks;
 
 /* This rank's rows under lengths len(r) = (r * 7 + 3) % 5 rescaled to sum to
  * `extent`: the last rank takes the remainder, so lengths are uneven and some 0. */
@@ -53,29 +42,26 @@ static void check_split_change(int explicit_target) {
         for (int q = 0; q < rank; q++) want_off += uneven_len(nranks - 1 - q, ROWS);
     }
     dr_plan *plan = NULL;
-    if (dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, MPI_COMM_WORLD, in_len, 2, new_shape, 1,
-                       target, &plan) != DR_SUCCESS) {
-        fprintf(stderr, "rank %d: %s\n", rank, dr_last_error_message());
-        failures++;
+    if (!CHECK_STATUS(dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, MPI_COMM_WORLD, in_len, 2,
+                                     new_shape, 1, target, &plan),
+                      DR_SUCCESS))
         return;
-    }
     int64_t len, off, elems;
-    dr_plan_input_slab(plan, &len, &off, &elems);
-    expect(len == in_len, "input len", len, in_len);
-    expect(off == in_off, "input offset", off, in_off);
-    expect(elems == in_len * COLS, "input elems", elems, in_len * COLS);
-    dr_plan_output_slab(plan, &len, &off, &elems);
-    expect(len == want_len, "output len", len, want_len);
-    expect(off == want_off, "output offset", off, want_off);
-    expect(elems == want_len * COLS, "output elems", elems, want_len * COLS);
+    CHECK(dr_plan_input_slab(plan, &len, &off, &elems) == DR_SUCCESS);
+    CHECK_EQ(len, in_len, "input len");
+    CHECK_EQ(off, in_off, "input offset");
+    CHECK_EQ(elems, in_len * COLS, "input elems");
+    CHECK(dr_plan_output_slab(plan, &len, &off, &elems) == DR_SUCCESS);
+    CHECK_EQ(len, want_len, "output len");
+    CHECK_EQ(off, want_off, "output offset");
+    CHECK_EQ(elems, want_len * COLS, "output elems");
     int64_t *in = malloc(sizeof *in * (size_t)(in_len * COLS + 1));
     int64_t *out = malloc(sizeof *out * (size_t)(elems + 1));
-    for (int64_t i = 0; i < in_len * COLS; i++) in[i] = in_off * COLS + i;
-    if (dr_plan_execute(plan, in, out, elems) != DR_SUCCESS) failures++;
+    test_fill_i64(in, in_len * COLS, in_off * COLS);
+    CHECK_STATUS(dr_plan_execute(plan, in, out, elems), DR_SUCCESS);
     for (int64_t c = 0; c < COLS; c++)
         for (int64_t r = 0; r < len; r++)
-            expect(out[c * len + r] == c * ROWS + off + r, "element at the reported offset",
-                   out[c * len + r], c * ROWS + off + r);
+            CHECK_EQ(out[c * len + r], c * ROWS + off + r, "element at the reported offset");
     free(in);
     free(out);
     dr_plan_destroy(plan);
@@ -85,27 +71,25 @@ static void check_split_change(int explicit_target) {
 static void check_not_split(void) {
     int64_t gshape[2] = {ROWS, COLS}, new_shape[1] = {ROWS * COLS}, len, off, elems;
     dr_plan *plan = NULL;
-    dr_plan_create(DR_DTYPE_INT64, 2, gshape, DR_SPLIT_NONE, MPI_COMM_WORLD, 0, 1, new_shape,
-                   DR_SPLIT_NONE, -1, &plan);
-    dr_plan_input_slab(plan, &len, &off, &elems);
-    expect(len == -1 && off == -1 && elems == ROWS * COLS, "input not split", len, -1);
-    dr_plan_output_slab(plan, &len, &off, NULL);
-    expect(len == -1 && off == -1, "output not split", off, -1);
-    expect(dr_plan_output_slab(NULL, &len, &off, NULL) == DR_ERROR_NULL_POINTER, "NULL plan", 0,
-           DR_ERROR_NULL_POINTER);
+    CHECK(dr_plan_create(DR_DTYPE_INT64, 2, gshape, DR_SPLIT_NONE, MPI_COMM_WORLD, 0, 1,
+                         new_shape, DR_SPLIT_NONE, -1, &plan) == DR_SUCCESS);
+    CHECK(dr_plan_input_slab(plan, &len, &off, &elems) == DR_SUCCESS);
+    CHECK_EQ(len, -1, "input not split: len");
+    CHECK_EQ(off, -1, "input not split: offset");
+    CHECK_EQ(elems, ROWS * COLS, "input not split: elems");
+    CHECK(dr_plan_output_slab(plan, &len, &off, NULL) == DR_SUCCESS);
+    CHECK_EQ(len, -1, "output not split: len");
+    CHECK_EQ(off, -1, "output not split: offset");
+    CHECK_STATUS(dr_plan_output_slab(NULL, &len, &off, NULL), DR_ERROR_NULL_POINTER);
     dr_plan_destroy(plan);
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    test_init(&argc, &argv);
+    rank = test_rank;
+    nranks = test_nranks;
     check_split_change(0);
     check_split_change(1);
     check_not_split();
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("slabs test: %d failures\n", all);
-    MPI_Finalize();
-    return all != 0;
+    return test_finish("slabs test");
 }

@@ -12,18 +12,14 @@
  *    and in place, every element checked).
  * Not provoked here: DR_ERROR_OUT_OF_MEMORY, DR_ERROR_MPI and
  * DR_ERROR_INTERNAL (no bad argument leads to them), and
- * DR_ERROR_MPI_NOT_INITIALIZED (see not_initialized_test.c). */
-#include <distreshape.h>
-#include <mpi.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+ * DR_ERROR_MPI_NOT_INITIALIZED (see not_initialized_test.c). The calls of 0.3
+ * (dr_reshape_to, dr_plan_create_with_options, dr_plan_execute_sized) go through
+ * the same checks. */
+#include "harness.h"
 
 enum { ROWS = 8, COLS = 6, NEW_ROWS = 4, NEW_COLS = 12, ARENA = 2 * ROWS * COLS + 8 };
 
 static int rank, nranks, bad_rank;
-static int failures;
 
 /* All arguments of one dr_reshape / dr_plan_create / dr_plan_execute call. */
 struct call {
@@ -37,14 +33,17 @@ struct call {
     int32_t new_ndims;
     const int64_t *new_gshape;
     int32_t new_split;
-    int64_t new_local_len; /* dr_plan_create only */
+    int64_t new_local_len; /* dr_plan_create and dr_reshape_to only */
     void *out;
     int64_t out_capacity;
     int64_t *new_local_elems;
     dr_plan **plan;        /* dr_plan_create only */
+    int64_t in_elems;      /* dr_plan_execute_sized only */
+    dr_plan_options options; /* dr_plan_create_with_options only */
 };
 
-enum api { RESHAPE, PLAN_CREATE, PLAN_EXECUTE };
+enum api { RESHAPE, RESHAPE_TO, PLAN_CREATE, PLAN_CREATE_WITH_OPTIONS, PLAN_EXECUTE,
+           PLAN_EXECUTE_SIZED };
 
 static const int64_t gshape[2] = {ROWS, COLS};
 static const int64_t new_gshape[2] = {NEW_ROWS, NEW_COLS};
@@ -65,7 +64,7 @@ static void check(int ok, const char *case_name, const char *what)
 {
     if (!ok) {
         printf("rank %d: FAIL %s: %s\n", rank, case_name, what);
-        failures++;
+        test_failures++;
     }
 }
 
@@ -76,7 +75,9 @@ static struct call valid_call(void)
     dr_balanced_slab(ROWS, nranks, rank, &len, &offset);
     dr_balanced_slab(NEW_COLS, nranks, rank, &new_len, &new_offset);
     struct call c = {arena, DR_DTYPE_FLOAT64, 2, gshape, 0, MPI_COMM_WORLD, len, 2, new_gshape, 1,
-                     -1, arena + ROWS * COLS, NEW_ROWS * new_len, &elems_written, &created_plan};
+                     -1, arena + ROWS * COLS, NEW_ROWS * new_len, &elems_written, &created_plan,
+                     len * COLS, {0, 0, 0, 0, 0}};
+    dr_plan_options_default(&c.options);
     return c;
 }
 
@@ -96,12 +97,22 @@ static dr_status run(enum api api, const struct call *c, const dr_plan *plan)
         return dr_reshape(c->buf, c->dtype, c->ndims, c->gshape, c->split, c->comm, c->local_len,
                           c->new_ndims, c->new_gshape, c->new_split, c->out, c->out_capacity,
                           c->new_local_elems);
+    case RESHAPE_TO:
+        return dr_reshape_to(c->buf, c->dtype, c->ndims, c->gshape, c->split, c->comm,
+                             c->local_len, c->new_ndims, c->new_gshape, c->new_split,
+                             c->new_local_len, c->out, c->out_capacity, c->new_local_elems);
     case PLAN_CREATE:
         return dr_plan_create(c->dtype, c->ndims, c->gshape, c->split, c->comm, c->local_len,
                               c->new_ndims, c->new_gshape, c->new_split, c->new_local_len,
                               c->plan);
+    case PLAN_CREATE_WITH_OPTIONS:
+        return dr_plan_create_with_options(c->dtype, c->ndims, c->gshape, c->split, c->comm,
+                                           c->local_len, c->new_ndims, c->new_gshape,
+                                           c->new_split, c->new_local_len, &c->options, c->plan);
     case PLAN_EXECUTE:
         return dr_plan_execute(plan, c->buf, c->out, c->out_capacity);
+    case PLAN_EXECUTE_SIZED:
+        return dr_plan_execute_sized(plan, c->buf, c->in_elems, c->out, c->out_capacity);
     }
     return DR_ERROR_INTERNAL;
 }
@@ -169,7 +180,8 @@ static void expect_failure(const char *name, enum api api, const struct call *c,
     char needle[32];
     snprintf(needle, sizeof needle, "rank %d", who);
     const char *wanted = names_rank == NAMES_RANK ? needle : "rank";
-    if (message && names_rank != NO_RANK && !strstr(message, wanted)) {
+    int named = names_rank == NAMES_RANK ? test_names_rank(message, who) : !!strstr(message, wanted);
+    if (message && names_rank != NO_RANK && !named) {
         char text[1400];
         snprintf(text, sizeof text, "message does not name \"%s\": %s", wanted, message);
         check(0, name, text);
@@ -184,15 +196,15 @@ static void expect_failure(const char *name, enum api api, const struct call *c,
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    test_init(&argc, &argv);
+    rank = test_rank;
+    nranks = test_nranks;
     bad_rank = nranks - 1;
     int bad = rank == bad_rank;
     struct call c;
 
     /* Status strings: distinct, non-empty, and never NULL, even when unknown. */
-    for (int s = DR_SUCCESS; s <= DR_ERROR_INTERNAL; s++) {
+    for (int s = DR_SUCCESS; s <= DR_ERROR_INVALID_OPTION; s++) {
         const char *text = dr_status_string((dr_status)s);
         check(text && text[0], "dr_status_string", "empty string");
         for (int t = DR_SUCCESS; t < s; t++)
@@ -258,6 +270,18 @@ int main(int argc, char **argv)
                    DR_ERROR_BUFFER_TOO_SMALL, NAMES_RANK, bad_rank);
     expect_failure("output overlapping the input", RESHAPE, SPOIL(c.out = arena + 1), NULL,
                    DR_ERROR_ALIASING, NAMES_RANK, bad_rank);
+    expect_failure("reshape_to: new_local_len beyond the extent", RESHAPE_TO,
+                   SPOIL(c.new_local_len = NEW_COLS + 1), NULL,
+                   DR_ERROR_INVALID_DISTRIBUTION, NAMES_RANK, bad_rank);
+    expect_failure("reshape_to: out_capacity one short", RESHAPE_TO, SPOIL(c.out_capacity -= 1),
+                   NULL, DR_ERROR_BUFFER_TOO_SMALL, NAMES_RANK, bad_rank);
+    expect_failure("options: window 0", PLAN_CREATE_WITH_OPTIONS, SPOIL(c.options.window = 0),
+                   NULL, DR_ERROR_INVALID_OPTION, NAMES_RANK, bad_rank);
+    expect_failure("options: in_place_budget -2", PLAN_CREATE_WITH_OPTIONS,
+                   SPOIL(c.options.in_place_budget = -2), NULL, DR_ERROR_INVALID_OPTION,
+                   NAMES_RANK, bad_rank);
+    expect_failure("options: NULL plan pointer", PLAN_CREATE_WITH_OPTIONS, SPOIL(c.plan = NULL),
+                   NULL, DR_ERROR_NULL_POINTER, NAMES_RANK, bad_rank);
     if (nranks > 1) {
         /* Found by every rank when comparing; named after the lowest (rank 0). */
         expect_failure("different new_gshape on one rank", RESHAPE,
@@ -317,6 +341,10 @@ int main(int argc, char **argv)
                    DR_ERROR_NULL_POINTER, NAMES_RANK, bad_rank);
     expect_failure("execute: overlapping output", PLAN_EXECUTE, SPOIL(c.out = arena + 1), plan,
                    DR_ERROR_ALIASING, NAMES_RANK, bad_rank);
+    expect_failure("execute_sized: input one short", PLAN_EXECUTE_SIZED,
+                   SPOIL(c.in_elems -= 1), plan, DR_ERROR_BUFFER_TOO_SMALL, NAMES_RANK, bad_rank);
+    expect_failure("execute_sized: negative in_elems", PLAN_EXECUTE_SIZED,
+                   SPOIL(c.in_elems = -1), plan, DR_ERROR_BUFFER_TOO_SMALL, NAMES_RANK, bad_rank);
     c = valid_call();
     fill_arena();
     check(run(PLAN_EXECUTE, &c, plan) == DR_SUCCESS, "execute after failures",
@@ -371,10 +399,5 @@ int main(int argc, char **argv)
 
     check(correct_call_works(), "valid reshape after the failures", dr_last_error_message());
 
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%s: %d failed check(s) on %d rank(s)\n", total ? "FAILED" : "OK", total, nranks);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return test_finish("status test");
 }

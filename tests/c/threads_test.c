@@ -1,11 +1,8 @@
 /* Two threads reshape concurrently on two communicators under MPI_THREAD_MULTIPLE:
  * their messages must not mix, and dr_last_error_message must be per thread. */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "distreshape.h"
+#include "harness.h"
 
 #define ROUNDS 20
 
@@ -13,7 +10,7 @@ struct job {
   MPI_Comm comm;
   int64_t rows, cols; /* (rows, cols) split 0 -> (cols, rows) split 1 */
   int fail_once;      /* make one call fail and check this thread's message */
-  int errors;
+  int errors;         /* this thread's failed checks (test_failures is not shared) */
 };
 
 static int rank_of(MPI_Comm comm) {
@@ -63,10 +60,8 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  if (provided < MPI_THREAD_MULTIPLE) {
-    fprintf(stderr, "MPI_THREAD_MULTIPLE is not provided (got %d)\n", provided);
+  if (!test_init_thread(&argc, &argv, MPI_THREAD_MULTIPLE)) {
+    fprintf(stderr, "MPI_THREAD_MULTIPLE is not provided\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   struct job jobs[2] = {{MPI_COMM_NULL, 37, 11, 0, 0}, {MPI_COMM_NULL, 13, 29, 1, 0}};
@@ -75,11 +70,9 @@ int main(int argc, char **argv) {
   pthread_t threads[2];
   for (int t = 0; t < 2; t++) pthread_create(&threads[t], NULL, run, &jobs[t]);
   for (int t = 0; t < 2; t++) pthread_join(threads[t], NULL);
-  int errors = jobs[0].errors + jobs[1].errors, all = 0;
-  MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank_of(MPI_COMM_WORLD) == 0) printf("threads test: %d errors\n", all);
+  CHECK_EQ(jobs[0].errors, 0, "failed checks in the first thread");
+  CHECK_EQ(jobs[1].errors, 0, "failed checks in the second thread");
   MPI_Comm_free(&jobs[0].comm);
   MPI_Comm_free(&jobs[1].comm);
-  MPI_Finalize();
-  return all == 0 ? 0 : 1;
+  return test_finish("threads test");
 }

@@ -8,6 +8,7 @@
 //    EVERY output element on every rank is checked;
 //  - the queries (input_elems, input_slab, output_shape, output_len, output_slab,
 //    output_elems, stats, describe) against the layouts and the C API;
+//  - plans with options (tiny limits on every case, a knob out of range on one rank);
 //  - move semantics: moved-from plans are empty, moved-to plans work, plans in a
 //    std::vector;
 //  - bad input on one rank (the last), a failed allocation in reshape: every rank
@@ -283,6 +284,9 @@ void check_pointers(dr::plan<T>& p, const reshape_case& c, const std::string& wh
     std::unique_ptr<T[]> out(new T[n_out]);
     p.execute(in.get(), out.get(), n_out);
     check_output(out.get(), c.out, what + " execute(pointer)");
+    std::unique_ptr<T[]> sized(new T[n_out]);
+    p.execute(in.get(), n_in, sized.get(), n_out);
+    check_output(sized.get(), c.out, what + " execute(pointer, in_size)");
 
     const std::size_t both = std::max(n_in, n_out);
     const auto buf = input_array<T>(c.in, both);
@@ -304,6 +308,10 @@ void check_pointers(dr::plan<T>& p, const reshape_case& c, const std::string& wh
         dr::request destroyed_in_flight = p.execute_begin(in.get(), later.get(), n_out);
     }
     check_output(later.get(), c.out, what + " a destroyed request completed its execution");
+    std::unique_ptr<T[]> sized_later(new T[n_out]);
+    dr::request sized_request = p.execute_begin(in.get(), n_in, sized_later.get(), n_out);
+    sized_request.wait();
+    check_output(sized_later.get(), c.out, what + " execute_begin(pointer, in_size)");
 }
 
 // Vector overloads (not for bool).
@@ -323,6 +331,12 @@ void check_vectors(dr::plan<T>& p, const reshape_case& c, const std::string& wha
     fill(buf.data(), c.in);
     p.execute_in_place(buf);
     check_output(buf.data(), c.out, what + " execute_in_place(vector)");
+
+    std::vector<T> later(p.output_elems() + 1, sentinel);
+    dr::request r = p.execute_begin(in, later);
+    r.wait();
+    check_output(later.data(), c.out, what + " execute_begin(vector)");
+    check(later.back() == sentinel, what + " execute_begin(vector) wrote beyond the output");
 }
 
 // The one-shot reshapes from a vector, a pointer and (C++20) a span (not for bool).
@@ -522,14 +536,17 @@ void check_errors()
         }, DR_ERROR_BUFFER_TOO_SMALL, text, text);
     }
     if (bad_in > 0) {
-        // The wrapper finds it: bad_rank says what; in execute the others name its
-        // rank and the out_capacity = -1 it passed, in reshape its rank.
-        const std::string others =
-            "out_capacity = -1 is negative (rank " + std::to_string(bad_rank);
+        // execute passes the input's length to the library, whose message every rank
+        // gets; reshape's wrapper finds it: bad_rank says what, the others its rank.
+        const std::string library = "the input buffer holds " + std::to_string(bad_in - 1) +
+                                    " elements but rank " + std::to_string(bad_rank);
         const std::string own = short_input_text(bad_in);
         const std::vector<double> shorter(in.begin(), in.end() - (bad ? 1 : 0));
         expect_error("execute: input one short on one rank", [&] { p.execute(shorter, out); },
-                     DR_ERROR_BUFFER_TOO_SMALL, others, own);
+                     DR_ERROR_BUFFER_TOO_SMALL, library, library);
+        expect_error("execute_begin: input one short on one rank", [&] {
+            dr::request r = p.execute_begin(shorter, out);
+        }, DR_ERROR_BUFFER_TOO_SMALL, library, library);
         expect_error("reshape: input one short on one rank", [&] {
             (void)dr::reshape(shorter, c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c),
                               c.new_gshape, c.out.split);
@@ -576,6 +593,46 @@ void check_errors()
         if (bad)
             (void)dr::balanced_slab(10, 4, 4);
     }, DR_ERROR_INVALID_DISTRIBUTION, "", "rank = 4", true);
+}
+
+// Plans with tuning knobs: tiny limits (cut, packed and windowed messages, in place
+// in rounds of a few bytes) on every case, every element checked; a knob out of
+// range on one rank throws DR_ERROR_INVALID_OPTION everywhere, naming it and the rank.
+void check_options()
+{
+    dr::options tiny;
+    tiny.max_message_bytes = 24;
+    tiny.staging_bytes = 1;
+    tiny.run_budget = 4;
+    tiny.window = 1;
+    tiny.in_place_budget = 16;
+    for (const reshape_case& c : cases()) {
+        dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
+                           c.out.split, target(c), tiny);
+        check_runs(p, c, c.name + " with tiny options");
+        std::vector<double> buf(std::max(p.input_elems(), p.output_elems()));
+        fill(buf.data(), c.in);
+        p.execute_in_place(buf);
+        check_output(buf.data(), c.out, c.name + " in place with tiny options");
+    }
+    const reshape_case c = cases().front();
+    if (!c.explicit_targets) {
+        dr::plan<double> balanced(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c),
+                                  c.new_gshape, c.out.split, dr::options{});
+        check_runs(balanced, c, c.name + " with default options");
+    }
+    dr::options bad_window;
+    bad_window.window = rank == bad_rank ? 0 : -1;
+    const std::string text = "options.window = 0 is out of range";
+    const std::string who = "(rank " + std::to_string(bad_rank) + ")";
+    expect_error("plan: window 0 on one rank", [&] {
+        dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
+                           c.out.split, target(c), bad_window);
+    }, DR_ERROR_INVALID_OPTION, text, who);
+    expect_error("plan: window 0 on one rank (the rank)", [&] {
+        dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
+                           c.out.split, target(c), bad_window);
+    }, DR_ERROR_INVALID_OPTION, who, text);
 }
 
 void check_moves()
@@ -640,6 +697,7 @@ int main(int argc, char** argv)
     bad_rank = nranks - 1;
 
     check_element_types();
+    check_options();
     check_moves();
     check_errors();
 

@@ -1,6 +1,6 @@
 // What distreshape.hpp refuses at compile time, with its own message: ctest
 // compiles this file once per DISTRESHAPE_CASE and expects the static_assert's text
-// in the compiler's output.
+// (case 5: the deleted function's name) in the compiler's output.
 #include <distreshape.hpp>
 
 #include <vector>
@@ -19,6 +19,9 @@ void refused(std::vector<bool>& flags, std::vector<long double>& values, const b
     p.execute_in_place(flags);
 #elif DISTRESHAPE_CASE == 4 // reshape returns a std::vector, so not for bool
     (void)dr::reshape(raw, {4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+#elif DISTRESHAPE_CASE == 5 // a temporary plan would complete the execution at once
+    double in[4] = {0, 1, 2, 3}, out[4];
+    dr::request r = dr::plan<double>({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1).execute_begin(in, out, 4);
 #endif
     (void)flags;
     (void)values;

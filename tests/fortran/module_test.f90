@@ -4,7 +4,8 @@
 program module_test
   use mpi_f08
   use distreshape
-  use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64
+  use, intrinsic :: iso_c_binding, only: c_bool
   implicit none
   integer :: rank, nranks, stat, failures, total
   integer(int64) :: my_len, offset, new_len, new_offset, nout, i, j, elems
@@ -74,6 +75,7 @@ program module_test
                   stat=stat)
   call expect(stat == DR_ERROR_INVALID_SHAPE .or. new_len == 0, 'empty output array')
   call check_arrays()
+  call check_flat_output()
   call expect(len(dr_last_error_message()) > 0, 'dr_last_error_message')
   call expect(dr_status_string(DR_SUCCESS) /= dr_status_string(DR_ERROR_INTERNAL), &
               'dr_status_string')
@@ -123,7 +125,79 @@ contains
     call dr_reshape(cmplx(a, -a, real64), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, &
                     out_c128)
     call expect(all(out_c128 == cmplx(want, -want, real64)), 'complex(real64)')
+    call check_small_kinds(handle, want)
   end subroutine check_types
+
+  !> int8, int16 and logical(c_bool) (DR_DTYPE_INT8, INT16, BOOL): one-shot,
+  !> by a plan (mold=) out of place, in place and non-blocking; every element.
+  subroutine check_small_kinds(handle, want)
+    integer, intent(in) :: handle
+    real(real64), intent(in) :: want(:)
+    integer(int8), allocatable :: out_i8(:)
+    integer(int16), allocatable :: out_i16(:)
+    logical(c_bool), allocatable :: out_bool(:)
+    allocate(out_i8(size(want)), out_i16(size(want)), out_bool(size(want)))
+    call dr_reshape(int(a, int8), [6_int64, 4_int64], 2, handle, [2_int64, -1_int64], 2, out_i8)
+    call expect(all(out_i8 == int(want, int8)), 'int8')
+    call dr_reshape(int(-a, int16), [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], &
+                    2, out_i16)
+    call expect(all(out_i16 == int(-want, int16)), 'int16')
+    call dr_reshape(logical(mod(int(a), 3) == 0, c_bool), [6_int64, 4_int64], 2, handle, &
+                    [2_int64, -1_int64], 2, out_bool)
+    call expect(logical(all(out_bool .eqv. logical(mod(int(want), 3) == 0, c_bool))), &
+                'logical(c_bool)')
+    call check_small_kind_plans(want)
+  end subroutine check_small_kinds
+
+  subroutine check_small_kind_plans(want)
+    real(real64), intent(in) :: want(:)
+    integer(int8), allocatable :: a_i8(:, :), b_i8(:, :), buf_i8(:)
+    integer(int16), allocatable, asynchronous :: a_i16(:, :), b_i16(:, :)
+    logical(c_bool), allocatable :: a_bool(:, :), b_bool(:, :), buf_bool(:)
+    type(dr_plan) :: p8, p16, pbool
+    type(dr_request) :: request
+    integer(int64) :: n_in, n_out
+    a_i8 = int(a, int8)
+    call dr_plan_create([6_int64, 4_int64], 2, MPI_COMM_WORLD, my_len, [2_int64, -1_int64], 2, &
+                        p8, mold=a_i8)
+    call dr_plan_allocate_output(p8, b_i8)
+    b_i8 = -1
+    call dr_plan_execute(p8, a_i8, b_i8)
+    call expect(all(reshape(b_i8, [size(b_i8)]) == int(want, int8)), 'int8 plan')
+    call dr_plan_input(p8, local_elems=n_in)
+    call dr_plan_output(p8, new_local_elems=n_out)
+    allocate(buf_i8(max(n_in, n_out)))
+    buf_i8 = -1
+    buf_i8(1:n_in) = reshape(a_i8, [n_in])
+    call dr_plan_execute_in_place(p8, buf_i8)
+    call expect(all(buf_i8(1:n_out) == int(want, int8)), 'int8 in place')
+    a_i16 = int(-a, int16)
+    call dr_plan_create([6_int64, 4_int64], 2, MPI_COMM_WORLD, my_len, [2_int64, -1_int64], 2, &
+                        p16, mold=a_i16)
+    call dr_plan_allocate_output(p16, b_i16)
+    b_i16 = 0
+    call dr_plan_execute_begin(p16, a_i16, b_i16, request)
+    call dr_request_wait(request)
+    call expect(all(reshape(b_i16, [size(b_i16)]) == int(-want, int16)), 'int16 begin / wait')
+    a_bool = logical(mod(int(a), 3) == 0, c_bool)
+    call dr_plan_create(DR_DTYPE_BOOL, [6_int64, 4_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [2_int64, -1_int64], 2, pbool)
+    call dr_plan_allocate_output(pbool, b_bool)
+    b_bool = .false.
+    call dr_plan_execute(pbool, a_bool, b_bool)
+    call expect(logical(all(reshape(b_bool, [size(b_bool)]) .eqv. &
+                        logical(mod(int(want), 3) == 0, c_bool))), &
+                'logical(c_bool) plan')
+    allocate(buf_bool(max(n_in, n_out)))
+    buf_bool = .false.
+    buf_bool(1:n_in) = reshape(a_bool, [n_in])
+    call dr_plan_execute_in_place(pbool, buf_bool)
+    call expect(logical(all(buf_bool(1:n_out) .eqv. logical(mod(int(want), 3) == 0, c_bool))), &
+                'logical(c_bool) in place')
+    call dr_plan_destroy(p8)
+    call dr_plan_destroy(p16)
+    call dr_plan_destroy(pbool)
+  end subroutine check_small_kind_plans
 
   !> Mis-shaped or short arrays on the last rank only: every rank gets the same
   !> status, nothing is read or written past the arrays, and the message quotes
@@ -161,6 +235,52 @@ contains
                 'dr_plan_execute: a one row short on one rank')
     call dr_plan_destroy(plan)
   end subroutine check_arrays
+
+  !> A 1-D output into rank-1 arrays with spare capacity (a flat buffer,
+  !> accepted, the spare elements untouched), one-shot and by a plan; then a
+  !> 2-D output into an array of the wrong shape on the last rank only: refused
+  !> on every rank with the same status, the message naming that rank.
+  subroutine check_flat_output()
+    real(real64), allocatable :: flat(:), out(:, :)
+    integer(int64) :: flat_len, flat_off, spare
+    logical :: last
+    character(16) :: who
+    last = rank == nranks - 1
+    ! (6, 4) split along dimension 2 -> (24) split along dimension 1.
+    call dr_balanced_slab(24_int64, nranks, rank, flat_len, flat_off)
+    do spare = 1, 3
+      allocate(flat(flat_len + spare))
+      flat = -1
+      call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [24_int64], 1, flat, &
+                      nout=nout, stat=stat)
+      call expect(stat == DR_SUCCESS .and. nout == flat_len, 'dr_reshape: 1-D b with spare room')
+      call expect(all(flat(1:flat_len) == [(real(flat_off + i, real64), i = 0, flat_len - 1)]) &
+                  .and. all(flat(flat_len + 1:) == -1), '1-D b: every element, spare untouched')
+      call dr_plan_create(DR_DTYPE_FLOAT64, [6_int64, 4_int64], 2, MPI_COMM_WORLD, my_len, &
+                          [24_int64], 1, plan)
+      flat = -1
+      call dr_plan_execute(plan, a, flat, stat=stat)
+      call expect(stat == DR_SUCCESS, 'dr_plan_execute: 1-D b with spare room')
+      call expect(all(flat(1:flat_len) == [(real(flat_off + i, real64), i = 0, flat_len - 1)]) &
+                  .and. all(flat(flat_len + 1:) == -1), 'plan, 1-D b: every element')
+      call dr_plan_destroy(plan)
+      deallocate(flat)
+    end do
+    ! Short by one on the last rank: too small everywhere.
+    allocate(flat(merge(flat_len - 1, flat_len, last .and. flat_len > 0)))
+    call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [24_int64], 1, flat, stat=stat)
+    call expect(stat == DR_ERROR_BUFFER_TOO_SMALL .or. flat_len == 0, '1-D b one short')
+    ! (2, 12): b(2, new_len + 1) on the last rank.
+    allocate(out(2, merge(new_len + 1, new_len, last)))
+    out = -1
+    call dr_reshape(a, [6_int64, 4_int64], 2, MPI_COMM_WORLD, [2_int64, -1_int64], 2, out, &
+                    stat=stat)
+    call expect(stat == DR_ERROR_INVALID_SHAPE .and. all(out == -1), &
+                'dr_reshape: 2-D b a column long on one rank')
+    write(who, '(a, i0, a)') '(rank ', nranks - 1, ')'
+    call expect(index(dr_last_error_message(), trim(who)) > 0, &
+                'the message names the last rank: ' // dr_last_error_message())
+  end subroutine check_flat_output
 
   !> True when the plan moves data between ranks: only then are its execution
   !> errors agreed (a plan that moves nothing executes without communicating).

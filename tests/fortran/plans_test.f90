@@ -23,6 +23,9 @@ program plans_test
   call check_in_place()
   call check_copies()
   call check_nonblocking()
+  call check_options()
+  call check_chosen_lengths()
+  call check_destroy_in_flight()
   call check_finalization()
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
@@ -149,6 +152,83 @@ contains
     call expect(holds_columns(b, new_offset + 1), 'begin / wait (twice: the second is a no-op)')
     call dr_plan_destroy(plan)
   end subroutine check_nonblocking
+
+  !> Plans with options: tiny limits (cut, packed, windowed messages; in place
+  !> in rounds of a few bytes), every element checked; a knob out of range on
+  !> the last rank only: DR_ERROR_INVALID_OPTION on every rank, the message
+  !> naming the knob and that rank.
+  subroutine check_options()
+    integer(int32), allocatable :: a(:, :), b(:, :)
+    integer(int32), allocatable, target :: buf(:)
+    integer(int32), pointer :: view(:, :)
+    type(dr_plan) :: plan
+    type(dr_plan_options) :: tiny, bad
+    integer :: stat
+    character(16) :: who
+    a = input()
+    tiny%max_message_bytes = 8
+    tiny%staging_bytes = 1
+    tiny%run_budget = 4
+    tiny%window = 1
+    tiny%in_place_budget = 8
+    call dr_plan_create([6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, [3_int64, 14_int64], 2, &
+                        plan, mold=a, options=tiny)
+    call dr_plan_allocate_output(plan, b)
+    b = -1
+    call dr_plan_execute(plan, a, b)
+    call expect(holds_columns(b, new_offset + 1), 'execute with tiny options')
+    allocate(buf(max(size(a), 3 * new_len)))
+    buf(1:size(a)) = reshape(a, [size(a)])
+    call dr_plan_execute_in_place(plan, buf)
+    view(1:3, 1:new_len) => buf
+    call expect(holds_columns(view, new_offset + 1), 'in place with tiny options')
+    if (rank == nranks - 1) bad%window = 0
+    call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [3_int64, 14_int64], 2, plan, options=bad, stat=stat)
+    call expect(stat == DR_ERROR_INVALID_OPTION, 'window 0 on the last rank')
+    call expect(index(dr_last_error_message(), 'options.window = 0 is out of range') > 0, &
+                'the message names the knob: ' // dr_last_error_message())
+    write(who, '(a, i0, a)') '(rank ', nranks - 1, ')'
+    call expect(index(dr_last_error_message(), trim(who)) > 0, &
+                'the message names the last rank: ' // dr_last_error_message())
+    call expect(holds_columns(b, new_offset + 1), 'the old plan still held after the failure')
+    call dr_plan_destroy(plan)
+  end subroutine check_options
+
+  !> dr_reshape into chosen output lengths (new_local_len): every rank but the
+  !> last 2 columns of the (3, 14) output, the last the rest.
+  subroutine check_chosen_lengths()
+    integer(int32), allocatable :: a(:, :), b(:, :)
+    integer(int64) :: mine
+    integer :: stat
+    a = input()
+    mine = merge(14_int64 - 2 * (nranks - 1), 2_int64, rank == nranks - 1)
+    allocate(b(3, mine))
+    b = -1
+    call dr_reshape(a, [6_int64, 7_int64], 2, MPI_COMM_WORLD, [3_int64, 14_int64], 2, b, &
+                    new_local_len=mine, stat=stat)
+    call expect(stat == DR_SUCCESS .and. holds_columns(b, 2_int64 * rank + 1), &
+                'dr_reshape with new_local_len')
+  end subroutine check_chosen_lengths
+
+  !> A plan let go on every rank with its execution in flight: the execution
+  !> completes (every element written), the request is then complete at once.
+  subroutine check_destroy_in_flight()
+    integer(int32), allocatable, asynchronous :: a(:, :), b(:, :)
+    type(dr_plan) :: plan
+    type(dr_request) :: request
+    integer :: stat
+    a = input()
+    call dr_plan_create([6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, [3_int64, 14_int64], 2, &
+                        plan, mold=a)
+    call dr_plan_allocate_output(plan, b)
+    b = -1
+    call dr_plan_execute_begin(plan, a, b, request)
+    call dr_plan_destroy(plan)
+    call expect(holds_columns(b, new_offset + 1), 'destroyed in flight: the execution completed')
+    call dr_request_wait(request, stat=stat)
+    call expect(stat == DR_SUCCESS, 'destroyed in flight: the request is complete')
+  end subroutine check_destroy_in_flight
 
   !> 20000 plans made in a subroutine and never destroyed explicitly: they are
   !> finalized on return, so the memory does not grow; the same plans kept

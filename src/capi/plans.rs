@@ -1,0 +1,659 @@
+//! Plans through the C ABI: the one-shot reshapes, creating (with or without
+//! options), querying, executing and destroying plans. Thin: decoding, the panic
+//! boundary and the statuses over [`Plan`].
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+
+use crate::api::options::PlanOptions;
+use crate::api::plan::Plan;
+use crate::capi::boundary::{elem_size, guard, shape_arg, split_arg, target_arg};
+use crate::capi::options::{dr_plan_options, options_arg};
+use crate::capi::requests::{dr_request, orphan};
+use crate::core::abi::{DtypeCode, dr_path, dr_status};
+use crate::core::error::{Error, Result};
+use crate::mpi::comm::require_mpi;
+use crate::planning::args::{Notation, ReshapeArgs};
+use crate::planning::planner::Route;
+
+/// The MPI communicator type of the `mpi.h` DistReshape was built with: the C
+/// spelling of [`RawComm`](crate::mpi::comm::RawComm).
+pub type MPI_Comm = crate::mpi::comm::RawComm;
+
+/// A reshape planned on every rank of a communicator (opaque).
+pub struct dr_plan {
+    pub(crate) plan: Plan,
+    /// The handle of this plan's executions in flight, allocated with the plan so
+    /// that beginning one allocates nothing. It outlives the plan when the plan is
+    /// destroyed while it is lent (see `dr_plan_destroy`).
+    pub(crate) request: NonNull<dr_request>,
+    /// Whether `request` is lent to an execution in flight.
+    pub(crate) lent: Cell<bool>,
+}
+
+/// What a plan does on this rank.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct dr_plan_stats {
+    /// The path taken (the same on every rank).
+    pub path: dr_path,
+    /// Bytes this rank sends.
+    pub bytes_sent: i64,
+    /// Bytes this rank receives.
+    pub bytes_received: i64,
+    /// Bytes this rank copies from input to output without MPI.
+    pub bytes_copied_locally: i64,
+    /// Number of ranks this rank sends to.
+    pub peers_sent: i32,
+    /// Number of ranks this rank receives from.
+    pub peers_received: i32,
+}
+
+/// One execution's buffers as C passes them, with their lengths in bytes.
+pub(crate) struct Buffers {
+    pub(crate) input: *const c_void,
+    pub(crate) input_bytes: usize,
+    pub(crate) output: *mut c_void,
+    pub(crate) capacity: usize,
+}
+
+/// The buffers of an execution of `plan` with their checked lengths (`in_elems`
+/// `None` for the plan's own input length) and the first error to agree on.
+pub(crate) fn c_buffers(
+    plan: &Plan,
+    (input, in_elems): (*const c_void, Option<i64>),
+    (output, out_capacity): (*mut c_void, i64),
+) -> (Buffers, Option<Error>) {
+    let capacity = bytes(plan, "out_capacity", out_capacity);
+    let input_bytes = in_elems.map_or(Ok(plan.input_elems() * plan.elem_size()), |n| {
+        bytes(plan, "in_elems", n)
+    });
+    let pre = input_bytes
+        .as_ref()
+        .err()
+        .or(capacity.as_ref().err())
+        .cloned();
+    let buffers = Buffers {
+        input,
+        input_bytes: input_bytes.unwrap_or(0),
+        output,
+        capacity: capacity.unwrap_or(0),
+    };
+    (buffers, pre)
+}
+
+/// `elems` elements of the plan's type in bytes, or the error to agree on.
+fn bytes(plan: &Plan, name: &str, elems: i64) -> Result<usize> {
+    usize::try_from(elems)
+        .map(|n| n.saturating_mul(plan.elem_size()))
+        .map_err(|_| Error::BufferTooSmall(format!("{name} = {elems} is negative")))
+}
+
+/// A shape and split in C notation: dimension count, extents, axis.
+type CShape = (i32, *const i64, i32);
+
+/// The arguments shared by the one-shots and the plan constructors, decoded.
+///
+/// # Safety
+/// Shape pointers must be valid for their dimension counts.
+unsafe fn decode_args(
+    dtype: DtypeCode,
+    ((ndims, gshape, split), (new_ndims, new_gshape, new_split)): (CShape, CShape),
+    local_len: i64,
+    new_local_len: i64,
+) -> Result<ReshapeArgs> {
+    Ok(ReshapeArgs {
+        elem_size: elem_size(dtype)?,
+        // SAFETY: forwarded from the caller.
+        gshape: unsafe { shape_arg("gshape", ndims, gshape) }?,
+        split: split_arg("split", split)?,
+        local_len,
+        // SAFETY: forwarded from the caller.
+        new_shape: unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?,
+        new_split: split_arg("new_split", new_split)?,
+        target: target_arg(new_local_len),
+        dtype: Some(dtype),
+        notation: Notation::C,
+    })
+}
+
+/// Reshapes in one call (collective over `comm`).
+///
+/// `buf` holds this rank's slab of the array of global shape `gshape` (`ndims`
+/// extents, C order) split along `split` (or the whole array with
+/// `DR_SPLIT_NONE`); `local_len` is this rank's slab length along `split` (ignored
+/// when not split). `new_gshape` may hold one -1. The result, balanced along
+/// `new_split`, is written to `out`, which holds `out_capacity` elements and may
+/// equal `buf` (in place; the buffer must then hold both). On success
+/// `*new_local_elems` is the number of elements written. Pointers to zero elements
+/// may be NULL.
+///
+/// # Safety
+/// `buf` readable for this rank's input, `out` writable for `out_capacity` elements,
+/// shapes readable for their dimension counts.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_reshape(
+    buf: *const c_void,
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    out: *mut c_void,
+    out_capacity: i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = decode_args(dtype, shapes, local_len, -1);
+        one_shot(comm, args, (buf, out, out_capacity), new_local_elems)
+    })
+}
+
+/// Reshapes in one call (collective over `comm`) into the output distribution of
+/// `new_local_len`: -1 for the balanced one (as `dr_reshape`), else this rank's
+/// number of rows along `new_split` (the values of all ranks must add up; ignored
+/// when the output is not split). Otherwise as `dr_reshape`: every outcome is
+/// agreed, the same status on every rank.
+///
+/// # Safety
+/// As `dr_reshape`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_reshape_to(
+    buf: *const c_void,
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    out: *mut c_void,
+    out_capacity: i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = decode_args(dtype, shapes, local_len, new_local_len);
+        one_shot(comm, args, (buf, out, out_capacity), new_local_elems)
+    })
+}
+
+/// Plans `args` and executes the plan once, every outcome agreed; writes the
+/// output's element count to `*new_local_elems`.
+///
+/// # Safety
+/// As `dr_reshape`.
+unsafe fn one_shot(
+    comm: MPI_Comm,
+    args: Result<ReshapeArgs>,
+    (buf, out, out_capacity): (*const c_void, *mut c_void, i64),
+    new_local_elems: *mut i64,
+) -> Result<()> {
+    let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
+    let missing = new_local_elems
+        .is_null()
+        .then(|| Error::NullPointer("new_local_elems is NULL".into()));
+    let (b, pre) = c_buffers(&plan, (buf, None), (out, out_capacity));
+    // SAFETY: buffers as documented; sizes are checked against the plan.
+    unsafe {
+        plan.execute_checked(
+            b.input.cast(),
+            b.input_bytes,
+            b.output.cast(),
+            b.capacity,
+            missing.or(pre),
+        )?;
+        *new_local_elems = plan.output_elems() as i64;
+    }
+    Ok(())
+}
+
+/// Plans a reshape (collective over `comm`); arguments as in `dr_reshape`, plus
+/// `new_local_len`: -1 for the balanced distribution, else this rank's number of
+/// rows along `new_split` (the values of all ranks must add up). When the output is
+/// not split (`new_split` is `DR_SPLIT_NONE`), `new_local_len` is ignored, whatever
+/// its value on each rank. On success `*plan`
+/// holds a plan to execute any number of times and to free with `dr_plan_destroy`.
+/// The first plan on `comm` duplicates it (collectively) and caches the duplicate
+/// on it as an attribute; later plans share that duplicate, each with its own
+/// tags, so any number of plans may be alive. `comm` itself is never freed, and
+/// MPI calls on it run with MPI_ERRORS_RETURN (its handler is restored). Plans on
+/// one communicator are created and executed in the same order on every rank and
+/// never from two threads at once. Everything an execution needs (the message
+/// list within the plan's budget, MPI requests, staging) is allocated here, so an
+/// allocation failure is agreed here.
+///
+/// # Safety
+/// Shapes readable for their dimension counts; `plan` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = decode_args(dtype, shapes, local_len, new_local_len);
+        create_plan(comm, args, Ok(PlanOptions::default()), plan)
+    })
+}
+
+/// Plans a reshape as `dr_plan_create` does, with the tuning knobs of `*options`
+/// (from `dr_plan_options_default`, then changed; NULL for the defaults). A field
+/// out of its range is `DR_ERROR_INVALID_OPTION` on every rank, agreed like any
+/// argument error, the message naming the field, its value and the rank. The
+/// options may differ between ranks (each rank's own limits), except that the
+/// plan is only as fast as its slowest rank.
+///
+/// # Safety
+/// As `dr_plan_create`; `options` NULL or readable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create_with_options(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    options: *const dr_plan_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = decode_args(dtype, shapes, local_len, new_local_len);
+        create_plan(comm, args, options_arg(options), plan)
+    })
+}
+
+/// Plans `args` with `options` (agreeing an error in either, or a NULL `plan`,
+/// like any argument error) and stores the plan in `*plan`.
+///
+/// # Safety
+/// `plan` NULL or writable.
+pub(crate) unsafe fn create_plan(
+    comm: MPI_Comm,
+    args: Result<ReshapeArgs>,
+    options: Result<PlanOptions>,
+    plan: *mut *mut dr_plan,
+) -> Result<()> {
+    let missing = plan
+        .is_null()
+        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()));
+    let checked = args.and_then(|a| match (missing, &options) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.clone()),
+        (None, Ok(_)) => Ok(a),
+    });
+    let created = Plan::create(comm, checked, options.unwrap_or_default())?;
+    let owned = dr_plan {
+        plan: created,
+        request: NonNull::from(Box::leak(Box::new(dr_request::idle()))),
+        lent: Cell::new(false),
+    };
+    // SAFETY: plan is non-null (checked and agreed above).
+    unsafe { *plan = Box::into_raw(Box::new(owned)) };
+    Ok(())
+}
+
+/// Borrows the C plan behind a pointer.
+///
+/// # Safety
+/// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
+pub(crate) unsafe fn c_plan_ref<'a>(plan: *const dr_plan) -> Result<&'a dr_plan> {
+    // SAFETY: as documented.
+    unsafe { plan.as_ref() }.ok_or_else(|| Error::NullPointer("plan is NULL".into()))
+}
+
+/// Borrows the plan behind a C pointer.
+///
+/// # Safety
+/// As [`c_plan_ref`].
+pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
+    // SAFETY: as documented.
+    unsafe { c_plan_ref(plan) }.map(|p| &p.plan)
+}
+
+/// The plan's output (local, not collective): the resolved new global shape
+/// (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
+/// not split) and this rank's number of output elements. Any output pointer may be
+/// NULL to skip it.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable (`new_gshape` for
+/// `new_ndims` values).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_output(
+    plan: *const dr_plan,
+    new_gshape: *mut i64,
+    new_local_len: *mut i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let shape = plan.new_shape();
+        // SAFETY: non-null outputs are writable (new_gshape for new_ndims values).
+        unsafe {
+            if !new_gshape.is_null() {
+                for (i, &n) in shape.iter().enumerate() {
+                    *new_gshape.add(i) = n as i64;
+                }
+            }
+            if !new_local_len.is_null() {
+                *new_local_len = plan.output_rows().map_or(-1, |r| r as i64);
+            }
+            if !new_local_elems.is_null() {
+                *new_local_elems = plan.output_elems() as i64;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// This rank's input slab (local): its rows along `split` (`*local_len`), the
+/// global index of its first row (`*offset`, 0-based), both -1 when the input is
+/// not split, and its number of elements. Any output pointer may be NULL.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_input_slab(
+    plan: *const dr_plan,
+    local_len: *mut i64,
+    offset: *mut i64,
+    local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let elems = plan.input_elems() as u64;
+        // SAFETY: non-null outputs are writable.
+        unsafe { write_slab(plan.input_slab(), elems, (local_len, offset, local_elems)) };
+        Ok(())
+    })
+}
+
+/// This rank's output slab (local): its rows along `new_split`
+/// (`*new_local_len`), the global index of its first row (`*new_offset`,
+/// 0-based; with explicit target lengths, the sum of the lower ranks' lengths),
+/// both -1 when the output is not split, and its number of elements (what `out`
+/// must hold). Any output pointer may be NULL.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; non-NULL outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_output_slab(
+    plan: *const dr_plan,
+    new_local_len: *mut i64,
+    new_offset: *mut i64,
+    new_local_elems: *mut i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let elems = plan.output_elems() as u64;
+        let outputs = (new_local_len, new_offset, new_local_elems);
+        // SAFETY: non-null outputs are writable.
+        unsafe { write_slab(plan.output_slab(), elems, outputs) };
+        Ok(())
+    })
+}
+
+/// Writes a slab's `(offset, rows)` (-1 each when not split) and element count to
+/// the non-NULL pointers of `(len, offset, elems)`.
+///
+/// # Safety
+/// Non-NULL pointers writable.
+unsafe fn write_slab(
+    slab: Option<(u64, u64)>,
+    elems: u64,
+    (len, offset, count): (*mut i64, *mut i64, *mut i64),
+) {
+    let (first, rows) = slab.map_or((-1, -1), |(o, l)| (o as i64, l as i64));
+    for (out, value) in [(len, rows), (offset, first), (count, elems as i64)] {
+        if !out.is_null() {
+            // SAFETY: non-null outputs are writable (documented).
+            unsafe { *out = value };
+        }
+    }
+}
+
+/// Executes a plan (collective over the plan's ranks): reads this rank's input from
+/// `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
+/// `in` (in place: the buffer must hold both); when nothing moves on this rank, in
+/// place touches nothing. A plan that moves nothing between ranks (bytes_sent and
+/// bytes_received 0 on every rank, e.g. the seed case with balanced input) executes
+/// without communicating: it is then local, and a buffer error is reported only on
+/// the rank that made it. A NULL plan is reported locally only. After
+/// `MPI_Finalize` every plan returns `DR_ERROR_MPI_NOT_INITIALIZED` without
+/// calling MPI (on every rank alike). Otherwise the ranks
+/// agree on the outcome with one `MPI_Allreduce` of one int64 before any data
+/// moves, then exchange in pairwise windows. Out of place nothing is allocated. In
+/// place on the exchange path the data moves in rounds that stage at most the
+/// larger of 64 MiB and a tenth of the rank's buffer: the first such execution
+/// makes the schedule and its staging, which the plan keeps (one more
+/// `MPI_Allreduce`); `dr_plan_describe` then tells the rounds and the staging, or
+/// that the bytes that leave the rank are staged at each execution instead (when
+/// every rank sends at most 1 MiB, or no bounded schedule applies). While any rank
+/// executes in place there, every rank follows the rounds.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`
+/// writable for `out_capacity` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    out: *mut c_void,
+    out_capacity: i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { execute(plan, (r#in, None), (out, out_capacity)) })
+}
+
+/// Executes a plan as `dr_plan_execute` does, with the length of the input: `in`
+/// holds `in_elems` elements. An input shorter than this rank's
+/// (`dr_plan_input_slab`), or a negative `in_elems`, is `DR_ERROR_BUFFER_TOO_SMALL`,
+/// agreed like a short output: on every rank unless the plan moves nothing
+/// between ranks, and nothing is read.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `in` readable for `in_elems` elements, `out`
+/// writable for `out_capacity` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_sized(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    in_elems: i64,
+    out: *mut c_void,
+    out_capacity: i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { execute(plan, (r#in, Some(in_elems)), (out, out_capacity)) })
+}
+
+/// Executes `plan` (the input's length `None` for the plan's own).
+///
+/// # Safety
+/// As `dr_plan_execute_sized`.
+unsafe fn execute(
+    plan: *const dr_plan,
+    input: (*const c_void, Option<i64>),
+    output: (*mut c_void, i64),
+) -> Result<()> {
+    // SAFETY: as documented.
+    let plan = unsafe { plan_ref(plan) }?;
+    let (b, pre) = c_buffers(plan, input, output);
+    // SAFETY: buffers as documented; sizes are checked against the plan.
+    unsafe {
+        plan.execute_checked(
+            b.input.cast(),
+            b.input_bytes,
+            b.output.cast(),
+            b.capacity,
+            pre,
+        )
+    }
+}
+
+/// What the plan does on this rank (local).
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `stats` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_stats_get(
+    plan: *const dr_plan,
+    stats: *mut dr_plan_stats,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let s = plan.stats();
+        let out = dr_plan_stats {
+            path: match s.path {
+                Route::Local => dr_path::DR_PATH_LOCAL,
+                Route::Exchange => dr_path::DR_PATH_EXCHANGE,
+            },
+            bytes_sent: s.bytes_sent as i64,
+            bytes_received: s.bytes_received as i64,
+            bytes_copied_locally: s.bytes_copied_locally as i64,
+            peers_sent: s.peers_sent as i32,
+            peers_received: s.peers_received as i32,
+        };
+        // SAFETY: stats is writable when non-null.
+        unsafe { stats.as_mut() }
+            .map(|slot| *slot = out)
+            .ok_or_else(|| Error::NullPointer("stats is NULL".into()))
+    })
+}
+
+/// A human-readable description of what the plan does on this rank (local), written
+/// NUL-terminated into `buf` of `len` bytes and cut (on a UTF-8 character boundary)
+/// if it does not fit. Like `snprintf`, `*needed` (when not NULL) receives the
+/// length of the whole description without its NUL, so a caller can ask with
+/// `buf = NULL, len = 0` first and then allocate `needed + 1` bytes.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `buf` writable for `len` bytes (or NULL when `len`
+/// is 0); `needed` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_describe(
+    plan: *const dr_plan,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        if buf.is_null() && len > 0 {
+            return Err(Error::NullPointer(format!("buf is NULL but len = {len}")));
+        }
+        let text = plan.to_string();
+        if len > 0 {
+            let cut = crate::mpi::agree::truncate(&text, len - 1);
+            // SAFETY: buf is writable for len bytes, and cut holds at most len - 1.
+            unsafe {
+                std::ptr::copy_nonoverlapping(cut.as_ptr(), buf.cast::<u8>(), cut.len());
+                *buf.add(cut.len()) = 0;
+            }
+        }
+        if !needed.is_null() {
+            // SAFETY: needed is writable (documented).
+            unsafe { *needed = text.len() };
+        }
+        Ok(())
+    })
+}
+
+/// Frees a plan. NULL is a no-op. Call it on every rank of the plan: freeing the
+/// last plan of a communicator the caller has already freed also frees the
+/// library's duplicate of it, which is collective in MPI.
+///
+/// An execution in flight (`dr_plan_execute_begin` without its completion) is
+/// completed first: this rank waits for it as `dr_request_wait` would, so its
+/// buffers are written and may be released once this returns; the other ranks'
+/// executions complete as they test, wait for or destroy theirs (every rank
+/// destroying its plan with the execution in flight completes it, without a
+/// hang). Its request is then over, and no longer refers to the plan:
+/// `dr_request_test` or `dr_request_wait` on it returns at once with the
+/// execution's outcome, sets it to NULL and frees it (call one of them, or the
+/// request's few bytes are lost). `dr_plan_free` does the same, returns that
+/// outcome and sets the caller's pointer to NULL.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`, destroyed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
+    // SAFETY: as documented; a panic is caught here (the function has no status).
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(plan) }));
+}
+
+/// Frees the plan `*plan` as `dr_plan_destroy` does and sets `*plan` to NULL, so
+/// that the handle cannot be used again (a NULL `*plan` is a no-op). Returns the
+/// outcome of the execution in flight it completed: `DR_SUCCESS`, or the failure
+/// `dr_request_wait` would have reported (on this rank only, as there); the plan
+/// is freed either way. A NULL `plan` is `DR_ERROR_NULL_POINTER` (locally).
+///
+/// # Safety
+/// `plan` NULL or pointing to NULL or to a plan from `dr_plan_create`, not
+/// destroyed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_free(plan: *mut *mut dr_plan) -> dr_status {
+    guard(|| {
+        // SAFETY: plan is NULL or writable (documented).
+        let slot = unsafe { plan.as_mut() }
+            .ok_or_else(|| Error::NullPointer("plan (the pointer to the plan) is NULL".into()))?;
+        let owned = std::mem::replace(slot, std::ptr::null_mut());
+        // SAFETY: *plan came from dr_plan_create and is freed once (nulled above).
+        unsafe { destroy(owned) }
+    })
+}
+
+/// Completes the execution in flight, if any, hands its request the outcome (when
+/// lent, the request outlives the plan) and frees the plan. Returns the outcome.
+///
+/// # Safety
+/// `plan` NULL or from `dr_plan_create`, freed once.
+unsafe fn destroy(plan: *mut dr_plan) -> Result<()> {
+    if plan.is_null() {
+        return Ok(());
+    }
+    // SAFETY: plan came from Box::into_raw in create_plan and is freed once.
+    let owned = unsafe { Box::from_raw(plan) };
+    let outcome = match owned.lent.get() {
+        true => require_mpi().and_then(|()| owned.plan.progress(true).map(drop)),
+        false => Ok(()),
+    };
+    // SAFETY: the request was allocated by create_plan with the plan; the user
+    // holds it only while lent, and then frees it (dr_request_test / wait).
+    unsafe { orphan(owned.request, owned.lent.get(), outcome.clone()) };
+    drop(owned);
+    outcome
+}

@@ -1,0 +1,239 @@
+//! Executions in flight through the C ABI: beginning one, testing and waiting
+//! for it, and what becomes of its request when its plan is destroyed first.
+
+use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
+
+use crate::capi::boundary::guard;
+use crate::capi::plans::{Buffers, c_buffers, c_plan_ref, dr_plan};
+use crate::core::abi::dr_status;
+use crate::core::error::{Error, Result};
+
+/// An execution in flight, started by `dr_plan_execute_begin` (opaque). Each plan
+/// has one, made with it and lent to its execution in flight (a plan runs one at
+/// a time), so beginning an execution allocates nothing. A request outlives its
+/// plan when the plan is destroyed while it is lent (see `dr_plan_destroy`).
+pub struct dr_request {
+    /// The plan the request is lent by; NULL once that plan was destroyed.
+    plan: *const dr_plan,
+    /// How the execution ended when its plan was destroyed before it completed.
+    ended: Result<()>,
+}
+
+impl dr_request {
+    /// A request not lent to any execution.
+    pub(crate) fn idle() -> dr_request {
+        dr_request {
+            plan: std::ptr::null(),
+            ended: Ok(()),
+        }
+    }
+}
+
+/// The request of a plan being destroyed: freed with the plan unless `lent`; a
+/// lent request keeps the outcome of its execution (completed by the plan's
+/// destruction) and is freed by `dr_request_test` or `dr_request_wait`.
+///
+/// # Safety
+/// `request` is the plan's, allocated by `create_plan` and not freed.
+pub(crate) unsafe fn orphan(request: NonNull<dr_request>, lent: bool, ended: Result<()>) {
+    let request = request.as_ptr();
+    match lent {
+        // SAFETY: the request is valid (allocated with its plan, not yet freed);
+        // the caller holds it, and only test or wait free it.
+        true => unsafe {
+            (*request).plan = std::ptr::null();
+            (*request).ended = ended;
+        },
+        // SAFETY: not lent, so the plan is its only owner.
+        false => drop(unsafe { Box::from_raw(request) }),
+    }
+}
+
+/// Starts executing a plan without waiting for it (collective, like
+/// `dr_plan_execute`): the same checks, the same agreement and the same status on
+/// every rank, all reported here; on success the messages are in flight and
+/// `*request` tracks them (NULL when the execution completed here). Until
+/// `dr_request_test` reports completion or `dr_request_wait` returns, `in` must
+/// not be changed nor `out` read or freed. Call `dr_request_test` between pieces
+/// of computation, every few hundred microseconds: most MPI libraries move
+/// messages only inside MPI calls, and each test posts the schedule's next round.
+/// A plan runs one execution at a time: starting another (or `dr_plan_execute`)
+/// before completion fails with `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank.
+/// In place on the local path (split-preserving) completes here: its receives may
+/// only start after its sends; so do in place on the exchange path (its rounds),
+/// and any execution while another rank runs those rounds. Allocates nothing.
+/// Destroying the plan completes an execution in flight (see `dr_plan_destroy`).
+///
+/// # Safety
+/// As `dr_plan_execute`; `request` writable; the buffers valid until completion.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_begin(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    out: *mut c_void,
+    out_capacity: i64,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { begin(plan, (r#in, None), (out, out_capacity), request) })
+}
+
+/// Starts executing a plan as `dr_plan_execute_begin` does, with the length of
+/// the input: `in` holds `in_elems` elements, checked and agreed as in
+/// `dr_plan_execute_sized`.
+///
+/// # Safety
+/// As `dr_plan_execute_sized`; `request` writable; the buffers valid until
+/// completion.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_begin_sized(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    in_elems: i64,
+    out: *mut c_void,
+    out_capacity: i64,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { begin(plan, (r#in, Some(in_elems)), (out, out_capacity), request) })
+}
+
+/// Starts `plan`'s execution (the input's length `None` for the plan's own).
+///
+/// # Safety
+/// As `dr_plan_execute_begin_sized`.
+unsafe fn begin(
+    plan: *const dr_plan,
+    input: (*const c_void, Option<i64>),
+    output: (*mut c_void, i64),
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { c_plan_ref(plan) }?;
+    let (buffers, pre) = c_buffers(&p.plan, input, output);
+    // SAFETY: as documented.
+    unsafe { begin_request(p, buffers, pre, request) }
+}
+
+/// Starts `plan`'s execution from `buffers` and sets `*request` to track it
+/// (NULL when it completed at once). A NULL `request` is agreed like `pre`, any
+/// argument error found before.
+///
+/// # Safety
+/// As `dr_plan_execute_begin_sized`, with the buffers' lengths in bytes.
+pub(crate) unsafe fn begin_request(
+    plan: &dr_plan,
+    buffers: Buffers,
+    pre: Option<Error>,
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    let missing = request
+        .is_null()
+        .then(|| Error::NullPointer("request is NULL".into()));
+    let Buffers {
+        input,
+        input_bytes,
+        output,
+        capacity,
+    } = buffers;
+    // SAFETY: buffers as documented; sizes are checked against the plan.
+    let done = unsafe {
+        plan.plan.begin_checked(
+            input.cast(),
+            input_bytes,
+            output.cast(),
+            capacity,
+            missing.or(pre),
+        )
+    }?;
+    let tracked = match done {
+        true => std::ptr::null_mut(),
+        false => lend(plan),
+    };
+    // SAFETY: request is writable (checked and agreed above).
+    unsafe { *request = tracked };
+    Ok(())
+}
+
+/// Lends `plan`'s request to its execution that just began.
+fn lend(plan: &dr_plan) -> *mut dr_request {
+    let request = plan.request.as_ptr();
+    plan.lent.set(true);
+    // SAFETY: the plan's request is valid while the plan lives, and nothing else
+    // refers to it while it is not lent (an execution was not in flight).
+    unsafe { (*request).plan = plan };
+    request
+}
+
+/// Moves the execution of `*request` on as far as it goes without waiting and
+/// sets `*done` to 1 when it has completed (then `*request` is set to NULL, as
+/// `MPI_Test` does), else 0. A NULL `*request` is complete
+/// (`dr_plan_execute_begin` returns one when the execution completed at once). A
+/// failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
+/// then over too (NULL, `*done` 1), its messages cancelled and completed. The
+/// request of a destroyed plan is complete: this returns its execution's
+/// outcome, sets `*done` to 1 and frees it.
+///
+/// # Safety
+/// `request` points to NULL or to a request from `dr_plan_execute_begin` not yet
+/// completed; `done` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_request_test(
+    request: *mut *mut dr_request,
+    done: *mut c_int,
+) -> dr_status {
+    guard(|| {
+        if done.is_null() {
+            return Err(Error::NullPointer("done is NULL".into()));
+        }
+        // SAFETY: as documented.
+        let completed = unsafe { progress_request(request, false) };
+        // SAFETY: done is writable (checked above).
+        unsafe { *done = c_int::from(!matches!(completed, Ok(false))) };
+        completed.map(drop)
+    })
+}
+
+/// Waits for the execution of `*request` to complete and sets `*request` to NULL
+/// (a NULL `*request` returns at once). A failure while messages flow is this
+/// rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
+/// destroyed plan returns its execution's outcome at once and is freed.
+///
+/// # Safety
+/// As `dr_request_test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_request_wait(request: *mut *mut dr_request) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { progress_request(request, true) }.map(drop))
+}
+
+/// Progresses the request behind `request`; sets it to NULL when it is over
+/// (completed or failed), handing it back to its plan or, when the plan is gone,
+/// freeing it. Returns whether it completed.
+///
+/// # Safety
+/// As `dr_request_test`.
+unsafe fn progress_request(request: *mut *mut dr_request, blocking: bool) -> Result<bool> {
+    // SAFETY: request is NULL or writable (documented).
+    let slot =
+        unsafe { request.as_mut() }.ok_or_else(|| Error::NullPointer("request is NULL".into()))?;
+    let Some(live) = NonNull::new(*slot) else {
+        return Ok(true);
+    };
+    // SAFETY: a request not yet completed is valid: its plan's, or orphaned.
+    let plan = unsafe { live.as_ref() }.plan;
+    if plan.is_null() {
+        *slot = std::ptr::null_mut();
+        // SAFETY: orphaned by its plan's destruction, the caller's only: freed once.
+        return unsafe { Box::from_raw(live.as_ptr()) }.ended.map(|()| true);
+    }
+    // SAFETY: a lent request's plan is alive (its destruction nulls `plan`).
+    let plan = unsafe { &*plan };
+    let outcome = plan.plan.progress(blocking);
+    if !matches!(outcome, Ok(false)) {
+        plan.lent.set(false);
+        *slot = std::ptr::null_mut();
+    }
+    outcome
+}
