@@ -186,6 +186,14 @@ typedef enum dr_dtype {
 } dr_dtype;
 
 /*
+ A block layout of an array on a process grid (opaque): its global shape, the
+ grid, the grid axis splitting each array axis, and block lengths. Local: made
+ and changed without communicating; checked (the same on every rank) when a plan
+ is made from it.
+ */
+typedef struct dr_layout dr_layout;
+
+/*
  A reshape planned on every rank of a communicator (opaque).
  */
 typedef struct dr_plan dr_plan;
@@ -278,6 +286,112 @@ const char *dr_status_string(dr_status status);
  this thread.
  */
 const char *dr_last_error_message(void);
+
+/*
+ Describes a layout (local, not collective): the global shape `gshape` (`ndims`
+ extents, C order; the shape of an output layout may hold one -1, resolved from
+ the input's element count), a process grid of `grid_ndims` axes `grid_dims`
+ whose product is the communicator's size (ranks numbered row-major over it, as
+ `MPI_Cart_create` without reordering numbers them, so such a Cartesian
+ communicator just works), and for each array axis `i` the grid axis
+ `axis_grid[i]` splitting it, or `DR_SPLIT_NONE`. Each grid axis splits at most
+ one array axis; one that splits none replicates (ranks differing only in that
+ coordinate hold the same block). Blocks are balanced (as `dr_balanced_slab`)
+ unless `dr_layout_set_lengths` gives them. Only what this call needs to read its
+ arguments is checked here (NULL pointers, dimension counts); everything else is
+ checked by the plan, with the same status on every rank. On success `*layout`
+ is a layout to free with `dr_layout_destroy`; it may be freed once plans are
+ made from it.
+
+ # Safety
+ `gshape` and `axis_grid` readable for `ndims` values, `grid_dims` for
+ `grid_ndims`; `layout` writable.
+ */
+enum dr_status dr_layout_create(int32_t ndims,
+                                const int64_t *gshape,
+                                int32_t grid_ndims,
+                                const int32_t *grid_dims,
+                                const int32_t *axis_grid,
+                                struct dr_layout **layout);
+
+/*
+ Gives the blocks of array axis `axis` of `layout` explicit lengths (local):
+ `lengths` holds one length per coordinate of the grid axis splitting `axis`
+ (`grid_dims[axis_grid[axis]]` values), adding up to the extent; zeros are
+ allowed. That the lengths add up is checked by the plan, on every rank alike.
+
+ # Safety
+ `layout` from `dr_layout_create`; `lengths` readable for its values.
+ */
+enum dr_status dr_layout_set_lengths(struct dr_layout *layout,
+                                     int32_t axis,
+                                     const int64_t *lengths);
+
+/*
+ Frees a layout. NULL is a no-op. Plans made from it do not need it.
+
+ # Safety
+ `layout` from `dr_layout_create`, destroyed once.
+ */
+void dr_layout_destroy(struct dr_layout *layout);
+
+/*
+ Plans the redistribution of elements of `dtype` from the layout `in_layout` to
+ the layout `out_layout` (collective over `comm`): the two grids may differ, and
+ so may the shapes, by NumPy's reshape rules (the output's may hold one -1). Every
+ element is sent at most once to each rank that needs it, straight from one rank
+ holding it (a rank holding it itself copies it); when no element changes rank,
+ nothing is sent and in place touches nothing. Every rank passes the same layouts:
+ a grid whose size is not the communicator's, on a Cartesian communicator a grid
+ of its number of axes with other dimensions, a grid axis used twice, lengths that
+ do not add up or layouts that differ between ranks are errors on every rank, the
+ message naming the argument, the value and the rank. The plan then works as one
+ from `dr_plan_create` (execute, in place, non-blocking, stats, describe);
+ `dr_plan_input_box` and `dr_plan_output_box` give this rank's boxes,
+ `dr_plan_output` the resolved output shape.
+
+ # Safety
+ Layouts NULL or from `dr_layout_create`; `plan` writable.
+ */
+enum dr_status dr_plan_create_layouts(dr_dtype dtype,
+                                      const struct dr_layout *in_layout,
+                                      const struct dr_layout *out_layout,
+                                      MPI_Comm comm,
+                                      struct dr_plan **plan);
+
+/*
+ `dr_plan_create_layouts` with the tuning knobs of `*options` (NULL for the
+ defaults), checked as `dr_plan_create_with_options` checks them.
+
+ # Safety
+ As `dr_plan_create_layouts`; `options` NULL or readable.
+ */
+enum dr_status dr_plan_create_layouts_with_options(dr_dtype dtype,
+                                                   const struct dr_layout *in_layout,
+                                                   const struct dr_layout *out_layout,
+                                                   MPI_Comm comm,
+                                                   const struct dr_plan_options *options,
+                                                   struct dr_plan **plan);
+
+/*
+ This rank's input box (local): for each axis of the input shape, the global
+ index of its first element (`offsets`) and its extent (`extents`); the rank's
+ input buffer holds the box in C order. For a plan from `dr_plan_create`, the
+ slab (whole along every axis but the split one). Either pointer may be NULL.
+
+ # Safety
+ `plan` from a plan creation; non-NULL outputs writable for the input's `ndims`.
+ */
+enum dr_status dr_plan_input_box(const struct dr_plan *plan, int64_t *offsets, int64_t *extents);
+
+/*
+ This rank's output box (local), in the resolved output shape, as
+ `dr_plan_input_box` gives the input's.
+
+ # Safety
+ `plan` from a plan creation; non-NULL outputs writable for the output's `ndims`.
+ */
+enum dr_status dr_plan_output_box(const struct dr_plan *plan, int64_t *offsets, int64_t *extents);
 
 /*
  The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):

@@ -38,7 +38,7 @@ pub(crate) fn elem_size(dtype: DtypeCode) -> Result<usize> {
 ///
 /// # Safety
 /// `shape` must point to `ndims` values when `ndims > 0`.
-pub(crate) unsafe fn shape_arg(name: &str, ndims: i32, shape: *const i64) -> Result<Vec<i64>> {
+pub(crate) unsafe fn shape_arg<T: Copy>(name: &str, ndims: i32, shape: *const T) -> Result<Vec<T>> {
     match usize::try_from(ndims) {
         Ok(0) => Ok(Vec::new()),
         Ok(n) if n <= MAX_DIMS && !shape.is_null() => {

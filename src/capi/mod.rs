@@ -4,11 +4,13 @@
 //! [`crate::core::abi`] (see `tests/header.rs`). By job: [`boundary`] (the panic
 //! boundary, the last error, the shared argument decoding), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
-//! in flight), [`options`] (`dr_plan_options`), [`library`] (version, balanced
+//! in flight), [`options`] (`dr_plan_options`), [`layouts`] (grid layouts and
+//! the plans between them), [`library`] (version, balanced
 //! slabs, test hooks).
 #![allow(non_camel_case_types)]
 
 mod boundary;
+mod layouts;
 mod library;
 mod options;
 mod plans;

@@ -302,23 +302,35 @@ pub(crate) unsafe fn create_plan(
     options: Result<PlanOptions>,
     plan: *mut *mut dr_plan,
 ) -> Result<()> {
-    let missing = plan
-        .is_null()
-        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()));
-    let checked = args.and_then(|a| match (missing, &options) {
+    let checked = args.and_then(|a| match (missing_plan(plan), &options) {
         (Some(e), _) => Err(e),
         (None, Err(e)) => Err(e.clone()),
         (None, Ok(_)) => Ok(a),
     });
     let created = Plan::create(comm, checked, options.unwrap_or_default())?;
+    // SAFETY: plan is non-null (checked and agreed above).
+    unsafe { store_plan(created, plan) };
+    Ok(())
+}
+
+/// The error of a NULL `plan` output pointer, to agree like any argument error.
+pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
+    plan.is_null()
+        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()))
+}
+
+/// Stores `created` in `*plan` as a C plan, with the request its executions borrow.
+///
+/// # Safety
+/// `plan` non-null and writable.
+pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
     let owned = dr_plan {
         plan: created,
         request: NonNull::from(Box::leak(Box::new(dr_request::idle()))),
         lent: Cell::new(false),
     };
-    // SAFETY: plan is non-null (checked and agreed above).
+    // SAFETY: as documented.
     unsafe { *plan = Box::into_raw(Box::new(owned)) };
-    Ok(())
 }
 
 /// Borrows the C plan behind a pointer.
