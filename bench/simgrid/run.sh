@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the driver under SMPI on the simulated 1024-host fat tree (platform.xml).
-#   usage: bench/simgrid/run.sh "16 64" [seed|split ...]   (from the project root, after setup.sh)
+#   usage: bench/simgrid/run.sh "16 64" [seed|split|pencils|bricks ...]   (from the project root, after setup.sh)
+#   (seed and split: slabs, drsim; pencils and bricks: grid layouts, drgrid, on P = q*q and c^3)
 #   env:   WORK (default target/simgrid), SIM_TIMEOUT (default 900 s), SMPI_OPTS (extra --cfg=...)
 # Prints one RESULT line per run: simulated seconds (max over ranks) of dr_plan_execute and of
 # memcpy of the kept elements + MPI_Alltoallv of the same per-peer volumes, and their ratio.
@@ -13,8 +14,10 @@ PS=${1:-"16 64"}; shift || true
 CASES=${*:-"seed split"}
 for P in $PS; do
   for c in $CASES; do
+    driver=drsim
+    case $c in pencils|bricks) driver=drgrid ;; esac
     timeout "${SIM_TIMEOUT:-900}" smpirun -np "$P" -platform "$KIT/platform.xml" -hostfile "$WORK/hostfile" \
-      --cfg=smpi/simulate-computation:no ${SMPI_OPTS:-} "$WORK/drsim" "$c" 2 2>&1 | grep -E '^(RESULT|MANUAL|PAIRWISE)' \
+      --cfg=smpi/simulate-computation:no ${SMPI_OPTS:-} "$WORK/$driver" "$c" 2 2>&1 | grep -E '^(RESULT|MANUAL|PAIRWISE)' \
       || echo "case=$c P=$P: failed or timed out"
   done
 done

@@ -4,7 +4,7 @@
 #
 #   usage: bench/simgrid/setup.sh [WORK]     (run from the project root; WORK defaults to
 #          target/simgrid). Produces WORK/lib/libdistreshape.so linked against libsimgrid and
-#          WORK/drsim (the driver in this folder). Then see run.sh.
+#          WORK/drsim and WORK/drgrid (the drivers in this folder). Then see run.sh.
 #
 # rsmpi needs two small patches for SMPI (its mpi.h differs from MPICH's): in mpi-sys,
 # MPI_COMM_WORLD is a run-time variable and MPI_COMM_SELF a function call, so the C shim
@@ -69,6 +69,8 @@ cp "$WORK/target/release/libdistreshape.so" "$WORK/lib/"
 # The driver records the library's SONAME (libdistreshape.so.ABI): provide that name.
 soname=$(objdump -p "$WORK/lib/libdistreshape.so" | awk '/SONAME/ {print $2}')
 ln -sf libdistreshape.so "$WORK/lib/$soname"
-smpicc -O2 -Wall -I"$ROOT/include" "$KIT/drsim.c" -o "$WORK/drsim" -L"$WORK/lib" -ldistreshape -Wl,-rpath,"$WORK/lib"
+for driver in drsim drgrid; do
+  smpicc -O2 -Wall -I"$ROOT/include" "$KIT/$driver.c" -o "$WORK/$driver" -L"$WORK/lib" -ldistreshape -Wl,-rpath,"$WORK/lib"
+done
 for i in $(seq 0 1023); do echo "node-$i"; done > "$WORK/hostfile"
-echo "built $WORK/drsim against SMPI; run bench/simgrid/run.sh"
+echo "built $WORK/drsim and $WORK/drgrid against SMPI; run bench/simgrid/run.sh"
