@@ -33,7 +33,7 @@ fn main() {
         for p in [2u64, 4, 8, 16, 32, 64, 128, 256, 512] {
             let gshape = [1000u64, 1000, 100];
             let lens: Vec<u64> = (0..p)
-                .map(|r| balanced_slab(gshape[split], p, r).0)
+                .map(|r| balanced_slab(gshape[split], p, r).len)
                 .collect();
             let args = ReshapeArgs::new(
                 8,

@@ -9,5 +9,5 @@ pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-pub use crate::planning::planner::{PeerVolume, RankPlan, Route};
+pub use crate::planning::planner::{KeptCopy, PeerVolume, RankPlan, Route};
 pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};

@@ -9,6 +9,8 @@
 // The oracles spell out `%` on purpose, independent of the library's arithmetic.
 #![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 
 use distreshape::testing::{
@@ -21,6 +23,14 @@ use distreshape::testing::{ReshapeArgs, check_local};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
+use common::kept::copy_kept;
+use common::oracle::{slab_indices, split_survives};
+
+/// The input global shape of `case`.
+fn gshape_of(case: &Case) -> Vec<u64> {
+    case.gshape.iter().map(|&n| n as u64).collect()
+}
+
 /// One random reshape on `lens.len()` ranks.
 #[derive(Clone, Debug)]
 struct Case {
@@ -31,26 +41,6 @@ struct Case {
     new_split: Option<usize>,
     targets: Option<Vec<u64>>,
     limits: MessageLimits,
-}
-
-/// Global flat indices of rows `[off, off+len)` of `axis` (all when `None`), C order,
-/// enumerated with plain loops as the independent oracle.
-fn slab_indices(shape: &[u64], axis: Option<usize>, off: u64, len: u64) -> Vec<u64> {
-    let total: u64 = shape.iter().product();
-    let Some(axis) = axis else {
-        return (0..total).collect();
-    };
-    let outer: u64 = shape[..axis].iter().product();
-    let inner: u64 = shape[axis + 1..].iter().product();
-    let mut out = Vec::new();
-    for o in 0..outer {
-        for row in off..off + len {
-            for i in 0..inner {
-                out.push((o * shape[axis] + row) * inner + i);
-            }
-        }
-    }
-    out
 }
 
 /// Splits `n` into `p` non-negative parts from random weights.
@@ -200,31 +190,12 @@ fn oracle_sets(case: &Case, new_shape: &[u64]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>)
                 slab_indices(new_shape, Some(a), offsets(t)[r as usize], t[r as usize])
             }
             (Some(a), None) => {
-                let (len, off) = balanced_slab(new_shape[a], p, r);
-                slab_indices(new_shape, Some(a), off, len)
+                let slab = balanced_slab(new_shape[a], p, r);
+                slab_indices(new_shape, Some(a), slab.offset, slab.len)
             }
         })
         .collect();
     (inputs, outputs)
-}
-
-/// The split-preserving condition, straight from its definition.
-fn local_condition(case: &Case, new_shape: &[u64]) -> bool {
-    let (Some(s), Some(t)) = (case.split, case.new_split) else {
-        return false;
-    };
-    let g: Vec<u64> = case.gshape.iter().map(|&n| n as u64).collect();
-    let inner_in: u64 = g[s + 1..].iter().product();
-    let inner_out: u64 = new_shape[t + 1..].iter().product();
-    g[..s].iter().product::<u64>() == new_shape[..t].iter().product::<u64>()
-        && case.lens.iter().all(|l| {
-            let e = l * inner_in;
-            if inner_out == 0 {
-                e == 0
-            } else {
-                e % inner_out == 0
-            }
-        })
 }
 
 fn to_bytes(values: &[u64]) -> Vec<u8> {
@@ -306,7 +277,7 @@ fn simulate(
     limits: MessageLimits,
 ) {
     for (q, plan) in plans.iter().enumerate() {
-        plan.copy_local(&inputs[q], &mut outputs[q]);
+        copy_kept(plan, &inputs[q], &mut outputs[q]);
     }
     deliver(plans, Sources::Input(inputs), outputs, writes, limits);
 }
@@ -346,7 +317,13 @@ fn check_case(case: &Case) {
     let new_shape = plans[0].new_shape.clone();
     let (inputs, outputs) = oracle_sets(case, &new_shape);
     let p = plans.len();
-    let path = if local_condition(case, &new_shape) {
+    let path = if split_survives(
+        &gshape_of(case),
+        case.split,
+        &case.lens,
+        &new_shape,
+        case.new_split,
+    ) {
         Route::Local
     } else {
         Route::Exchange
@@ -444,7 +421,7 @@ fn seed_case(n: u64, p: u64) -> Case {
     Case {
         gshape: vec![10, n as i64, 10],
         split: Some(1),
-        lens: (0..p).map(|r| balanced_slab(n, p, r).0).collect(),
+        lens: (0..p).map(|r| balanced_slab(n, p, r).len).collect(),
         new_shape: vec![10, -1],
         new_split: Some(1),
         targets: None,
@@ -653,7 +630,7 @@ fn replay_pairwise(case: &Case, window: usize, per_round: usize) {
         .collect();
     let mut wires = HashMap::new();
     for (r, plan) in plans.iter().enumerate() {
-        plan.copy_local(&in_bufs[r], &mut out_bufs[r]);
+        copy_kept(plan, &in_bufs[r], &mut out_bufs[r]);
         ranks[r].post_step(r, &in_bufs[r], &mut wires, per_round);
     }
     while !ranks.iter().all(|r| r.finished) {

@@ -12,7 +12,7 @@ pub struct PlanOptions {
     /// (default 16 MiB): packed messages are capped at this divided by the largest
     /// peer count of any rank (but at least 64 KiB), so staging never exceeds it by
     /// more than that floor times the peer count, nor the bytes actually moved.
-    pub staging_bytes: usize,
+    pub slot_bytes: usize,
     /// Most runs cut into the messages of one round, over all peers: bounds the
     /// memory that lists them (16 bytes per run). Also the most segments and local
     /// copies (16-24 bytes each) a plan lists once at creation and keeps, so that
@@ -34,7 +34,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             max_message_bytes: i32::MAX as usize,
-            staging_bytes: 16 << 20,
+            slot_bytes: 16 << 20,
             run_budget: 1 << 18,
             window: 64,
             in_place_budget: None,
@@ -46,7 +46,7 @@ impl PlanOptions {
     /// The message limits when the busiest rank talks to `peers` ranks per direction.
     pub(super) fn limits(&self, peers: usize) -> MessageLimits {
         let max_bytes = self.max_message_bytes.max(1);
-        let packed_bytes = (self.staging_bytes / peers)
+        let packed_bytes = (self.slot_bytes / peers)
             .clamp(64 << 10, 1 << 30)
             .min(max_bytes);
         MessageLimits {

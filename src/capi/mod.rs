@@ -338,8 +338,9 @@ pub unsafe extern "C" fn dr_plan_input_slab(
         // SAFETY: as documented.
         let plan = unsafe { plan_ref(plan) }?;
         let elems = plan.input_elems() as u64;
+        let slab = plan.input_slab().map(|s| (s.offset, s.len));
         // SAFETY: non-null outputs are writable.
-        unsafe { write_slab(plan.input_slab(), elems, (local_len, offset, local_elems)) };
+        unsafe { write_slab(slab, elems, (local_len, offset, local_elems)) };
         Ok(())
     })
 }
@@ -364,8 +365,9 @@ pub unsafe extern "C" fn dr_plan_output_slab(
         let plan = unsafe { plan_ref(plan) }?;
         let elems = plan.output_elems() as u64;
         let outputs = (new_local_len, new_offset, new_local_elems);
+        let slab = plan.output_slab().map(|s| (s.offset, s.len));
         // SAFETY: non-null outputs are writable.
-        unsafe { write_slab(plan.output_slab(), elems, outputs) };
+        unsafe { write_slab(slab, elems, outputs) };
         Ok(())
     })
 }
@@ -684,7 +686,7 @@ pub unsafe extern "C" fn dr_balanced_slab(
                 "rank = {rank} is not in [0, nranks = {nranks})"
             )));
         }
-        let (l, o) =
+        let crate::distribution::layout::Slab { offset: o, len: l } =
             crate::distribution::layout::balanced_slab(extent as u64, nranks as u64, rank as u64);
         // SAFETY: both pointers are non-null and writable.
         unsafe {

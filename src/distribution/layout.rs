@@ -12,12 +12,31 @@ pub fn checked_product(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
 }
 
-/// Length and offset of rank `rank`'s slab when `extent` rows are balanced over
-/// `nranks` ranks (Heat's formula: `n/p + (r < n%p)` rows at `r*(n/p) + min(r, n%p)`).
-pub fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> (u64, u64) {
+/// One rank's rows along a split axis: `len` rows from global row `offset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Slab {
+    /// The global index of the first row.
+    pub offset: u64,
+    /// How many rows.
+    pub len: u64,
+}
+
+impl Slab {
+    /// One past the last row.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// Rank `rank`'s slab when `extent` rows are balanced over `nranks` ranks (Heat's
+/// formula: `n/p + (r < n%p)` rows from `r*(n/p) + min(r, n%p)`).
+pub fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> Slab {
     let base = extent / nranks;
     let rem = extent % nranks;
-    (base + u64::from(rank < rem), rank * base + rank.min(rem))
+    Slab {
+        offset: rank * base + rank.min(rem),
+        len: base + u64::from(rank < rem),
+    }
 }
 
 /// The elements one rank holds, as global C-order flat indices: `count` blocks of
@@ -52,9 +71,10 @@ impl Pattern {
         Pattern::blocks(start, len, len, 1)
     }
 
-    /// Rows `[offset, offset + len)` of axis `extent` of an array viewed as
+    /// The rows `[offset, offset + len)` of axis `extent` of an array viewed as
     /// `(outer, extent, inner)`.
-    pub fn slab(outer: u64, extent: u64, inner: u64, offset: u64, len: u64) -> Pattern {
+    pub fn slab(outer: u64, extent: u64, inner: u64, rows: Slab) -> Pattern {
+        let Slab { offset, len } = rows;
         // Empty before multiplying: the extents of an empty array need not multiply
         // within 64 bits.
         if outer == 0 || inner == 0 || len == 0 {
@@ -202,13 +222,11 @@ impl Layout {
         self.offsets.is_empty()
     }
 
-    /// Rows `(offset, len)` of `rank`, or `None` when replicated.
-    pub fn rows(&self, rank: usize) -> Option<(u64, u64)> {
-        (!self.is_replicated()).then(|| {
-            (
-                self.offsets[rank],
-                self.offsets[rank + 1] - self.offsets[rank],
-            )
+    /// The rows of `rank`, or `None` when replicated.
+    pub fn rows(&self, rank: usize) -> Option<Slab> {
+        (!self.is_replicated()).then(|| Slab {
+            offset: self.offsets[rank],
+            len: self.offsets[rank + 1] - self.offsets[rank],
         })
     }
 
@@ -216,7 +234,7 @@ impl Layout {
     pub fn pattern(&self, rank: usize) -> Pattern {
         match self.rows(rank) {
             None => Pattern::contiguous(0, self.outer * self.extent * self.inner),
-            Some((off, len)) => Pattern::slab(self.outer, self.extent, self.inner, off, len),
+            Some(rows) => Pattern::slab(self.outer, self.extent, self.inner, rows),
         }
     }
 }
@@ -235,18 +253,19 @@ mod tests {
             for p in 1..9u64 {
                 let mut next = 0;
                 for r in 0..p {
-                    let (len, off) = balanced_slab(n, p, r);
-                    assert_eq!(off, next);
+                    let Slab { offset, len } = balanced_slab(n, p, r);
+                    assert_eq!(offset, next);
                     assert!(len == n / p || len == n / p + 1);
                     next += len;
                 }
                 assert_eq!(next, n);
             }
         }
-        assert_eq!(balanced_slab(10, 4, 0), (3, 0));
-        assert_eq!(balanced_slab(10, 4, 1), (3, 3));
-        assert_eq!(balanced_slab(10, 4, 2), (2, 6));
-        assert_eq!(balanced_slab(10, 4, 3), (2, 8));
+        let slab = |offset, len| Slab { offset, len };
+        assert_eq!(balanced_slab(10, 4, 0), slab(0, 3));
+        assert_eq!(balanced_slab(10, 4, 1), slab(3, 3));
+        assert_eq!(balanced_slab(10, 4, 2), slab(6, 2));
+        assert_eq!(balanced_slab(10, 4, 3), slab(8, 2));
     }
 
     #[test]
@@ -254,7 +273,7 @@ mod tests {
         let (outer, extent, inner) = (3u64, 5u64, 4u64);
         for off in 0..=extent {
             for len in 0..=extent - off {
-                let p = Pattern::slab(outer, extent, inner, off, len);
+                let p = Pattern::slab(outer, extent, inner, Slab { offset: off, len });
                 let mut want = Vec::new();
                 for o in 0..outer {
                     for row in off..off + len {

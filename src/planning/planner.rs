@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
-use crate::distribution::layout::{Layout, Pattern, balanced_slab};
+use crate::distribution::layout::{Layout, Pattern, Slab, balanced_slab};
 use crate::distribution::runs::{Run, SharedRuns, shared_elements};
 use crate::planning::args::Checked;
 
@@ -60,8 +60,14 @@ pub struct RankPlan {
     pub input: Layout,
     /// How the output is spread.
     pub output: Layout,
+    /// Input global shape.
+    pub gshape: Vec<u64>,
+    /// Input split axis (`None`: every rank holds the whole input).
+    pub split: Option<usize>,
     /// Resolved output global shape.
     pub new_shape: Vec<u64>,
+    /// Output split axis (`None`: every rank holds the whole output).
+    pub new_split: Option<usize>,
     /// Peers this rank sends to, in rank order.
     pub sends: Vec<PeerVolume>,
     /// Peers this rank receives from, in rank order.
@@ -91,7 +97,7 @@ impl RankPlan {
             (Some(axis), None) => {
                 let extent = args.new_shape[axis];
                 let balanced =
-                    (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).0);
+                    (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).len);
                 split_layout(&args.new_shape, axis, balanced, rank)?
             }
         };
@@ -106,7 +112,10 @@ impl RankPlan {
             path,
             input,
             output,
+            gshape: args.gshape.clone(),
+            split: args.split,
             new_shape: args.new_shape.clone(),
+            new_split: args.new_split,
             sends: Vec::new(),
             recvs: Vec::new(),
             local_elems: 0,
@@ -211,22 +220,29 @@ impl RankPlan {
         })
     }
 
-    /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
-    /// this rank's input and output).
-    pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        for KeptCopy { from, to } in self.kept_copies() {
-            output[to..to + from.len()].copy_from_slice(&input[from]);
-        }
+    /// Where each peer's bytes start among the packed sends (the layout of
+    /// [`RankPlan::pack_sends`]): peer after peer in the order of `sends`, each
+    /// taking the bytes it is sent.
+    pub fn packed_send_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.sends.iter().scan(0, |at, t| {
+            let start = *at;
+            *at += t.elems as usize * self.elem_size;
+            Some(start)
+        })
     }
 
-    /// Appends what this rank sends from its input to `staging`, peer after peer (in
-    /// the order of `sends`), each peer's runs in global order: in place, the sends
-    /// are read from there while the buffer is rewritten.
-    pub fn pack_sends(&self, input: &[u8], staging: &mut Vec<u8>) {
-        let (from, size) = (self.input_pattern(), self.elem_size);
-        for run in self.sends.iter().flat_map(|t| self.send_runs(t.peer)) {
-            let src = from.local_offset(run.global) as usize * size;
-            staging.extend_from_slice(&input[src..src + run.len as usize * size]);
+    /// Appends the packed sends (everything this rank sends, from its input) to
+    /// `packed`, laid out as [`RankPlan::packed_send_starts`] says, each peer's runs
+    /// in global order: in place, the sends are read from there while the buffer is
+    /// rewritten.
+    pub fn pack_sends(&self, input: &[u8], packed: &mut Vec<u8>) {
+        let (from, size, base) = (self.input_pattern(), self.elem_size, packed.len());
+        for (t, start) in self.sends.iter().zip(self.packed_send_starts()) {
+            debug_assert_eq!(packed.len() - base, start, "packed sends out of layout");
+            for run in self.send_runs(t.peer) {
+                let src = from.local_offset(run.global) as usize * size;
+                packed.extend_from_slice(&input[src..src + run.len as usize * size]);
+            }
         }
     }
 
@@ -258,7 +274,19 @@ impl RankPlan {
 
     /// This rank's output rows along the new split axis, or `None` when not split.
     pub fn output_rows(&self) -> Option<u64> {
-        self.output.rows(self.rank).map(|(_, len)| len)
+        self.output.rows(self.rank).map(|rows| rows.len)
+    }
+
+    /// The shape of this rank's input slab (C order): the global shape with this
+    /// rank's rows along the split axis.
+    pub fn local_input_shape(&self) -> Vec<u64> {
+        local_shape(&self.gshape, self.split, self.input.rows(self.rank))
+    }
+
+    /// The shape of this rank's output slab (C order): the new global shape with
+    /// this rank's rows along the new split axis.
+    pub fn local_output_shape(&self) -> Vec<u64> {
+        local_shape(&self.new_shape, self.new_split, self.output.rows(self.rank))
     }
 
     /// True when the output buffer equals the input buffer: nothing is sent or
@@ -290,6 +318,15 @@ pub struct KeptCopy {
     pub from: Range<usize>,
     /// Byte offset in the output buffer.
     pub to: usize,
+}
+
+/// `shape` with `rows` along `split` (unchanged when not split).
+fn local_shape(shape: &[u64], split: Option<usize>, rows: Option<Slab>) -> Vec<u64> {
+    let mut local = shape.to_vec();
+    if let (Some(axis), Some(rows)) = (split, rows) {
+        local[axis] = rows.len;
+    }
+    local
 }
 
 /// A split layout from per-rank row counts, its offsets allocated fallibly.

@@ -28,16 +28,16 @@ pub(super) enum InPlaceRoute {
     Undecided,
     /// The bounded rounds of an in-place schedule.
     Scheduled(ScheduledExchange),
-    /// Everything sent is staged first ([`Mode::InPlaceStaged`]), for the reason
+    /// Everything sent is staged first ([`Mode::InPlacePacked`]), for the reason
     /// given: little to send, or no bounded schedule.
-    Staged(Unscheduled),
+    Packed(Unscheduled),
 }
 
 /// What one execution runs on this rank.
 #[derive(Debug)]
 pub(super) enum Run {
     /// The exchange engine in `mode`; with everything sent staged
-    /// ([`Mode::InPlaceStaged`]), `packed` has room for it.
+    /// ([`Mode::InPlacePacked`]), `packed` has room for it.
     Exchange { mode: Mode, packed: Vec<u8> },
     /// The rounds of the plan's in-place schedule, which every rank runs when any
     /// rank executes in place on the exchange path (in place or not, each on its
@@ -49,7 +49,7 @@ impl Plan {
     /// True when executions in place can follow an in-place schedule: on the
     /// exchange path with a split input, when ranks communicate.
     pub(super) fn schedulable(&self) -> bool {
-        self.collective && self.plan.path == Route::Exchange && !self.plan.input.is_replicated()
+        self.communicates && self.plan.path == Route::Exchange && !self.plan.input.is_replicated()
     }
 
     /// What this rank runs when some rank executes in place on the exchange path:
@@ -63,7 +63,7 @@ impl Plan {
     ) -> Result<Option<Run>> {
         if matches!(route, InPlaceRoute::Undecided) {
             *route = self.decide_in_place()?;
-            if matches!(route, InPlaceRoute::Staged(_)) {
+            if matches!(route, InPlaceRoute::Packed(_)) {
                 let restaged = match (in_place, run) {
                     (true, Some(_)) => self.prepare(true, true),
                     (_, run) => Ok(run),
@@ -87,15 +87,15 @@ impl Plan {
         let mut large = [i64::from(self.plan.stats().bytes_sent > small)];
         agree(&self.comm, None, &mut large)?;
         if large[0] == 0 {
-            return Ok(InPlaceRoute::Staged(Unscheduled::Small));
+            return Ok(InPlaceRoute::Packed(Unscheduled::Small));
         }
         let made = contain_panic(|| self.in_place_schedule());
         let mut unscheduled = [i64::from(!matches!(made, Ok(Ok(_))))];
         agree(&self.comm, None, &mut unscheduled)?;
         Ok(match made {
             Ok(Ok(scheduled)) if unscheduled[0] == 0 => InPlaceRoute::Scheduled(scheduled),
-            Ok(Err(why)) => InPlaceRoute::Staged(why),
-            _ => InPlaceRoute::Staged(Unscheduled::OutOfMemory),
+            Ok(Err(why)) => InPlaceRoute::Packed(why),
+            _ => InPlaceRoute::Packed(Unscheduled::OutOfMemory),
         })
     }
 
@@ -142,11 +142,11 @@ impl Plan {
         let mode = match (in_place, self.plan.path) {
             (false, _) => Mode::OutOfPlace,
             (true, Route::Local) => Mode::InPlaceOrdered,
-            (true, Route::Exchange) if staged || !self.schedulable() => Mode::InPlaceStaged,
+            (true, Route::Exchange) if staged || !self.schedulable() => Mode::InPlacePacked,
             (true, Route::Exchange) => return Ok(Some(Run::Scheduled)),
         };
         let packed = match mode {
-            Mode::InPlaceStaged => {
+            Mode::InPlacePacked => {
                 let bytes = self.plan.stats().bytes_sent as usize;
                 try_vec(bytes, "the in-place packed sends", self.comm.rank())?
             }

@@ -10,11 +10,12 @@ mod in_place;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::{Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use self::creation::{agree_on_arguments, agree_on_plan, slab_shape};
+use self::creation::{Agreed, AgreedPlan, agree_on_arguments, agree_on_plan};
 pub use self::execution::Execution;
 use self::execution::{Buffers, check_buffers, in_progress};
 use self::in_place::{InPlaceRoute, Run};
@@ -23,9 +24,12 @@ use crate::core::abi::dr_dtype;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
+use crate::distribution::layout::Slab;
 use crate::mpi::agree::agree;
-use crate::mpi::comm::{Comm, RawComm, require_mpi};
-use crate::mpi::exchange::{Exchange, messages_per_round};
+use crate::mpi::comm::{Comm, RawComm, mpi_is_usable, require_mpi};
+use crate::mpi::exchange::{Exchange, Participant, messages_per_round};
+use crate::mpi::threads::ThreadLevel;
+use crate::mpi::transport::Channel;
 use crate::planning::args::ReshapeArgs;
 use crate::planning::planner::{PlanStats, RankPlan, Route};
 use crate::planning::schedule::Progress;
@@ -35,8 +39,8 @@ use crate::planning::schedule::Progress;
 /// exchange path (with the schedule's engine when it has one).
 #[derive(Debug)]
 struct Engines {
-    /// Streams, requests and staging, reused by every execution.
-    exchange: Exchange,
+    /// Streams, requests and message slots, reused by every execution.
+    exchange: Exchange<Comm>,
     /// How executions in place on the exchange path run.
     in_place: InPlaceRoute,
 }
@@ -50,7 +54,7 @@ struct Engines {
 /// # use mpi::topology::Communicator;
 /// let (rank, size) = (world.rank() as u64, world.size() as u64);
 /// // (10, 10000, 10) split along axis 1 -> (10, 100000) split along axis 1.
-/// let (len, _) = distreshape::balanced_slab(10_000, size, rank);
+/// let len = distreshape::balanced_slab(10_000, size, rank).len;
 /// let args = ReshapeArgs::new(8, &[10, 10_000, 10], Some(1), len as i64, &[10, -1], Some(1));
 /// let plan = Plan::new(&world, &args).unwrap();
 /// let input = vec![0.0f64; plan.input_elems()];
@@ -63,6 +67,27 @@ struct Engines {
 /// `Sync`): two executions of one plan at once would use the same messages, and the
 /// ranks could pair one thread's execution with the other's.
 ///
+/// Where it may be used depends on the thread level MPI was initialized with,
+/// which the plan checks at every call that would call MPI (creation, executions,
+/// [`Execution::test`], and the cancellation of an execution in flight when it is
+/// dropped):
+/// - `MPI_THREAD_SINGLE`, `MPI_THREAD_FUNNELED`: only on the main thread (the one
+///   that initialized MPI). On any other thread the call makes no MPI call and
+///   returns [`Error::Mpi`] ("MPI was initialized with MPI_THREAD_FUNNELED and this
+///   thread is not the main thread (rank 3)") on that rank alone: like a null plan
+///   in C, a programming error that no other rank hears of, so the other ranks
+///   wait in the collective until this rank makes the call again from the main
+///   thread (the refused call did nothing, so that call pairs with theirs). A plan
+///   dropped on another thread makes no MPI call either: it leaks its reference to
+///   the private communicator (and, with an execution in flight, that execution's
+///   memory) instead.
+/// - `MPI_THREAD_SERIALIZED`: on any thread, one at a time. The plan's lock
+///   serializes the calls on one plan; calls on several plans, or other MPI calls
+///   of the program, from several threads at once must be serialized by the
+///   caller.
+/// - `MPI_THREAD_MULTIPLE`: on any thread; plans may execute concurrently, each
+///   from one thread at a time.
+///
 /// ```compile_fail
 /// fn shared_between_threads<T: Sync>() {}
 /// shared_between_threads::<distreshape::Plan>();
@@ -73,16 +98,19 @@ pub struct Plan {
     /// break the one-thread-per-plan rule from racing on them. Declared (so
     /// dropped) before `comm`: an execution still in flight is cancelled while the
     /// communicator exists.
-    engines: Mutex<Engines>,
-    comm: Comm,
+    engines: ManuallyDrop<Mutex<Engines>>,
+    comm: ManuallyDrop<Comm>,
+    /// Which threads may call MPI for the plan.
+    threads: ThreadLevel,
     plan: RankPlan,
-    /// False when no rank sends or receives anything: execution is then purely
-    /// local on every rank and needs no collective.
-    collective: bool,
+    /// True when some rank sends or receives anything; otherwise execution is
+    /// purely local on every rank and needs no collective.
+    communicates: bool,
+    /// True when every execution is agreed by all ranks even when none
+    /// communicates (one-shot reshapes, [`Plan::agreeing_always`]).
+    always_agree: bool,
     /// The `dr_dtype` every rank planned for, when the arguments named one.
     dtype: Option<i32>,
-    /// This rank's input and output slabs' shapes (C order).
-    local_shapes: [Vec<u64>; 2],
     /// The options the plan was made with.
     options: PlanOptions,
     /// Makes the plan `!Sync` (see above).
@@ -100,42 +128,46 @@ impl Plan {
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
+        require_mpi()?;
+        let threads = ThreadLevel::of_this_thread()?;
         let comm = Comm::for_plan(comm)?;
-        let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
+        let Agreed {
+            checked,
+            mut gathered,
+        } = agree_on_arguments(&comm, args)?;
         gathered.exchange(&comm, &checked)?;
         let targets = gathered.check(&checked)?;
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
-        let (plan, busiest, collective) = agree_on_plan(&comm, planned)?;
+        let AgreedPlan {
+            plan,
+            busiest_peers,
+            communicates,
+        } = agree_on_plan(&comm, planned)?;
         let exchange = contain_panic(|| {
             Exchange::new(
                 &plan,
                 comm.size(),
-                options.limits(busiest),
-                messages_per_round(busiest),
+                options.limits(busiest_peers),
+                messages_per_round(busiest_peers),
                 Progress::for_path(plan.path, options.window),
                 options.run_budget,
             )
         });
-        if collective {
+        if communicates {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
         }
-        let input_shape = slab_shape(&checked.gshape, checked.split, checked.local_len);
-        let output_shape = slab_shape(
-            &plan.new_shape,
-            checked.new_split,
-            plan.output_rows().unwrap_or(0),
-        );
         Ok(Plan {
-            engines: Mutex::new(Engines {
+            engines: ManuallyDrop::new(Mutex::new(Engines {
                 exchange: exchange?,
                 in_place: InPlaceRoute::Undecided,
-            }),
-            comm,
+            })),
+            comm: ManuallyDrop::new(comm),
+            threads,
             plan,
-            collective,
+            communicates,
+            always_agree: false,
             dtype,
-            local_shapes: [input_shape, output_shape],
             options,
             not_shared: PhantomData,
         })
@@ -145,7 +177,7 @@ impl Plan {
     /// between them: one-shot reshapes already pay for collectives in planning, so
     /// they keep the same-status-everywhere rule without exception.
     pub(crate) fn agreeing_always(mut self) -> Plan {
-        self.collective = true;
+        self.always_agree = true;
         self
     }
 
@@ -166,26 +198,26 @@ impl Plan {
 
     /// The shape of this rank's input slab (C order): the global shape with this
     /// rank's rows along the split axis.
-    pub fn local_input_shape(&self) -> &[u64] {
-        &self.local_shapes[0]
+    pub fn local_input_shape(&self) -> Vec<u64> {
+        self.plan.local_input_shape()
     }
 
     /// The shape of this rank's output slab (C order): the new global shape with
     /// this rank's rows along the new split axis.
-    pub fn local_output_shape(&self) -> &[u64] {
-        &self.local_shapes[1]
+    pub fn local_output_shape(&self) -> Vec<u64> {
+        self.plan.local_output_shape()
     }
 
-    /// This rank's input slab along the split axis: `(offset, rows)`, the first
-    /// global row it holds and how many (`None` when the input is not split).
-    pub fn input_slab(&self) -> Option<(u64, u64)> {
+    /// This rank's input slab along the split axis: the first global row it holds
+    /// and how many (`None` when the input is not split).
+    pub fn input_slab(&self) -> Option<Slab> {
         self.plan.input.rows(self.plan.rank)
     }
 
-    /// This rank's output slab along the new split axis: `(offset, rows)` (`None`
-    /// when the output is not split). With explicit target lengths the offset is
-    /// the sum of the lower ranks' lengths, which no local formula gives.
-    pub fn output_slab(&self) -> Option<(u64, u64)> {
+    /// This rank's output slab along the new split axis (`None` when the output is
+    /// not split). With explicit target lengths the offset is the sum of the lower
+    /// ranks' lengths, which no local formula gives.
+    pub fn output_slab(&self) -> Option<Slab> {
         self.plan.output.rows(self.plan.rank)
     }
 
@@ -214,7 +246,7 @@ impl Plan {
     /// input) executes locally: no collective, no synchronization, and a buffer error
     /// is reported only on the rank that made it.
     pub fn is_collective(&self) -> bool {
-        self.collective
+        self.communicates
     }
 
     /// Bytes of staging the plan keeps for executions in place on the exchange path
@@ -407,13 +439,20 @@ impl Plan {
     /// # Safety
     /// As [`Plan::begin_checked`].
     unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, blocking: bool) -> Result<bool> {
+        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
+        require_mpi()?;
+        self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
         let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
         // SAFETY: forwarded from the caller.
         let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
             return Ok(true);
         };
-        let (plan, comm) = (&self.plan, &self.comm);
+        let (plan, comm) = (&self.plan, &*self.comm);
+        let on = Participant {
+            plan,
+            transport: comm,
+        };
         let Buffers { input, output, .. } = *buffers;
         let Engines { exchange, in_place } = &mut *engines;
         // SAFETY: check_buffers checked sizes and overlap; in place, the engines
@@ -424,19 +463,22 @@ impl Plan {
         unsafe {
             match (run, in_place) {
                 (Run::Scheduled, InPlaceRoute::Scheduled(scheduled)) => {
-                    let tag = exchange.take_tag(comm);
-                    scheduled.run((comm, tag), input, output)?;
+                    let channel = Channel {
+                        transport: comm,
+                        tag: exchange.take_tag(comm),
+                    };
+                    scheduled.run(channel, input, output)?;
                     if !buffers.in_place() {
                         exchange.copy_kept(plan, input, output);
                     }
                     Ok(true)
                 }
                 (Run::Scheduled, _) => Err(Error::Internal("no in-place schedule to run".into())),
-                (Run::Exchange { mode, packed }, _) if blocking => exchange
-                    .run((plan, comm), mode, packed, input, output)
-                    .map(|()| true),
+                (Run::Exchange { mode, packed }, _) if blocking => {
+                    exchange.run(on, mode, packed, input, output).map(|()| true)
+                }
                 (Run::Exchange { mode, packed }, _) => {
-                    exchange.begin((plan, comm), mode, packed, input, output)
+                    exchange.begin(on, mode, packed, input, output)
                 }
             }
         }
@@ -453,9 +495,17 @@ impl Plan {
     /// none is in flight). A failure is this rank's alone (messages in flight are
     /// cancelled and completed first); other ranks may still complete.
     pub(crate) fn progress(&self, blocking: bool) -> Result<bool> {
-        self.lock()
-            .exchange
-            .advance(&self.plan, &self.comm, blocking)
+        let mut engines = self.lock();
+        if !engines.exchange.is_active() {
+            return Ok(true);
+        }
+        require_mpi()?;
+        self.threads.check(self.comm.rank())?;
+        let on = Participant {
+            plan: &self.plan,
+            transport: &*self.comm,
+        };
+        engines.exchange.advance(on, blocking)
     }
 
     /// Checks one execution's buffers, agrees on the outcome with every rank (when
@@ -470,15 +520,13 @@ impl Plan {
         buffers: &Buffers,
         pre: Option<Error>,
     ) -> Result<Option<Run>> {
-        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
-        require_mpi()?;
         let rank = self.comm.rank();
         let checked = check_buffers(&self.plan, buffers, rank);
-        let staged = matches!(route, InPlaceRoute::Staged(_));
+        let staged = matches!(route, InPlaceRoute::Packed(_));
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))
             .and_then(|in_place| Ok((in_place, self.prepare(in_place, staged)?)));
-        if !self.collective {
+        if !(self.communicates || self.always_agree) {
             return prepared.map(|(_, run)| run);
         }
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
@@ -487,6 +535,33 @@ impl Plan {
         match in_place_somewhere[0] != 0 && self.schedulable() {
             true => self.in_place_somewhere(route, in_place, run),
             false => Ok(run),
+        }
+    }
+}
+
+impl Drop for Plan {
+    /// Cancels an execution still in flight (the transport must not write the
+    /// message slots, or the caller's buffers, after this), then releases the
+    /// engines and the plan's use of the private communicator. On a thread that
+    /// may not call MPI (see [`Plan`]), nothing calls MPI: the communicator
+    /// reference is leaked, and with an execution in flight the engines too.
+    fn drop(&mut self) {
+        let allowed = self.threads.allows_this_thread();
+        let engines = self
+            .engines
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if engines.exchange.is_active() {
+            if !(allowed && mpi_is_usable()) {
+                return;
+            }
+            engines.exchange.abandon(&self.comm);
+        }
+        // SAFETY: each field is dropped once, here, and not used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.engines) };
+        if allowed {
+            // SAFETY: as above.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
         }
     }
 }
@@ -502,7 +577,7 @@ impl fmt::Display for Plan {
                 s.rounds(),
                 s.staging_bytes()
             ),
-            InPlaceRoute::Staged(why) => write!(f, "; in place stages all it sends ({why})"),
+            InPlaceRoute::Packed(why) => write!(f, "; in place stages all it sends ({why})"),
         }
     }
 }
