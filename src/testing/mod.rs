@@ -4,6 +4,8 @@
 
 pub use crate::distribution::layout::{Layout, Pattern};
 pub use crate::distribution::runs::{Run, SharedRuns, shared_elements};
+pub use crate::mpi::exchange::{Exchange, Mode, Participant};
+pub use crate::mpi::transport::{Bytes, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
 pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
 pub use crate::planning::messages::{
@@ -11,3 +13,6 @@ pub use crate::planning::messages::{
 };
 pub use crate::planning::planner::{KeptCopy, PeerVolume, RankPlan, Route};
 pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
+pub use network::{Endpoint, Network, NetworkReport};
+
+mod network;
