@@ -67,10 +67,10 @@ fn main() {
             match schedule {
                 Ok(s) => {
                     let (mut moved, mut staged, mut pieces) = (0, 0, 0);
-                    for (piece, _, stage) in s.moves() {
+                    for m in s.moves() {
                         pieces += 1;
-                        moved += piece.len;
-                        staged += stage.map_or(0, |_| piece.len);
+                        moved += m.piece.len;
+                        staged += m.staged.map_or(0, |_| m.piece.len);
                     }
                     let staging = s.for_rank(0).staging_bytes as f64 / (1 << 20) as f64;
                     println!(

@@ -713,7 +713,7 @@ fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
     // Pieces still reading each byte; bytes already in place are read forever.
     let mut readers: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
     let mut writes: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
-    for (piece, _, _) in schedule.moves() {
+    for piece in schedule.moves().map(|m| m.piece) {
         (piece.src..piece.src + piece.len).for_each(|i| readers[piece.from][i] += 1);
     }
     for r in 0..p {

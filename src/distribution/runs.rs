@@ -196,7 +196,7 @@ impl Iterator for SharedRunsDescending {
     }
 }
 
-/// Patterns for the property tests of this module and of [`crate::messages`].
+/// Patterns for the property tests of this module and of [`crate::planning::messages`].
 #[cfg(test)]
 pub(crate) mod test_patterns {
     use proptest::prelude::*;

@@ -2,6 +2,14 @@
 //! slab lengths, pure planning) and repeated collective execution. The jobs, a
 //! module each: [`creation`] (the collective steps of creation), [`execution`]
 //! (buffers and executions in flight) and [`in_place`] (the in-place policy).
+//!
+//! What allocates when: creation allocates everything an execution out of place,
+//! or in place on the local path, needs (the exchange's streams, requests, message
+//! slots and the listed messages), so those executions allocate nothing. In place
+//! on the exchange path, the first such execution allocates the in-place schedule
+//! and its staging, kept for the later ones; when no schedule applies, each such
+//! execution allocates its pack buffer (exactly the bytes the rank sends), freed
+//! when it completes. The one-shot [`reshape`] also allocates its output.
 
 mod creation;
 mod execution;
@@ -68,9 +76,9 @@ struct Engines {
 /// ranks could pair one thread's execution with the other's.
 ///
 /// Where it may be used depends on the thread level MPI was initialized with,
-/// which the plan checks at every call that would call MPI (creation, executions,
-/// [`Execution::test`], and the cancellation of an execution in flight when it is
-/// dropped):
+/// which the plan checks, without calling MPI but `MPI_Query_thread` and
+/// `MPI_Is_thread_main` at creation, at creation, at every execution, at
+/// [`Execution::test`] and when it is dropped:
 /// - `MPI_THREAD_SINGLE`, `MPI_THREAD_FUNNELED`: only on the main thread (the one
 ///   that initialized MPI). On any other thread the call makes no MPI call and
 ///   returns [`Error::Mpi`] ("MPI was initialized with MPI_THREAD_FUNNELED and this
@@ -252,7 +260,7 @@ impl Plan {
     /// Bytes of staging the plan keeps for executions in place on the exchange path
     /// once one has run and found a bounded schedule (at most
     /// [`PlanOptions::in_place_budget`]); `None` before, and when every such
-    /// execution stages everything the rank sends instead.
+    /// execution packs everything the rank sends instead.
     pub fn in_place_staging_bytes(&self) -> Option<usize> {
         match &self.lock().in_place {
             InPlaceRoute::Scheduled(s) => Some(s.staging_bytes()),
@@ -273,6 +281,7 @@ impl Plan {
 
     /// Executes the plan from `input` into `output` (collective unless
     /// [`Plan::is_collective`] is false). `T` must have the plan's element size.
+    /// Allocates nothing: creation allocated what it needs.
     pub fn execute<T: Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(output);
@@ -333,7 +342,12 @@ impl Plan {
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
     /// output on return, so it must be large enough for both (collective unless
     /// [`Plan::is_collective`] is false). When the output equals the input on this
-    /// rank, nothing is touched.
+    /// rank, nothing is touched. On the local path this allocates nothing; on the
+    /// exchange path the first execution in place (of any rank) allocates the
+    /// plan's in-place schedule and its staging (at most
+    /// [`PlanOptions::in_place_budget`]), kept for the later ones, or, when no
+    /// schedule applies, every execution in place allocates the bytes this rank
+    /// sends (the pack buffer) until it completes.
     pub fn execute_in_place<T: Element>(&self, buffer: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(buffer);
@@ -456,7 +470,7 @@ impl Plan {
         let Buffers { input, output, .. } = *buffers;
         let Engines { exchange, in_place } = &mut *engines;
         // SAFETY: check_buffers checked sizes and overlap; in place, the engines
-        // write a byte only once what was there has left (all it sends staged
+        // write a byte only once what was there has left (all it sends packed
         // first, or the pieces there staged, sent or moved in an earlier round of
         // the in-place schedule); the caller keeps the buffers until the
         // execution completes.
@@ -522,10 +536,10 @@ impl Plan {
     ) -> Result<Option<Run>> {
         let rank = self.comm.rank();
         let checked = check_buffers(&self.plan, buffers, rank);
-        let staged = matches!(route, InPlaceRoute::Packed(_));
+        let packed = matches!(route, InPlaceRoute::Packed(_));
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))
-            .and_then(|in_place| Ok((in_place, self.prepare(in_place, staged)?)));
+            .and_then(|in_place| Ok((in_place, self.prepare(in_place, packed)?)));
         if !(self.communicates || self.always_agree) {
             return prepared.map(|(_, run)| run);
         }
@@ -577,7 +591,7 @@ impl fmt::Display for Plan {
                 s.rounds(),
                 s.staging_bytes()
             ),
-            InPlaceRoute::Packed(why) => write!(f, "; in place stages all it sends ({why})"),
+            InPlaceRoute::Packed(why) => write!(f, "; in place packs all it sends ({why})"),
         }
     }
 }
