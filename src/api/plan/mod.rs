@@ -565,8 +565,9 @@ impl Drop for Plan {
             .engines
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        if engines.exchange.is_active() {
-            if !(allowed && mpi_is_usable()) {
+        // After MPI_Finalize no message is in flight any more: nothing to cancel.
+        if engines.exchange.is_active() && mpi_is_usable() {
+            if !allowed {
                 return;
             }
             engines.exchange.abandon(&self.comm);

@@ -117,7 +117,7 @@ pub struct Exchange<T: Transport> {
     /// pointers.
     slots: Vec<u8>,
     /// Executions started so far, by either engine: the same count on every rank,
-    /// which gives every execution its tag ([`Comm::tag`]).
+    /// which gives every execution its tag ([`Transport::tag`]).
     executions: u64,
     /// The execution in flight, between [`Exchange::begin`] and its completion.
     active: Option<Active>,
