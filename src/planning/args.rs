@@ -190,24 +190,32 @@ impl Field {
         }
     }
 
-    /// The field's name in messages, and the value `args` passed, as written.
-    fn describe(self, args: &ReshapeArgs) -> (&'static str, String) {
+    /// The field's name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Field::ElementSize => "element size",
+            Field::Gshape => "gshape",
+            Field::Split => "split",
+            Field::NewShape => "new_shape",
+            Field::NewSplit => "new_split",
+            Field::Target => "target (balanced or explicit new_local_len)",
+            Field::Dtype => "dtype",
+        }
+    }
+
+    /// The value `args` passed for the field, as the caller wrote it.
+    fn passed(self, args: &ReshapeArgs) -> String {
         let n = args.notation;
         match self {
-            Field::ElementSize => ("element size", args.elem_size.to_string()),
-            Field::Gshape => ("gshape", n.shape(&args.gshape)),
-            Field::Split => ("split", n.axis(args.split, args.gshape.len())),
-            Field::NewShape => ("new_shape", n.shape(&args.new_shape)),
-            Field::NewSplit => ("new_split", n.axis(args.new_split, args.new_shape.len())),
-            Field::Target => (
-                "target (balanced or explicit new_local_len)",
-                format!("{:?}", args.target),
-            ),
-            Field::Dtype => (
-                "dtype",
-                args.dtype
-                    .map_or("none (a size only)".into(), |d| d.to_string()),
-            ),
+            Field::ElementSize => args.elem_size.to_string(),
+            Field::Gshape => n.shape(&args.gshape),
+            Field::Split => n.axis(args.split, args.gshape.len()),
+            Field::NewShape => n.shape(&args.new_shape),
+            Field::NewSplit => n.axis(args.new_split, args.new_shape.len()),
+            Field::Target => format!("{:?}", args.target),
+            Field::Dtype => args
+                .dtype
+                .map_or("none (a size only)".into(), |d| d.to_string()),
         }
     }
 
@@ -244,9 +252,11 @@ fn axis_code(axis: Option<usize>) -> i64 {
 /// given the element-wise minimum and maximum over ranks.
 pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Option<Error> {
     let entry = (0..FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
-    let (name, mine) = Field::at(entry)?.describe(args);
+    let field = Field::at(entry)?;
     Some(Error::InconsistentArguments(format!(
-        "ranks passed different {name}; rank {rank} passed {mine}"
+        "ranks passed different {}; rank {rank} passed {}",
+        field.name(),
+        field.passed(args)
     )))
 }
 

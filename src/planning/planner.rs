@@ -189,19 +189,16 @@ impl RankPlan {
         SharedRuns::new(&self.input_pattern(), &self.output_pattern())
     }
 
-    /// Where each run this rank keeps lies in its input buffer (a byte range) and
-    /// where it starts in its output buffer, for the runs `runs` yields.
-    fn kept_bytes(
-        &self,
-        runs: impl Iterator<Item = Run>,
-    ) -> impl Iterator<Item = (Range<usize>, usize)> {
+    /// The copy of each run `runs` yields that this rank keeps: where it lies in
+    /// its input buffer and where it starts in its output buffer.
+    fn kept_bytes(&self, runs: impl Iterator<Item = Run>) -> impl Iterator<Item = KeptCopy> {
         let (from, to, size) = (self.input_pattern(), self.output_pattern(), self.elem_size);
         runs.map(move |run| {
             let src = from.local_offset(run.global) as usize * size;
-            (
-                src..src + run.len as usize * size,
-                to.local_offset(run.global) as usize * size,
-            )
+            KeptCopy {
+                from: src..src + run.len as usize * size,
+                to: to.local_offset(run.global) as usize * size,
+            }
         })
     }
 
@@ -210,11 +207,11 @@ impl RankPlan {
     pub fn kept_copies(&self) -> impl Iterator<Item = KeptCopy> {
         let mut runs = self.kept_bytes(self.local_runs()).peekable();
         std::iter::from_fn(move || {
-            let (mut from, to) = runs.next()?;
-            while let Some((next, _)) =
-                runs.next_if(|(s, d)| s.start == from.end && *d == to + from.len())
+            let KeptCopy { mut from, to } = runs.next()?;
+            while let Some(next) =
+                runs.next_if(|c| c.from.start == from.end && c.to == to + from.len())
             {
-                from.end = next.end;
+                from.end = next.from.end;
             }
             Some(KeptCopy { from, to })
         })
@@ -253,12 +250,12 @@ impl RankPlan {
     pub fn move_kept_in_place(&self, buffer: &mut [u8]) {
         let down = self
             .kept_bytes(self.local_runs())
-            .filter(|(s, d)| *d < s.start);
+            .filter(|c| c.to < c.from.start);
         let up = self
             .kept_bytes(self.local_runs().descending())
-            .filter(|(s, d)| *d > s.start);
-        for (src, dst) in down.chain(up) {
-            buffer.copy_within(src, dst);
+            .filter(|c| c.to > c.from.start);
+        for KeptCopy { from, to } in down.chain(up) {
+            buffer.copy_within(from, to);
         }
     }
 
