@@ -39,7 +39,7 @@ use std::io::Write as _;
 use std::os::raw::{c_char, c_int, c_void};
 use std::time::Instant;
 
-use distreshape::{Plan, ReshapeArgs, Route, balanced_slab};
+use distreshape::{Plan, ReshapeArgs, Route, Slab, balanced_slab};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -300,12 +300,12 @@ fn input_lens(case: &Case, p: u64) -> Vec<u64> {
     };
     let extent = case.gshape[axis];
     if !case.unbalanced || p == 1 {
-        return (0..p).map(|r| balanced_slab(extent, p, r).0).collect();
+        return (0..p).map(|r| balanced_slab(extent, p, r).len).collect();
     }
     let first = extent / 2;
     let rest = extent - first;
     std::iter::once(first)
-        .chain((0..p - 1).map(|r| balanced_slab(rest, p - 1, r).0))
+        .chain((0..p - 1).map(|r| balanced_slab(rest, p - 1, r).len))
         .collect()
 }
 
@@ -591,9 +591,12 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         &new_shape,
         case.new_split,
     );
-    let (out_len, out_off) = match case.new_split {
+    let Slab {
+        offset: out_off,
+        len: out_len,
+    } = match case.new_split {
         Some(a) => balanced_slab(case.new_shape[a], p as u64, rank as u64),
-        None => (0, 0),
+        None => Slab::default(),
     };
     let in_elems = slab_elems(case.gshape, case.split, in_len);
     let out_elems = slab_elems(case.new_shape, case.new_split, out_len);

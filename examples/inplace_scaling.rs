@@ -33,7 +33,7 @@ fn main() {
         for p in [2u64, 4, 8, 16, 32, 64, 128, 256, 512] {
             let gshape = [1000u64, 1000, 100];
             let lens: Vec<u64> = (0..p)
-                .map(|r| balanced_slab(gshape[split], p, r).0)
+                .map(|r| balanced_slab(gshape[split], p, r).len)
                 .collect();
             let args = ReshapeArgs::new(
                 8,
@@ -65,10 +65,10 @@ fn main() {
             match schedule {
                 Ok(s) => {
                     let (mut moved, mut staged, mut pieces) = (0, 0, 0);
-                    for (piece, _, stage) in s.moves() {
+                    for m in s.moves() {
                         pieces += 1;
-                        moved += piece.len;
-                        staged += stage.map_or(0, |_| piece.len);
+                        moved += m.piece.len;
+                        staged += m.staged.map_or(0, |_| m.piece.len);
                     }
                     let staging = s.for_rank(0).staging_bytes as f64 / (1 << 20) as f64;
                     println!(

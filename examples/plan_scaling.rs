@@ -82,7 +82,7 @@ impl<E: std::fmt::Debug> IntoPlan for Result<RankPlan, E> {
 const PS: [u64; 6] = [64, 256, 1024, 4096, 16384, 65536];
 
 fn lens(dist: &str, extent: u64, p: u64) -> Vec<u64> {
-    let balanced: Vec<u64> = (0..p).map(|r| balanced_slab(extent, p, r).0).collect();
+    let balanced: Vec<u64> = (0..p).map(|r| balanced_slab(extent, p, r).len).collect();
     match dist {
         "balanced" => balanced,
         "nearly" => {
@@ -111,7 +111,7 @@ fn lens(dist: &str, extent: u64, p: u64) -> Vec<u64> {
             let first = extent / 2;
             let rest = extent - first;
             std::iter::once(first)
-                .chain((0..p - 1).map(|r| balanced_slab(rest, p - 1, r).0))
+                .chain((0..p - 1).map(|r| balanced_slab(rest, p - 1, r).len))
                 .collect()
         }
         _ => unreachable!(),

@@ -102,7 +102,7 @@ module distreshape
   !> (see distreshape.h); set only those wanted. Out of range is
   !> DR_ERROR_INVALID_OPTION on every rank.
   type, bind(c), public :: dr_plan_options
-    integer(c_int64_t) :: max_message_bytes = -1, staging_bytes = -1, run_budget = -1, &
+    integer(c_int64_t) :: max_message_bytes = -1, slot_bytes = -1, run_budget = -1, &
                           window = -1, in_place_budget = -1
   end type dr_plan_options
 

@@ -220,10 +220,10 @@ typedef struct dr_plan_options {
    */
   int64_t max_message_bytes;
   /*
-   Staging for packed messages (runs under 64 KiB), per direction, over all
-   peers, at least 1 (default 16 MiB).
+   The message slots for packed messages (runs under 64 KiB), per direction,
+   over all peers, at least 1 (default 16 MiB).
    */
-  int64_t staging_bytes;
+  int64_t slot_bytes;
   /*
    Most runs cut into the messages of one round, and most segments a plan
    lists at creation (16-24 bytes each), at least 1 (default 262144).

@@ -249,8 +249,8 @@ struct slab {
 struct options {
     /// Most bytes in one MPI message (default 2^31 - 1).
     std::int64_t max_message_bytes = -1;
-    /// Staging for packed messages, per direction, over all peers (default 16 MiB).
-    std::int64_t staging_bytes = -1;
+    /// The message slots for packed messages, per direction, over all peers (default 16 MiB).
+    std::int64_t slot_bytes = -1;
     /// Most runs cut into one round's messages, and segments a plan lists (default 262144).
     std::int64_t run_budget = -1;
     /// Pairwise distances per window on the exchange path (default 64).
@@ -262,7 +262,7 @@ struct options {
     /// The C struct of these options.
     dr_plan_options native() const noexcept
     {
-        return dr_plan_options{max_message_bytes, staging_bytes, run_budget, window,
+        return dr_plan_options{max_message_bytes, slot_bytes, run_budget, window,
                                in_place_budget};
     }
 };

@@ -50,7 +50,7 @@ pub use crate::api::plan::{Execution, Plan, reshape};
 pub use crate::core::element::Element;
 pub use crate::core::error::{Error, Result};
 pub use crate::distribution::grid::GridBox;
-pub use crate::distribution::layout::balanced_slab;
+pub use crate::distribution::layout::{Slab, balanced_slab};
 pub use crate::mpi::comm::RawComm;
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, Target};
 pub use crate::planning::layouts::{Layout, LayoutArgs};

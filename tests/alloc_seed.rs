@@ -13,100 +13,13 @@
 //! Only allocations through Rust's global allocator are counted; the MPI library's own
 //! `malloc` calls are not (the benchmark's VmHWM measurement covers those).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
 
+use common::alloc::{Counting, Usage, measure};
 use distreshape::{Plan, ReshapeArgs, Route};
-
-/// Counts the bytes and calls of allocations made by threads that enabled counting,
-/// and the peak of their live bytes.
-struct Counting;
-
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static CALLS: AtomicU64 = AtomicU64::new(0);
-static LIVE: AtomicU64 = AtomicU64::new(0);
-static PEAK: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counting() -> bool {
-    COUNTING.try_with(Cell::get).unwrap_or(false)
-}
-
-fn record_alloc(size: usize) {
-    if counting() {
-        BYTES.fetch_add(size as u64, Ordering::Relaxed);
-        CALLS.fetch_add(1, Ordering::Relaxed);
-        let live = LIVE.fetch_add(size as u64, Ordering::Relaxed) + size as u64;
-        PEAK.fetch_max(live, Ordering::Relaxed);
-    }
-}
-
-fn record_free(size: usize) {
-    if counting() {
-        // Saturating: memory allocated before counting started may be freed during it.
-        let _ = LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
-            Some(l.saturating_sub(size as u64))
-        });
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        record_alloc(layout.size());
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        record_alloc(layout.size());
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        record_free(layout.size());
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        record_free(layout.size());
-        record_alloc(new_size);
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// Heap used by `f` on this thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Usage {
-    bytes: u64,
-    calls: u64,
-    peak_live: u64,
-}
-
-fn measure(f: impl FnOnce()) -> Usage {
-    BYTES.store(0, Ordering::Relaxed);
-    CALLS.store(0, Ordering::Relaxed);
-    LIVE.store(0, Ordering::Relaxed);
-    PEAK.store(0, Ordering::Relaxed);
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    Usage {
-        bytes: BYTES.load(Ordering::Relaxed),
-        calls: CALLS.load(Ordering::Relaxed),
-        peak_live: PEAK.load(Ordering::Relaxed),
-    }
-}
 
 /// Plans `gshape split -> new_shape new_split` over all of MPI_COMM_WORLD (one rank
 /// here), fills the input with the global flat index, and returns the heap used by an
@@ -134,14 +47,14 @@ fn usage(
     // Warm-up: MPI's lazily allocated state is not the plan's.
     plan.execute(&input, &mut output).expect("execute");
     output.fill(f64::NAN);
-    let out_of_place = measure(|| plan.execute(&input, &mut output).expect("execute"));
+    let ((), out_of_place) = measure(|| plan.execute(&input, &mut output).expect("execute"));
     assert!(
         output.iter().enumerate().all(|(i, &x)| x == i as f64),
         "wrong output"
     );
     let mut buffer = input.clone();
     buffer.resize(plan.input_elems().max(plan.output_elems()), f64::NAN);
-    let in_place = measure(|| {
+    let ((), in_place) = measure(|| {
         plan.execute_in_place(&mut buffer)
             .expect("execute in place")
     });

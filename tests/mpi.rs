@@ -20,8 +20,8 @@
 //! `--oversubscribe` for Open MPI) and `DISTRESHAPE_MPI_TIMEOUT` (seconds per run,
 //! default 300).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod common;
+
 use std::fmt::Debug;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -32,45 +32,29 @@ use std::time::{Duration, Instant};
 mod grids;
 
 use distreshape::{Element, Plan, PlanOptions, ReshapeArgs, Route, reshape, reshape_array};
+use mpi::Threading;
 use mpi::collective::CommunicatorCollectives;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use num_complex::Complex;
 
-/// Counts the allocations of the threads that enabled counting.
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<Option<u64>> = const { Cell::new(None) };
-}
-
-// SAFETY: forwards every call to the system allocator unchanged.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get().map(|n| n + 1)));
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's arguments, passed on unchanged.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use common::alloc::{Counting, measure};
+use common::oracle::{slab_indices, split_survives};
 
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// Runs `f` and returns how many allocations it made on this thread.
-fn allocations<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    ALLOCATIONS.with(|n| n.set(Some(0)));
-    let result = f();
-    (result, ALLOCATIONS.with(|n| n.take()).unwrap_or(0))
-}
+static GLOBAL: Counting = Counting;
 
 /// Rank counts the launcher runs the workers with.
 const RANK_COUNTS: [usize; 5] = [1, 2, 3, 4, 5];
+
+/// Rank counts the launcher also runs the thread test with at
+/// `MPI_THREAD_MULTIPLE` (every other run asks for `MPI_THREAD_FUNNELED`).
+const MULTIPLE_RANK_COUNTS: [usize; 2] = [1, 3];
+
+/// The environment variable that tells a worker to ask for `MPI_THREAD_MULTIPLE`
+/// and run the thread test only.
+const MULTIPLE_VAR: &str = "DISTRESHAPE_MPI_THREAD_MULTIPLE";
 
 fn main() -> ExitCode {
     if std::env::var_os("DISTRESHAPE_MPI_WORKER").is_some() {
@@ -94,24 +78,36 @@ fn launcher() -> ExitCode {
         .and_then(|s| s.trim().parse().ok())
         .map_or(Duration::from_secs(300), Duration::from_secs);
     let exe = std::env::current_exe().expect("the path of this test binary");
-    println!("\nrunning {} tests", RANK_COUNTS.len());
+    let runs: Vec<(String, usize, bool)> = RANK_COUNTS
+        .iter()
+        .map(|&p| (format!("mpi_ranks_{p}"), p, false))
+        .chain(
+            MULTIPLE_RANK_COUNTS
+                .iter()
+                .map(|&p| (format!("mpi_thread_multiple_ranks_{p}"), p, true)),
+        )
+        .collect();
+    println!("\nrunning {} tests", runs.len());
     let mut failed = 0;
-    for p in RANK_COUNTS {
+    for (name, p, multiple) in &runs {
         let mut cmd = Command::new(&mpiexec);
         cmd.args(preflags.split_whitespace())
             .arg("-n")
             .arg(p.to_string())
             .arg(&exe)
             .env("DISTRESHAPE_MPI_WORKER", p.to_string());
-        match run_with_timeout(cmd, timeout, p) {
-            Ok(()) => println!("test mpi_ranks_{p} ... ok"),
+        if *multiple {
+            cmd.env(MULTIPLE_VAR, "1");
+        }
+        match run_with_timeout(cmd, timeout, name) {
+            Ok(()) => println!("test {name} ... ok"),
             Err(output) => {
                 failed += 1;
-                println!("test mpi_ranks_{p} ... FAILED\n---- mpi_ranks_{p} output ----\n{output}");
+                println!("test {name} ... FAILED\n---- {name} output ----\n{output}");
             }
         }
     }
-    println!("{} passed, {failed} failed", RANK_COUNTS.len() - failed);
+    println!("{} passed, {failed} failed", runs.len() - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -122,9 +118,9 @@ fn launcher() -> ExitCode {
 /// Runs `cmd` in its own process group with stdout and stderr captured in a file,
 /// killing the whole group (mpiexec and its ranks) after `timeout`. Returns the
 /// captured output as the error when the run could not start, timed out or failed.
-fn run_with_timeout(mut cmd: Command, timeout: Duration, p: usize) -> Result<(), String> {
+fn run_with_timeout(mut cmd: Command, timeout: Duration, name: &str) -> Result<(), String> {
     let log_path =
-        std::env::temp_dir().join(format!("distreshape-mpi-{}-{p}.log", std::process::id()));
+        std::env::temp_dir().join(format!("distreshape-{}-{name}.log", std::process::id()));
     let log = File::create(&log_path)
         .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
     let log_err = log
@@ -188,9 +184,17 @@ impl World {
     }
 }
 
-/// Runs every case on this rank.
+/// Runs every case on this rank, with MPI initialized at `MPI_THREAD_FUNNELED`
+/// (or, asked by the launcher, only the thread test at `MPI_THREAD_MULTIPLE`).
 fn worker() {
-    let universe = mpi::initialize().expect("MPI is initialized once, by this test");
+    let multiple = std::env::var_os(MULTIPLE_VAR).is_some();
+    let asked = if multiple {
+        Threading::Multiple
+    } else {
+        Threading::Funneled
+    };
+    let (universe, provided) =
+        mpi::initialize_with_threading(asked).expect("MPI is initialized once, by this test");
     let comm = universe.world();
     let (rank, size) = (comm.rank() as usize, comm.size() as usize);
     let launched = std::env::var("DISTRESHAPE_MPI_WORKER").unwrap_or_default();
@@ -202,6 +206,10 @@ fn worker() {
         "rank {rank} sees {size} ranks but was launched on {launched}: the test binary and DISTRESHAPE_MPIEXEC use different MPIs (build with MPICC naming the launcher's MPI)"
     );
     let w = World { comm, rank, size };
+    plan_on_another_thread(&w, provided);
+    if multiple {
+        return;
+    }
     for case in cases() {
         case.run(&w);
         w.passed(case.name);
@@ -299,20 +307,8 @@ impl Side {
 
     /// The global flat indices `rank` holds, in C order (its local order).
     fn indices(&self, rank: usize) -> Vec<u64> {
-        let Some(axis) = self.split else {
-            return (0..self.total()).collect();
-        };
-        let (outer, extent, inner) = self.dims(axis);
-        let (off, len) = self.rows(rank);
-        let mut indices = Vec::with_capacity((outer * len * inner) as usize);
-        for o in 0..outer {
-            for row in off..off + len {
-                for i in 0..inner {
-                    indices.push((o * extent + row) * inner + i);
-                }
-            }
-        }
-        indices
+        let (off, len) = self.split.map_or((0, 0), |_| self.rows(rank));
+        slab_indices(&self.shape, self.split, off, len)
     }
 
     /// The shape of `rank`'s local part.
@@ -372,26 +368,18 @@ struct ExpectedStats {
 
 impl ExpectedStats {
     fn new(inp: &Side, out: &Side, rank: usize) -> ExpectedStats {
-        let (local, aligned) = match (inp.split, out.split) {
+        let local = split_survives(&inp.shape, inp.split, &inp.lens, &out.shape, out.split);
+        let aligned = match (inp.split, out.split) {
             (Some(s), Some(t)) => {
-                let ((in_outer, _, in_inner), (out_outer, _, out_inner)) =
-                    (inp.dims(s), out.dims(t));
-                let whole_rows = |l: &u64| {
-                    if out_inner == 0 {
-                        l * in_inner == 0
-                    } else {
-                        (l * in_inner).is_multiple_of(out_inner)
-                    }
-                };
-                let local = in_outer == out_outer && inp.lens.iter().all(whole_rows);
+                let ((_, _, in_inner), (_, _, out_inner)) = (inp.dims(s), out.dims(t));
                 let same = inp
                     .lens
                     .iter()
                     .zip(&out.lens)
                     .all(|(a, b)| a * in_inner == b * out_inner);
-                (local, local && same)
+                local && same
             }
-            _ => (false, false),
+            _ => false,
         };
         let out_indices = out.indices(rank);
         let copied = out_indices.iter().filter(|&&g| inp.holds(rank, g)).count() as u64;
@@ -637,7 +625,8 @@ impl Case {
         let want = out.indices(w.rank);
 
         let mut output = vec![T::default(); plan.output_elems()];
-        let (result, allocated) = allocations(|| plan.execute(input, &mut output));
+        let (result, usage) = measure(|| plan.execute(input, &mut output));
+        let allocated = usage.calls;
         if let Err(e) = result {
             w.fail(self.name, format!("execute failed: {e}"));
         }
@@ -739,7 +728,10 @@ impl Case {
         }
         let slab = |side: &Side| {
             let offset = || side.lens[..w.rank].iter().sum::<u64>();
-            side.split.map(|_| (offset(), side.lens[w.rank]))
+            side.split.map(|_| distreshape::Slab {
+                offset: offset(),
+                len: side.lens[w.rank],
+            })
         };
         for (what, got, side) in [
             ("input_slab", plan.input_slab(), inp),
@@ -941,7 +933,7 @@ fn chained(w: &World) {
 fn ignored_new_local_len(w: &World) {
     let name = "ignored_new_local_len";
     let p = w.size as u64;
-    let (len, off) = distreshape::balanced_slab(4, p, w.rank as u64);
+    let distreshape::Slab { offset: off, len } = distreshape::balanced_slab(4, p, w.rank as u64);
     let input: Vec<u64> = (off * 6..(off + len) * 6).collect();
     let args = ReshapeArgs::new(8, &[4, 6], Some(0), len as i64, &[24], None);
     // Even ranks leave it balanced (-1 in C), odd ranks pass different values.
@@ -1034,8 +1026,20 @@ struct BadArgs {
     min_ranks: usize,
     /// The `Error::code` every rank must return.
     code: i32,
+    /// Which rank the message must name.
+    named: Named,
     /// Changes the valid arguments of the last rank.
     spoil: fn(ReshapeArgs) -> ReshapeArgs,
+}
+
+/// The rank an agreed error's message must name.
+#[derive(Clone, Copy, Debug)]
+enum Named {
+    /// The last rank, whose arguments were spoiled: the lowest failing rank.
+    Spoiled,
+    /// Each rank itself: arguments that differ between ranks are found by every
+    /// rank, which names the value it passed.
+    Own,
 }
 
 /// The arguments the error cases start from: (4, 4) split 0 -> (16,) split 0, u32.
@@ -1057,12 +1061,14 @@ fn error_agreement(w: &World) {
             name: "error_local_len_negative",
             min_ranks: 1,
             code: 5,
+            named: Named::Spoiled,
             spoil: |a| ReshapeArgs { local_len: -1, ..a },
         },
         BadArgs {
             name: "error_local_lens_sum",
             min_ranks: 1,
             code: 5,
+            named: Named::Spoiled,
             spoil: |a| ReshapeArgs {
                 local_len: a.local_len + 1,
                 ..a
@@ -1072,6 +1078,7 @@ fn error_agreement(w: &World) {
             name: "error_split_out_of_range",
             min_ranks: 1,
             code: 4,
+            named: Named::Spoiled,
             spoil: |a| ReshapeArgs {
                 split: Some(2),
                 ..a
@@ -1081,6 +1088,7 @@ fn error_agreement(w: &World) {
             name: "error_new_shape_invalid",
             min_ranks: 1,
             code: 3,
+            named: Named::Spoiled,
             spoil: |a| ReshapeArgs {
                 new_shape: vec![3, -1],
                 ..a
@@ -1090,12 +1098,14 @@ fn error_agreement(w: &World) {
             name: "error_target_too_long",
             min_ranks: 1,
             code: 5,
+            named: Named::Spoiled,
             spoil: |a| a.with_target_len(17),
         },
         BadArgs {
             name: "error_new_shape_differs",
             min_ranks: 2,
             code: 6,
+            named: Named::Own,
             spoil: |a| ReshapeArgs {
                 new_shape: vec![2, 8],
                 ..a
@@ -1105,6 +1115,7 @@ fn error_agreement(w: &World) {
             name: "error_new_split_differs",
             min_ranks: 2,
             code: 6,
+            named: Named::Own,
             spoil: |a| ReshapeArgs {
                 new_split: None,
                 ..a
@@ -1114,6 +1125,7 @@ fn error_agreement(w: &World) {
             name: "error_target_on_one_rank",
             min_ranks: 2,
             code: 6,
+            named: Named::Own,
             spoil: |a| a.with_target_len(0),
         },
     ];
@@ -1123,7 +1135,12 @@ fn error_agreement(w: &World) {
     for b in bad.iter().filter(|b| w.size >= b.min_ranks) {
         let args = valid.args::<u32>(w, &inp, &out);
         let args = if last { (b.spoil)(args) } else { args };
-        expect_agreed_error(w, b.name, Plan::new(&w.comm, &args).map(|_| ()), b.code);
+        let named = match b.named {
+            Named::Spoiled => w.size - 1,
+            Named::Own => w.rank,
+        };
+        let planned = Plan::new(&w.comm, &args).map(|_| ());
+        expect_agreed_error(w, b.name, planned, b.code, named);
         valid.run(w);
         w.passed(b.name);
     }
@@ -1163,7 +1180,7 @@ fn error_agreement(w: &World) {
 /// refused on every rank (no rank can then receive bytes that are no `bool`).
 fn element_types_are_compared(w: &World) {
     let name = "element_types_differ";
-    let (len, _) = distreshape::balanced_slab(4, w.size as u64, w.rank as u64);
+    let len = distreshape::balanced_slab(4, w.size as u64, w.rank as u64).len;
     let args = ReshapeArgs::new(1, &[4, 6], Some(0), len as i64, &[6, 4], Some(0));
     let input = vec![1u8; (len * 6) as usize];
     if w.size > 1 {
@@ -1173,7 +1190,7 @@ fn element_types_are_compared(w: &World) {
             let flags: Vec<bool> = input.iter().map(|&b| b == 1).collect();
             reshape::<bool, _>(&w.comm, &args, &flags).map(drop)
         };
-        expect_agreed_error(w, name, result, 6);
+        expect_agreed_error(w, name, result, 6, w.rank);
         w.passed(name);
     }
     let name = "bool_needs_a_bool_plan";
@@ -1183,7 +1200,8 @@ fn element_types_are_compared(w: &World) {
     let mut out = vec![false; plan.output_elems()];
     let result = plan.execute(&flags, &mut out);
     if w.size > 1 {
-        expect_agreed_error(w, name, result, 2);
+        let named = if plan.is_collective() { 0 } else { w.rank };
+        expect_agreed_error(w, name, result, 2, named);
     } else if !matches!(result, Err(distreshape::Error::InvalidDtype(_))) {
         w.fail(name, format!("{result:?}"));
     }
@@ -1268,7 +1286,7 @@ fn expect_execute_error(
     bad: bool,
 ) {
     if plan.is_collective() {
-        return expect_agreed_error(w, name, result, code);
+        return expect_agreed_error(w, name, result, code, w.size - 1);
     }
     let got = result.as_ref().err().map_or(0, distreshape::Error::code);
     if got != if bad { code } else { 0 } {
@@ -1282,8 +1300,15 @@ fn expect_execute_error(
     }
 }
 
-/// Checks that every rank got an error with code `code`.
-fn expect_agreed_error(w: &World, name: &str, result: distreshape::Result<()>, code: i32) {
+/// Checks that every rank got an error with code `code` whose message names rank
+/// `named` (the rank that found it).
+fn expect_agreed_error(
+    w: &World,
+    name: &str,
+    result: distreshape::Result<()>,
+    code: i32,
+    named: usize,
+) {
     let mine = result.as_ref().err().map_or(0, distreshape::Error::code);
     let mut codes = vec![0i32; w.size];
     w.comm.all_gather_into(&mine, &mut codes[..]);
@@ -1293,4 +1318,85 @@ fn expect_agreed_error(w: &World, name: &str, result: distreshape::Result<()>, c
             format!("error codes by rank {codes:?}, expected {code} everywhere (here: {result:?})"),
         );
     }
+    let message = result.as_ref().err().map_or("", distreshape::Error::detail);
+    if !names_rank(message, named) {
+        w.fail(
+            name,
+            format!("the message does not name rank {named}: {message:?}"),
+        );
+    }
+}
+
+/// True when `message` says "rank N" with N exactly `rank` (not a longer number).
+fn names_rank(message: &str, rank: usize) -> bool {
+    let wanted = format!("rank {rank}");
+    message.match_indices(&wanted).any(|(at, _)| {
+        let after = message[at + wanted.len()..].chars().next();
+        !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------------
+
+/// A plan moved to another thread and executed there. Below
+/// `MPI_THREAD_SERIALIZED` only the main thread may call MPI: every rank's call is
+/// refused there, without calling MPI, with an error naming the level and the rank,
+/// and nothing hangs (the refused call did nothing, so the same execution on the
+/// main thread, by every rank, then completes). At `MPI_THREAD_SERIALIZED` and
+/// above the execution on the other thread works. Dropping a plan on the other
+/// thread returns either way (below `MPI_THREAD_SERIALIZED` without calling MPI).
+fn plan_on_another_thread(w: &World, provided: Threading) {
+    let name = "plan_on_another_thread";
+    let case = case(
+        "threads_44_s0_to_44_s1",
+        Ty::U32,
+        &[4, 4],
+        Some(0),
+        &[4, 4],
+        Some(1),
+    );
+    let (inp, out) = case.sides(w.size);
+    let args = case.args::<u32>(w, &inp, &out);
+    let plan =
+        Plan::new(&w.comm, &args).unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")));
+    let (input, want) = (fill::<u32>(&inp.indices(w.rank)), out.indices(w.rank));
+    let mut output = vec![0u32; want.len()];
+    let (plan, result, output) = std::thread::spawn(move || {
+        let result = plan.execute(&input, &mut output);
+        (plan, result, output)
+    })
+    .join()
+    .unwrap_or_else(|_| w.fail(name, "the other thread panicked"));
+    let main_only = matches!(provided, Threading::Single | Threading::Funneled);
+    let level = format!("{provided:?}").to_uppercase();
+    match (&result, main_only) {
+        (Ok(()), false) => check_values(w, name, "on another thread", &output, &want),
+        (Err(distreshape::Error::Mpi(message)), true)
+            if message.contains(&format!("MPI_THREAD_{level}")) && names_rank(message, w.rank) =>
+        {
+            let input = fill::<u32>(&inp.indices(w.rank));
+            let mut output = vec![0u32; want.len()];
+            if let Err(e) = plan.execute(&input, &mut output) {
+                w.fail(name, format!("execute on the main thread failed: {e}"));
+            }
+            check_values(
+                w,
+                name,
+                "on the main thread after a refusal",
+                &output,
+                &want,
+            );
+        }
+        _ => w.fail(
+            name,
+            format!("at {provided:?} on another thread: {result:?}"),
+        ),
+    }
+    let dropped = std::thread::spawn(move || drop(plan)).join();
+    if dropped.is_err() {
+        w.fail(name, "dropping the plan on another thread panicked");
+    }
+    w.passed(&format!("{name} ({provided:?})"));
 }

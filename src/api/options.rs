@@ -1,4 +1,4 @@
-//! The tuning knobs of a plan, and the message limits they give.
+//! The tuning knobs of a plan, their defaults, and the message limits they give.
 
 use crate::planning::messages::MessageLimits;
 
@@ -8,25 +8,31 @@ use crate::planning::messages::MessageLimits;
 pub struct PlanOptions {
     /// Most bytes in one MPI message (MPI counts are 32-bit; default `i32::MAX`).
     pub max_message_bytes: usize,
-    /// Staging for packed messages (small runs), per direction, over all peers
-    /// (default 16 MiB): packed messages are capped at this divided by the largest
-    /// peer count of any rank (but at least 64 KiB), so staging never exceeds it by
-    /// more than that floor times the peer count, nor the bytes actually moved.
-    pub staging_bytes: usize,
-    /// Most runs cut into the messages of one round, over all peers: bounds the
-    /// memory that lists them (16 bytes per run). Also the most segments and local
-    /// copies (16-24 bytes each) a plan lists once at creation and keeps, so that
-    /// executions replay them instead of cutting the runs again.
+    /// The message slots for packed messages (small runs), per direction, over all
+    /// peers (default [`PlanOptions::DEFAULT_SLOT_BYTES`]): packed messages are
+    /// capped at this divided by the largest peer count of any rank (but at least
+    /// [`PlanOptions::MIN_PACKED_BYTES`]), so the slots never exceed it by more than
+    /// that floor times the peer count, nor the bytes actually moved.
+    pub slot_bytes: usize,
+    /// Most runs cut into the messages of one round, over all peers (default
+    /// [`PlanOptions::DEFAULT_RUN_BUDGET`]): bounds the memory that lists them (16
+    /// bytes per run). Also the most segments and local copies (16-24 bytes each) a
+    /// plan lists once at creation and keeps, so that executions replay them
+    /// instead of cutting the runs again, and the most pieces of an in-place
+    /// schedule.
     pub run_budget: usize,
-    /// Pairwise distances per window on the exchange path (default 64): a rank has
-    /// streams with at most this many peers per direction in flight, like the
-    /// throttled all-to-alls of MPI libraries (see `planning::schedule`).
+    /// Pairwise distances per window on the exchange path (default
+    /// [`PlanOptions::DEFAULT_WINDOW`]): a rank has streams with at most this many
+    /// peers per direction in flight, like the throttled all-to-alls of MPI
+    /// libraries (see `planning::schedule`).
     pub window: usize,
     /// Most bytes an execution in place on the exchange path stages on a rank
-    /// (default `None`: the larger of 64 MiB and a tenth of the rank's buffer). The
-    /// data then moves in rounds scheduled for that budget (`planning::inplace`),
-    /// when the schedule has at most `run_budget` pieces and `run_budget` exceeds
-    /// the square of the rank count; otherwise everything a rank sends is staged.
+    /// (default `None`: the larger of [`PlanOptions::IN_PLACE_BUDGET_FLOOR`] and the
+    /// rank's buffer divided by [`PlanOptions::IN_PLACE_BUDGET_DIVISOR`]). The data
+    /// then moves in rounds scheduled for that budget (`planning::inplace`), when
+    /// the schedule has at most `run_budget` pieces and `run_budget` is at least the
+    /// square of the rank count; otherwise everything a rank sends is packed into a
+    /// buffer of exactly those bytes.
     pub in_place_budget: Option<usize>,
 }
 
@@ -34,26 +40,61 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             max_message_bytes: i32::MAX as usize,
-            staging_bytes: 16 << 20,
-            run_budget: 1 << 18,
-            window: 64,
+            slot_bytes: PlanOptions::DEFAULT_SLOT_BYTES,
+            run_budget: PlanOptions::DEFAULT_RUN_BUDGET,
+            window: PlanOptions::DEFAULT_WINDOW,
             in_place_budget: None,
         }
     }
 }
 
 impl PlanOptions {
+    /// The default [`PlanOptions::slot_bytes`]: 16 MiB.
+    pub const DEFAULT_SLOT_BYTES: usize = 16 << 20;
+
+    /// The default [`PlanOptions::run_budget`]: 2^18 runs.
+    pub const DEFAULT_RUN_BUDGET: usize = 1 << 18;
+
+    /// The default [`PlanOptions::window`]: 64 distances (MPICH's own throttle is
+    /// 32).
+    pub const DEFAULT_WINDOW: usize = 64;
+
+    /// The default in-place staging budget of a rank is at least this: 64 MiB.
+    pub const IN_PLACE_BUDGET_FLOOR: usize = 64 << 20;
+
+    /// The default in-place staging budget of a rank is at least its buffer divided
+    /// by this (a tenth), when that exceeds [`PlanOptions::IN_PLACE_BUDGET_FLOOR`].
+    pub const IN_PLACE_BUDGET_DIVISOR: usize = 10;
+
+    /// Packed messages are capped at no less than this (64 KiB), however many
+    /// peers share [`PlanOptions::slot_bytes`].
+    pub const MIN_PACKED_BYTES: usize = 64 << 10;
+
+    /// Packed messages are capped at no more than this (1 GiB).
+    pub const MAX_PACKED_BYTES: usize = 1 << 30;
+
+    /// Runs of at least this many bytes (64 KiB, or the packed cap when smaller)
+    /// travel as messages of their own, straight between the buffers; smaller ones
+    /// are packed.
+    pub const DIRECT_BYTES: usize = 64 << 10;
+
     /// The message limits when the busiest rank talks to `peers` ranks per direction.
     pub(super) fn limits(&self, peers: usize) -> MessageLimits {
         let max_bytes = self.max_message_bytes.max(1);
-        let packed_bytes = (self.staging_bytes / peers)
-            .clamp(64 << 10, 1 << 30)
+        let packed_bytes = (self.slot_bytes / peers)
+            .clamp(PlanOptions::MIN_PACKED_BYTES, PlanOptions::MAX_PACKED_BYTES)
             .min(max_bytes);
         MessageLimits {
             max_bytes,
-            direct_bytes: packed_bytes.min(64 << 10),
+            direct_bytes: packed_bytes.min(PlanOptions::DIRECT_BYTES),
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
         }
+    }
+
+    /// A rank's default in-place staging budget when its buffer holds
+    /// `buffer_bytes`.
+    pub(crate) fn default_in_place_budget(buffer_bytes: usize) -> usize {
+        PlanOptions::IN_PLACE_BUDGET_FLOOR.max(buffer_bytes / PlanOptions::IN_PLACE_BUDGET_DIVISOR)
     }
 }

@@ -6,6 +6,7 @@ use std::ffi::c_char;
 use crate::capi::boundary::guard;
 use crate::core::abi::dr_status;
 use crate::core::error::Error;
+use crate::distribution::layout::balanced_slab;
 
 /// The balanced slab of `extent` rows for `rank` of `nranks` (pure, no MPI):
 /// `len = extent/nranks + (rank < extent%nranks)`, `offset = rank*(extent/nranks) +
@@ -35,12 +36,11 @@ pub unsafe extern "C" fn dr_balanced_slab(
                 "rank = {rank} is not in [0, nranks = {nranks})"
             )));
         }
-        let (l, o) =
-            crate::distribution::layout::balanced_slab(extent as u64, nranks as u64, rank as u64);
+        let slab = balanced_slab(extent as u64, nranks as u64, rank as u64);
         // SAFETY: both pointers are non-null and writable.
         unsafe {
-            *len = l as i64;
-            *offset = o as i64;
+            *len = slab.len as i64;
+            *offset = slab.offset as i64;
         }
         Ok(())
     })

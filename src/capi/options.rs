@@ -17,9 +17,9 @@ pub struct dr_plan_options {
     /// Most bytes in one MPI message, 1 to 2^31 - 1 (the default; MPI counts are
     /// 32-bit).
     pub max_message_bytes: i64,
-    /// Staging for packed messages (runs under 64 KiB), per direction, over all
-    /// peers, at least 1 (default 16 MiB).
-    pub staging_bytes: i64,
+    /// The message slots for packed messages (runs under 64 KiB), per direction,
+    /// over all peers, at least 1 (default 16 MiB).
+    pub slot_bytes: i64,
     /// Most runs cut into the messages of one round, and most segments a plan
     /// lists at creation (16-24 bytes each), at least 1 (default 262144).
     pub run_budget: i64,
@@ -52,7 +52,7 @@ fn from_plan_options(options: &PlanOptions) -> dr_plan_options {
     let size = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     dr_plan_options {
         max_message_bytes: size(options.max_message_bytes),
-        staging_bytes: size(options.staging_bytes),
+        slot_bytes: size(options.slot_bytes),
         run_budget: size(options.run_budget),
         window: size(options.window),
         in_place_budget: options.in_place_budget.map_or(-1, size),
@@ -85,11 +85,11 @@ pub(crate) unsafe fn options_arg(options: *const dr_plan_options) -> Result<Plan
             i32::MAX.into(),
             defaults.max_message_bytes,
         )?,
-        staging_bytes: sized(
-            "staging_bytes",
-            given.staging_bytes,
+        slot_bytes: sized(
+            "slot_bytes",
+            given.slot_bytes,
             i64::MAX,
-            defaults.staging_bytes,
+            defaults.slot_bytes,
         )?,
         run_budget: sized(
             "run_budget",

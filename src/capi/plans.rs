@@ -14,6 +14,7 @@ use crate::capi::options::{dr_plan_options, options_arg};
 use crate::capi::requests::{dr_request, orphan};
 use crate::core::abi::{DtypeCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
+use crate::distribution::layout::Slab;
 use crate::mpi::comm::require_mpi;
 use crate::planning::args::{Notation, ReshapeArgs};
 use crate::planning::planner::Route;
@@ -406,7 +407,13 @@ pub unsafe extern "C" fn dr_plan_input_slab(
         let plan = unsafe { plan_ref(plan) }?;
         let elems = plan.input_elems() as u64;
         // SAFETY: non-null outputs are writable.
-        unsafe { write_slab(plan.input_slab(), elems, (local_len, offset, local_elems)) };
+        let outputs = SlabOutputs {
+            len: local_len,
+            offset,
+            elems: local_elems,
+        };
+        // SAFETY: non-null outputs are writable (documented).
+        unsafe { write_slab(plan.input_slab(), elems, outputs) };
         Ok(())
     })
 }
@@ -430,25 +437,37 @@ pub unsafe extern "C" fn dr_plan_output_slab(
         // SAFETY: as documented.
         let plan = unsafe { plan_ref(plan) }?;
         let elems = plan.output_elems() as u64;
-        let outputs = (new_local_len, new_offset, new_local_elems);
-        // SAFETY: non-null outputs are writable.
+        let outputs = SlabOutputs {
+            len: new_local_len,
+            offset: new_offset,
+            elems: new_local_elems,
+        };
+        // SAFETY: non-null outputs are writable (documented).
         unsafe { write_slab(plan.output_slab(), elems, outputs) };
         Ok(())
     })
 }
 
-/// Writes a slab's `(offset, rows)` (-1 each when not split) and element count to
-/// the non-NULL pointers of `(len, offset, elems)`.
+/// Where a slab query writes: any of the pointers may be NULL.
+struct SlabOutputs {
+    len: *mut i64,
+    offset: *mut i64,
+    elems: *mut i64,
+}
+
+/// Writes a slab's rows and first row (-1 each when not a slab) and the element
+/// count to the non-NULL pointers of `outputs`.
 ///
 /// # Safety
 /// Non-NULL pointers writable.
-unsafe fn write_slab(
-    slab: Option<(u64, u64)>,
-    elems: u64,
-    (len, offset, count): (*mut i64, *mut i64, *mut i64),
-) {
-    let (first, rows) = slab.map_or((-1, -1), |(o, l)| (o as i64, l as i64));
-    for (out, value) in [(len, rows), (offset, first), (count, elems as i64)] {
+unsafe fn write_slab(slab: Option<Slab>, elems: u64, outputs: SlabOutputs) {
+    let (first, rows) = slab.map_or((-1, -1), |s| (s.offset as i64, s.len as i64));
+    let pairs = [
+        (outputs.len, rows),
+        (outputs.offset, first),
+        (outputs.elems, elems as i64),
+    ];
+    for (out, value) in pairs {
         if !out.is_null() {
             // SAFETY: non-null outputs are writable (documented).
             unsafe { *out = value };

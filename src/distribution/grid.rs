@@ -4,8 +4,7 @@
 use std::ops::Range;
 
 use crate::core::error::{Error, Result};
-use crate::distribution::layout::balanced_slab;
-use crate::distribution::layout::{MAX_DIMS, checked_product};
+use crate::distribution::layout::{MAX_DIMS, Slab, balanced_slab, checked_product};
 
 /// How the blocks of one array axis are sized along the grid axis that splits it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,15 +36,6 @@ impl GridBox {
     pub fn is_empty(&self) -> bool {
         self.extents.contains(&0)
     }
-}
-
-/// Rows `[offset, offset + len)` of a split axis.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slab {
-    /// The first row.
-    pub offset: u64,
-    /// Number of rows.
-    pub len: u64,
 }
 
 /// A slab layout seen as today's slabs: the array as `(outer, extent, inner)` around
@@ -447,7 +437,7 @@ fn axis_offsets(
     let n = grid_dims[g];
     let lens = match lengths {
         BlockLengths::Balanced => (0..n)
-            .map(|c| balanced_slab(extent, n as u64, c as u64).0)
+            .map(|c| balanced_slab(extent, n as u64, c as u64).len)
             .collect(),
         BlockLengths::Explicit(l) => check_lengths(axis, extent, g, n, l)?,
     };

@@ -15,12 +15,31 @@ pub fn checked_product(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))
 }
 
-/// Length and offset of rank `rank`'s slab when `extent` rows are balanced over
-/// `nranks` ranks (Heat's formula: `n/p + (r < n%p)` rows at `r*(n/p) + min(r, n%p)`).
-pub fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> (u64, u64) {
+/// One rank's rows along a split axis: `len` rows from global row `offset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Slab {
+    /// The global index of the first row.
+    pub offset: u64,
+    /// How many rows.
+    pub len: u64,
+}
+
+impl Slab {
+    /// One past the last row.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// Rank `rank`'s slab when `extent` rows are balanced over `nranks` ranks (Heat's
+/// formula: `n/p + (r < n%p)` rows from `r*(n/p) + min(r, n%p)`).
+pub fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> Slab {
     let base = extent / nranks;
     let rem = extent % nranks;
-    (base + u64::from(rank < rem), rank * base + rank.min(rem))
+    Slab {
+        offset: rank * base + rank.min(rem),
+        len: base + u64::from(rank < rem),
+    }
 }
 
 #[cfg(test)]
@@ -33,17 +52,18 @@ mod tests {
             for p in 1..9u64 {
                 let mut next = 0;
                 for r in 0..p {
-                    let (len, off) = balanced_slab(n, p, r);
-                    assert_eq!(off, next);
-                    assert!(len == n / p || len == n / p + 1);
-                    next += len;
+                    let slab = balanced_slab(n, p, r);
+                    assert_eq!(slab.offset, next);
+                    assert!(slab.len == n / p || slab.len == n / p + 1);
+                    next = slab.end();
                 }
                 assert_eq!(next, n);
             }
         }
-        assert_eq!(balanced_slab(10, 4, 0), (3, 0));
-        assert_eq!(balanced_slab(10, 4, 1), (3, 3));
-        assert_eq!(balanced_slab(10, 4, 2), (2, 6));
-        assert_eq!(balanced_slab(10, 4, 3), (2, 8));
+        let slab = |offset, len| Slab { offset, len };
+        assert_eq!(balanced_slab(10, 4, 0), slab(0, 3));
+        assert_eq!(balanced_slab(10, 4, 1), slab(3, 3));
+        assert_eq!(balanced_slab(10, 4, 2), slab(6, 2));
+        assert_eq!(balanced_slab(10, 4, 3), slab(8, 2));
     }
 }

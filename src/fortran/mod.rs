@@ -246,8 +246,8 @@ unsafe fn array_shapes(
     let a = reversed(unsafe { shape_arg("a", a_ndims, a_shape) }?);
     // SAFETY: forwarded from the caller.
     let b = reversed(unsafe { shape_arg("b", b_ndims, b_shape) }?);
-    check_array("a", &a, plan.local_input_shape(), rank)?;
-    check_array("b", &b, plan.local_output_shape(), rank)
+    check_array("a", &a, &plan.local_input_shape(), rank)?;
+    check_array("b", &b, &plan.local_output_shape(), rank)
 }
 
 /// A rank-1 array is a flat buffer with a capacity, whatever the slab's rank: it

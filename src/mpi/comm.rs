@@ -102,9 +102,11 @@ pub struct Comm {
     first_tag: u64,
 }
 
-// SAFETY: the handle is only used through MPI calls, which the MPI library
-// synchronizes when initialized with MPI_THREAD_MULTIPLE (documented requirement for
-// using plans from several threads, and never concurrently on one communicator).
+// SAFETY: the handle is only used through MPI calls, made by the plans only on
+// threads that MPI's thread level allows (`crate::mpi::threads`: below
+// MPI_THREAD_SERIALIZED the main thread only, and a plan dropped elsewhere leaks
+// its reference rather than free the duplicate there); calls on one communicator
+// from several threads at once need MPI_THREAD_MULTIPLE, as documented.
 unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}

@@ -1,4 +1,5 @@
-//! Executes one rank's part of an in-place schedule ([`crate::inplace`]) over MPI:
+//! Executes one rank's part of an in-place schedule ([`crate::planning::inplace`])
+//! over MPI:
 //! round after round, the staging copies, then the round's messages (posted, then
 //! completed together with `MPI_Waitall`) with the local moves done while they
 //! flow. The staging and the requests are allocated once and reused by every
@@ -16,7 +17,8 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::mpi::comm::{Comm, check, count};
-use crate::mpi::p2p::{cancel_all, complete_all, start};
+use crate::mpi::p2p::{Typed, cancel_all, complete_all, start};
+use crate::mpi::transport::{Channel, Envelope};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
@@ -73,8 +75,8 @@ impl ScheduledExchange {
         self.staging.len()
     }
 
-    /// Runs every round over `comm` with messages tagged `tag`. In place when
-    /// `input == output`.
+    /// Runs every round over the channel's communicator with its tag. In place
+    /// when `input == output`.
     ///
     /// # Safety
     /// `input` readable for the plan's input size and `output` writable for its
@@ -82,7 +84,7 @@ impl ScheduledExchange {
     /// larger of both. Every rank of `comm` runs its part of the same schedule.
     pub unsafe fn run(
         &mut self,
-        channel: (&Comm, c_int),
+        channel: Channel<'_, Comm>,
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
@@ -111,7 +113,7 @@ impl ScheduledExchange {
     unsafe fn run_round(
         &mut self,
         round: usize,
-        channel: (&Comm, c_int),
+        channel: Channel<'_, Comm>,
         buffers: Buffers,
     ) -> Result<()> {
         let round = &self.schedule.rounds[round];
@@ -123,19 +125,24 @@ impl ScheduledExchange {
                 };
             }
         }
-        let (mut posted, blocks) = (0, (&mut self.block_lens, &mut self.block_offsets));
+        let mut posted = 0;
+        let mut lists = BlockLists {
+            lens: &mut self.block_lens,
+            offsets: &mut self.block_offsets,
+        };
         let mut post = |message: &[PieceMove], side: Side| -> Result<()> {
             let message = Message {
-                peer: message[0].peer as c_int,
-                side,
+                envelope: channel.envelope(side, message[0].peer),
                 base: buffers.base(side),
-                blocks: message.iter().map(|t| (buffers.block(t, side), t.len)),
+                blocks: message.iter().map(|t| Block {
+                    at: buffers.block(t, side),
+                    len: t.len,
+                }),
             };
             // SAFETY: every block lies in the buffer or the staging, which nothing
             // else touches until the round completes (schedule invariant: nothing
             // writes a byte that a piece in flight reads or lands on).
-            self.requests[posted] =
-                unsafe { message.post(channel, (&mut *blocks.0, &mut *blocks.1)) }?;
+            self.requests[posted] = unsafe { message.post(channel.transport, &mut lists) }?;
             posted += 1;
             Ok(())
         };
@@ -199,42 +206,56 @@ impl Buffers {
     }
 }
 
-/// One message of a round: its pieces as blocks (address, bytes), sent from or
-/// received into memory addressed relative to `base`.
+/// One piece of a message: `len` bytes at `at`.
+struct Block {
+    at: *const u8,
+    len: usize,
+}
+
+/// The block lengths and offsets of a multi-piece message's MPI datatype, in
+/// lists allocated once with the schedule.
+struct BlockLists<'a> {
+    lens: &'a mut Vec<c_int>,
+    offsets: &'a mut Vec<ffi::MPI_Aint>,
+}
+
+/// One message of a round: its pieces as blocks, sent from or received into
+/// memory addressed relative to `base`.
 struct Message<I> {
-    peer: c_int,
-    side: Side,
+    envelope: Envelope,
     base: *const u8,
     blocks: I,
 }
 
-impl<I: ExactSizeIterator<Item = (*const u8, usize)>> Message<I> {
+impl<I: ExactSizeIterator<Item = Block>> Message<I> {
     /// Posts the message: one block directly, several through an MPI hindexed
-    /// datatype (no copy), built in `lens` and `offsets` and freed once posted
-    /// (MPI keeps what the pending operation needs).
+    /// datatype (no copy), built in `lists` and freed once posted (MPI keeps what
+    /// the pending operation needs).
     ///
     /// # Safety
     /// Every block readable (sends) or writable (receives) until the request
     /// completes.
-    unsafe fn post(
-        self,
-        (comm, tag): (&Comm, c_int),
-        (lens, offsets): (&mut Vec<c_int>, &mut Vec<ffi::MPI_Aint>),
-    ) -> Result<ffi::MPI_Request> {
-        let (peer, side, base, mut blocks) = (self.peer, self.side, self.base, self.blocks);
+    unsafe fn post(self, comm: &Comm, lists: &mut BlockLists<'_>) -> Result<ffi::MPI_Request> {
+        let (envelope, base, mut blocks) = (self.envelope, self.base, self.blocks);
+        // SAFETY: reading an MPI constant handle.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         if blocks.len() == 1
-            && let Some((at, len)) = blocks.next()
+            && let Some(Block { at, len }) = blocks.next()
         {
-            // SAFETY: reading MPI constant handles.
-            let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
-            let buffer = (at.cast_mut(), count(len)?, byte);
+            let data = Typed {
+                at: at.cast_mut(),
+                count: count(len)?,
+                // SAFETY: reading an MPI constant handle.
+                datatype: unsafe { ffi::RSMPI_UINT8_T },
+            };
             // SAFETY: as documented.
-            unsafe { start(side, buffer, (comm, peer, tag), &mut request) }?;
+            unsafe { start(comm, envelope, data, &mut request) }?;
             return Ok(request);
         }
+        let BlockLists { lens, offsets } = lists;
         lens.clear();
         offsets.clear();
-        for (at, len) in blocks {
+        for Block { at, len } in blocks {
             lens.push(count(len)?);
             offsets.push((at as isize - base as isize) as ffi::MPI_Aint);
         }
@@ -250,11 +271,14 @@ impl<I: ExactSizeIterator<Item = (*const u8, usize)>> Message<I> {
                 &mut datatype,
             );
             check(code, "MPI_Type_create_hindexed")?;
-            let mut request = ffi::RSMPI_REQUEST_NULL;
             let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
             let started = committed.and_then(|()| {
-                let buffer = (base.cast_mut(), 1, datatype);
-                start(side, buffer, (comm, peer, tag), &mut request)
+                let data = Typed {
+                    at: base.cast_mut(),
+                    count: 1,
+                    datatype,
+                };
+                start(comm, envelope, data, &mut request)
             });
             ffi::MPI_Type_free(&mut datatype);
             started?;

@@ -1,10 +1,14 @@
-//! The MPI execution: the library's private communicator and its tags, agreement
-//! on every step's outcome, point-to-point messages, and the two exchange engines
-//! that move a plan's messages (out of place or staged in pairwise windows, and the
-//! scheduled rounds of executions in place), which the plan chooses between.
+//! The MPI execution: the library's private communicator and its tags, the thread
+//! level's rules, agreement on every step's outcome, point-to-point messages behind
+//! the [`transport::Transport`] trait, and the two exchange engines that move a
+//! plan's messages (out of place or with everything sent packed, in pairwise
+//! windows, and the scheduled rounds of executions in place), which the plan
+//! chooses between.
 
 pub mod agree;
 pub mod comm;
 pub mod exchange;
 pub mod inplace_exchange;
 pub mod p2p;
+pub mod threads;
+pub mod transport;

@@ -1,5 +1,8 @@
-//! Point-to-point MPI shared by both exchange engines: starting one send or
-//! receive, completing a set of requests, and cancelling them after a failure.
+//! Point-to-point MPI shared by both exchange engines, on the plan's private
+//! communicator: starting one send or receive (of bytes, or of one MPI datatype for
+//! the in-place schedule's multi-piece messages), completing requests, and
+//! cancelling them after a failure. The exchange engine reaches it through
+//! [`Transport`].
 
 use std::os::raw::{c_int, c_void};
 
@@ -8,24 +11,41 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::transport::{Bytes, Envelope, Transport};
 use crate::planning::schedule::Side;
 
-/// Starts the send (`MPI_Isend`) or receive (`MPI_Irecv`) of `count` items of
-/// `datatype` at `at`, with `peer` over `comm`, tagged `tag`.
+/// The data of one MPI message: `count` items of `datatype` from `at`.
+#[derive(Clone, Copy, Debug)]
+pub struct Typed {
+    /// Where the datatype's displacements start.
+    pub at: *mut u8,
+    /// How many items.
+    pub count: c_int,
+    /// The items' MPI datatype.
+    pub datatype: ffi::MPI_Datatype,
+}
+
+/// Starts the send (`MPI_Isend`) or receive (`MPI_Irecv`) of `data` over
+/// `comm` as `envelope` says.
 ///
 /// # Safety
-/// `at` valid for the message (readable for a send, writable for a receive) until
-/// `request` completes.
+/// `data` valid for the message (readable for a send, writable for a receive)
+/// until `request` completes.
 pub unsafe fn start(
-    side: Side,
-    (at, count, datatype): (*mut u8, c_int, ffi::MPI_Datatype),
-    (comm, peer, tag): (&Comm, c_int, c_int),
+    comm: &Comm,
+    envelope: Envelope,
+    data: Typed,
     request: &mut ffi::MPI_Request,
 ) -> Result<()> {
-    let at = at.cast::<c_void>();
+    let Typed {
+        at,
+        count,
+        datatype,
+    } = data;
+    let (at, peer, tag) = (at.cast::<c_void>(), envelope.peer as c_int, envelope.tag);
     // SAFETY: as documented.
     let (code, call) = unsafe {
-        match side {
+        match envelope.side {
             Side::Send => (
                 ffi::MPI_Isend(at, count, datatype, peer, tag, comm.raw(), request),
                 "MPI_Isend",
@@ -39,9 +59,30 @@ pub unsafe fn start(
     check(code, call)
 }
 
+/// Completes every request of `requests` (see [`Transport::complete_all`]).
+pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
+    injected_exchange_failure()?;
+    let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
+    let mut done: c_int = 1;
+    // SAFETY: the slice holds requests.len() valid (or null) requests.
+    let code = unsafe {
+        let statuses = ffi::RSMPI_STATUSES_IGNORE;
+        match blocking {
+            true => ffi::MPI_Waitall(n, all, statuses),
+            false => ffi::MPI_Testall(n, all, &mut done, statuses),
+        }
+    };
+    let call = if blocking {
+        "MPI_Waitall"
+    } else {
+        "MPI_Testall"
+    };
+    check(code, call)?;
+    Ok(done != 0)
+}
+
 /// Cancels every active request of `requests` and waits for it (MPI guarantees that
-/// a cancelled request's wait returns, whatever the other ranks do), so that no
-/// buffer is released while MPI may still use it.
+/// a cancelled request's wait returns, whatever the other ranks do).
 pub fn cancel_all(requests: &mut [ffi::MPI_Request]) {
     for request in requests {
         // SAFETY: reading an MPI constant handle.
@@ -57,27 +98,72 @@ pub fn cancel_all(requests: &mut [ffi::MPI_Request]) {
     }
 }
 
-/// Completes every request of `requests`: waits when `blocking`, else only tests,
-/// returning whether they have all completed.
-pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
-    injected_exchange_failure()?;
-    let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
-    let mut done: c_int = 1;
-    // SAFETY: the slice holds requests.len() valid (or null) requests.
-    let code = unsafe {
-        let statuses = ffi::RSMPI_STATUSES_IGNORE;
-        match blocking {
-            true => ffi::MPI_Waitall(n, all, statuses),
-            false => ffi::MPI_Testall(n, all, &mut done, statuses),
-        }
-    };
-    check(
-        code,
-        if blocking {
-            "MPI_Waitall"
+impl Transport for Comm {
+    type Request = ffi::MPI_Request;
+
+    fn null_request() -> ffi::MPI_Request {
+        // SAFETY: reading an MPI constant handle.
+        unsafe { ffi::RSMPI_REQUEST_NULL }
+    }
+
+    fn tag(&self, execution: u64) -> c_int {
+        Comm::tag(self, execution)
+    }
+
+    unsafe fn start(
+        &self,
+        envelope: Envelope,
+        bytes: Bytes,
+        request: &mut ffi::MPI_Request,
+    ) -> Result<()> {
+        let data = Typed {
+            at: bytes.at,
+            count: count(bytes.len)?,
+            // SAFETY: reading an MPI constant handle.
+            datatype: unsafe { ffi::RSMPI_UINT8_T },
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { start(self, envelope, data, request) }
+    }
+
+    fn complete_all(&self, requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
+        complete_all(requests, blocking)
+    }
+
+    fn complete_some(
+        &self,
+        requests: &mut [ffi::MPI_Request],
+        completed: &mut [c_int],
+        blocking: bool,
+    ) -> Result<usize> {
+        injected_exchange_failure()?;
+        assert!(completed.len() >= requests.len(), "room for every index");
+        let (n, all, indices) = (
+            count(requests.len())?,
+            requests.as_mut_ptr(),
+            completed.as_mut_ptr(),
+        );
+        let mut done: c_int = 0;
+        // SAFETY: both arrays hold requests.len() entries (checked above); finished
+        // requests become MPI_REQUEST_NULL, which later calls skip.
+        let code = unsafe {
+            let statuses = ffi::RSMPI_STATUSES_IGNORE;
+            match blocking {
+                true => ffi::MPI_Waitsome(n, all, &mut done, indices, statuses),
+                false => ffi::MPI_Testsome(n, all, &mut done, indices, statuses),
+            }
+        };
+        let call = if blocking {
+            "MPI_Waitsome"
         } else {
-            "MPI_Testall"
-        },
-    )?;
-    Ok(done != 0)
+            "MPI_Testsome"
+        };
+        check(code, call)?;
+        // MPI_UNDEFINED (negative) when no request was active.
+        Ok(done.max(0) as usize)
+    }
+
+    fn cancel_all(&self, requests: &mut [ffi::MPI_Request]) {
+        cancel_all(requests);
+    }
 }

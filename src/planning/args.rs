@@ -121,24 +121,120 @@ impl ReshapeArgs {
         self
     }
 
-    /// The global arguments as a fixed-length vector, for collective comparison.
+    /// The global arguments as a fixed-length vector, for collective comparison:
+    /// each `Field` in order, `Field::width` entries each.
     pub fn fingerprint(&self) -> Vec<i64> {
         let mut fp = Vec::with_capacity(FINGERPRINT_LEN);
-        fp.push(self.elem_size as i64);
-        push_shape(&mut fp, &self.gshape);
-        fp.push(axis_code(self.split));
-        push_shape(&mut fp, &self.new_shape);
-        fp.push(axis_code(self.new_split));
-        // The target matters only when the output is split; otherwise it is ignored.
-        let explicit = self.new_split.is_some() && matches!(self.target, Target::Len(_));
-        fp.push(i64::from(explicit));
-        fp.push(self.dtype.map_or(-1, i64::from));
+        for field in FIELDS {
+            field.push(self, &mut fp);
+        }
         fp
     }
 }
 
-/// Length of [`ReshapeArgs::fingerprint`].
-pub(crate) const FINGERPRINT_LEN: usize = 7 + 2 * MAX_DIMS;
+/// The global arguments, which every rank must pass alike, in fingerprint order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    /// Bytes per element.
+    ElementSize,
+    /// The input global shape (its length, then `MAX_DIMS` extents).
+    Gshape,
+    /// The input split axis (-1 for none).
+    Split,
+    /// The output global shape (its length, then `MAX_DIMS` extents).
+    NewShape,
+    /// The output split axis (-1 for none).
+    NewSplit,
+    /// Whether the output rows are explicit (only when the output is split).
+    Target,
+    /// The `dr_dtype` (-1 for a size only).
+    Dtype,
+}
+
+/// Every field, in fingerprint order.
+const FIELDS: [Field; 7] = [
+    Field::ElementSize,
+    Field::Gshape,
+    Field::Split,
+    Field::NewShape,
+    Field::NewSplit,
+    Field::Target,
+    Field::Dtype,
+];
+
+impl Field {
+    /// The entries the field takes in the fingerprint.
+    const fn width(self) -> usize {
+        match self {
+            Field::Gshape | Field::NewShape => 1 + MAX_DIMS,
+            _ => 1,
+        }
+    }
+
+    /// Appends the field's entries for `args` to `fp`.
+    fn push(self, args: &ReshapeArgs, fp: &mut Vec<i64>) {
+        match self {
+            Field::ElementSize => fp.push(args.elem_size as i64),
+            Field::Gshape => push_shape(fp, &args.gshape),
+            Field::Split => fp.push(axis_code(args.split)),
+            Field::NewShape => push_shape(fp, &args.new_shape),
+            Field::NewSplit => fp.push(axis_code(args.new_split)),
+            // The target matters only when the output is split; otherwise it is ignored.
+            Field::Target => fp.push(i64::from(
+                args.new_split.is_some() && matches!(args.target, Target::Len(_)),
+            )),
+            Field::Dtype => fp.push(args.dtype.map_or(-1, i64::from)),
+        }
+    }
+
+    /// The field's name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Field::ElementSize => "element size",
+            Field::Gshape => "gshape",
+            Field::Split => "split",
+            Field::NewShape => "new_shape",
+            Field::NewSplit => "new_split",
+            Field::Target => "target (balanced or explicit new_local_len)",
+            Field::Dtype => "dtype",
+        }
+    }
+
+    /// The value `args` passed for the field, as the caller wrote it.
+    fn passed(self, args: &ReshapeArgs) -> String {
+        let n = args.notation;
+        match self {
+            Field::ElementSize => args.elem_size.to_string(),
+            Field::Gshape => n.shape(&args.gshape),
+            Field::Split => n.axis(args.split, args.gshape.len()),
+            Field::NewShape => n.shape(&args.new_shape),
+            Field::NewSplit => n.axis(args.new_split, args.new_shape.len()),
+            Field::Target => format!("{:?}", args.target),
+            Field::Dtype => args
+                .dtype
+                .map_or("none (a size only)".into(), |d| d.to_string()),
+        }
+    }
+
+    /// The field whose entries hold fingerprint entry `entry`.
+    fn at(entry: usize) -> Option<Field> {
+        let mut end = 0;
+        FIELDS.into_iter().find(|f| {
+            end += f.width();
+            entry < end
+        })
+    }
+}
+
+/// Length of [`ReshapeArgs::fingerprint`]: the widths of every [`Field`].
+pub(crate) const FINGERPRINT_LEN: usize = {
+    let (mut len, mut i) = (0, 0);
+    while i < FIELDS.len() {
+        len += FIELDS[i].width();
+        i += 1;
+    }
+    len
+};
 
 fn push_shape(fp: &mut Vec<i64>, shape: &[i64]) {
     fp.push(shape.len() as i64);
@@ -152,26 +248,12 @@ fn axis_code(axis: Option<usize>) -> i64 {
 /// Names the first global argument whose fingerprint entries differ between ranks,
 /// given the element-wise minimum and maximum over ranks.
 pub fn mismatch(args: &ReshapeArgs, min: &[i64], max: &[i64], rank: usize) -> Option<Error> {
-    let i = (0..FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
-    let n = args.notation;
-    let (name, mine) = match i {
-        0 => ("element size", args.elem_size.to_string()),
-        1..=33 => ("gshape", n.shape(&args.gshape)),
-        34 => ("split", n.axis(args.split, args.gshape.len())),
-        35..=67 => ("new_shape", n.shape(&args.new_shape)),
-        68 => ("new_split", n.axis(args.new_split, args.new_shape.len())),
-        69 => (
-            "target (balanced or explicit new_local_len)",
-            format!("{:?}", args.target),
-        ),
-        _ => (
-            "dtype",
-            args.dtype
-                .map_or("none (a size only)".into(), |d| d.to_string()),
-        ),
-    };
+    let entry = (0..FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
+    let field = Field::at(entry)?;
     Some(Error::InconsistentArguments(format!(
-        "ranks passed different {name}; rank {rank} passed {mine}"
+        "ranks passed different {}; rank {rank} passed {}",
+        field.name(),
+        field.passed(args)
     )))
 }
 
@@ -319,7 +401,7 @@ pub fn resolve_new_shape(
 }
 
 /// Fails when `axis` is out of range (only C callers can pass one: the Fortran
-/// module's dimensions are converted, and checked, by `fortran::split_arg`).
+/// module's dimensions are converted, and checked, by `split_arg` in `src/fortran/mod.rs`).
 fn check_axis(name: &str, axis: Option<usize>, ndims: usize, rank: usize) -> Result<()> {
     match axis {
         Some(a) if a >= ndims => Err(Error::InvalidSplit(format!(
@@ -466,6 +548,20 @@ mod tests {
             msg.contains("add up to 3") && msg.contains("rank 1: 2"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn every_fingerprint_entry_belongs_to_one_field() {
+        let a = ReshapeArgs::new(8, &[4, 4], Some(0), 2, &[16], Some(0));
+        assert_eq!(a.fingerprint().len(), FINGERPRINT_LEN);
+        let mut start = 0;
+        for field in FIELDS {
+            for entry in start..start + field.width() {
+                assert_eq!(Field::at(entry), Some(field), "entry {entry}");
+            }
+            start += field.width();
+        }
+        assert_eq!(Field::at(FINGERPRINT_LEN), None);
     }
 
     #[test]

@@ -134,7 +134,7 @@ impl MessageCutter {
 }
 
 /// The messages of one stream, in order: cut on the fly by a [`MessageCutter`], or
-/// replayed from messages cut once ([`CutMessages`]).
+/// replayed from messages cut once (`CutMessages`).
 pub trait Messages {
     /// Replaces `segments` with the next message as coalesced byte segments of the
     /// local buffer and says what kind it is; `None` when no message is left.

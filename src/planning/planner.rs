@@ -88,7 +88,7 @@ impl RankPlan {
             (Some(axis), None) => {
                 let extent = args.new_shape[axis];
                 let balanced =
-                    (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).0);
+                    (0..nranks).map(|r| balanced_slab(extent, nranks as u64, r as u64).len);
                 slab_layout(&args.new_shape, Some(axis), balanced, rank)?
             }
             (split, targets) => {
@@ -179,19 +179,16 @@ impl RankPlan {
         self.layouts.output().shape()
     }
 
-    /// Where each run this rank keeps lies in its input buffer (a byte range) and
-    /// where it starts in its output buffer, for the runs `runs` yields.
-    fn kept_bytes(
-        &self,
-        runs: impl Iterator<Item = Run>,
-    ) -> impl Iterator<Item = (Range<usize>, usize)> {
+    /// The copy of each run `runs` yields that this rank keeps: where it lies in
+    /// its input buffer and where it starts in its output buffer.
+    fn kept_bytes(&self, runs: impl Iterator<Item = Run>) -> impl Iterator<Item = KeptCopy> {
         let (from, to, size) = (self.input_region(), self.output_region(), self.elem_size);
         runs.map(move |run| {
             let src = from.local_offset(run.global) as usize * size;
-            (
-                src..src + run.len as usize * size,
-                to.local_offset(run.global) as usize * size,
-            )
+            KeptCopy {
+                from: src..src + run.len as usize * size,
+                to: to.local_offset(run.global) as usize * size,
+            }
         })
     }
 
@@ -206,22 +203,29 @@ impl RankPlan {
         }
     }
 
-    /// Copies the elements this rank keeps from `input` to `output` (byte buffers of
-    /// this rank's input and output).
-    pub fn copy_local(&self, input: &[u8], output: &mut [u8]) {
-        for KeptCopy { from, to } in self.kept_copies(&mut self.local_runs()) {
-            output[to..to + from.len()].copy_from_slice(&input[from]);
-        }
+    /// Where each peer's bytes start among the packed sends (the layout of
+    /// [`RankPlan::pack_sends`]): peer after peer in the order of `sends`, each
+    /// taking the bytes it is sent.
+    pub fn packed_send_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.sends.iter().scan(0, |at, t| {
+            let start = *at;
+            *at += t.elems as usize * self.elem_size;
+            Some(start)
+        })
     }
 
-    /// Appends what this rank sends from its input to `staging`, peer after peer (in
-    /// the order of `sends`), each peer's runs in global order: in place, the sends
-    /// are read from there while the buffer is rewritten.
-    pub fn pack_sends(&self, input: &[u8], staging: &mut Vec<u8>) {
-        let (from, size) = (self.input_region(), self.elem_size);
-        for run in self.sends.iter().flat_map(|t| self.send_runs(t.peer)) {
-            let src = from.local_offset(run.global) as usize * size;
-            staging.extend_from_slice(&input[src..src + run.len as usize * size]);
+    /// Appends the packed sends (everything this rank sends, from its input) to
+    /// `packed`, laid out as [`RankPlan::packed_send_starts`] says, each peer's runs
+    /// in global order: in place, the sends are read from there while the buffer is
+    /// rewritten.
+    pub fn pack_sends(&self, input: &[u8], packed: &mut Vec<u8>) {
+        let (from, size, base) = (self.input_region(), self.elem_size, packed.len());
+        for (t, start) in self.sends.iter().zip(self.packed_send_starts()) {
+            debug_assert_eq!(packed.len() - base, start, "packed sends out of layout");
+            for run in self.send_runs(t.peer) {
+                let src = from.local_offset(run.global) as usize * size;
+                packed.extend_from_slice(&input[src..src + run.len as usize * size]);
+            }
         }
     }
 
@@ -232,12 +236,12 @@ impl RankPlan {
     pub fn move_kept_in_place(&self, buffer: &mut [u8]) {
         let down = self
             .kept_bytes(self.local_runs())
-            .filter(|(s, d)| *d < s.start);
+            .filter(|c| c.to < c.from.start);
         let up = self
             .kept_bytes(self.local_runs().descending())
-            .filter(|(s, d)| *d > s.start);
-        for (src, dst) in down.chain(up) {
-            buffer.copy_within(src, dst);
+            .filter(|c| c.to > c.from.start);
+        for KeptCopy { from, to } in down.chain(up) {
+            buffer.copy_within(from, to);
         }
     }
 
@@ -255,6 +259,17 @@ impl RankPlan {
     /// is not a slab layout (not split, or on a grid of several axes).
     pub fn output_rows(&self) -> Option<u64> {
         self.output_layout().slab_of(self.rank).map(|s| s.len)
+    }
+
+    /// The shape of this rank's input box (C order): for a slab, the global shape
+    /// with this rank's rows along the split axis.
+    pub fn local_input_shape(&self) -> Vec<u64> {
+        self.input_layout().rank_box(self.rank).extents
+    }
+
+    /// The shape of this rank's output box (C order).
+    pub fn local_output_shape(&self) -> Vec<u64> {
+        self.output_layout().rank_box(self.rank).extents
     }
 
     /// True when the output buffer equals the input buffer: nothing is sent or

@@ -49,7 +49,7 @@ static void check_options(void)
     dr_plan_options o;
     memset(&o, 0x5a, sizeof o);
     CHECK(dr_plan_options_default(&o) == DR_SUCCESS);
-    CHECK(o.max_message_bytes == 2147483647 && o.staging_bytes == 16 << 20);
+    CHECK(o.max_message_bytes == 2147483647 && o.slot_bytes == 16 << 20);
     CHECK(o.run_budget == 262144 && o.window == 64 && o.in_place_budget == -1);
     CHECK(dr_plan_options_default(NULL) == DR_ERROR_NULL_POINTER);
     execute_with(&o, "the default options");
@@ -57,7 +57,7 @@ static void check_options(void)
     /* Limits small enough that messages are cut, packed and windowed, and in
      * place stages in rounds of a few bytes. */
     o.max_message_bytes = 24;
-    o.staging_bytes = 1;
+    o.slot_bytes = 1;
     o.run_budget = 4;
     o.window = 1;
     o.in_place_budget = 0;
@@ -80,7 +80,7 @@ static void check_bad_option(const char *field, int64_t value)
         if (strcmp(field, "window") == 0) o.window = value;
         if (strcmp(field, "in_place_budget") == 0) o.in_place_budget = value;
         if (strcmp(field, "max_message_bytes") == 0) o.max_message_bytes = value;
-        if (strcmp(field, "staging_bytes") == 0) o.staging_bytes = value;
+        if (strcmp(field, "slot_bytes") == 0) o.slot_bytes = value;
         if (strcmp(field, "run_budget") == 0) o.run_budget = value;
     }
     dr_plan *plan = NULL;
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
     check_bad_option("window", 0);
     check_bad_option("in_place_budget", -2);
     check_bad_option("max_message_bytes", INT64_C(1) << 31);
-    check_bad_option("staging_bytes", -5);
+    check_bad_option("slot_bytes", -5);
     check_bad_option("run_budget", 0);
     check_reshape_to();
     check_execute_sized();

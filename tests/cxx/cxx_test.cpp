@@ -602,7 +602,7 @@ void check_options()
 {
     dr::options tiny;
     tiny.max_message_bytes = 24;
-    tiny.staging_bytes = 1;
+    tiny.slot_bytes = 1;
     tiny.run_budget = 4;
     tiny.window = 1;
     tiny.in_place_budget = 16;

@@ -167,7 +167,7 @@ contains
     character(16) :: who
     a = input()
     tiny%max_message_bytes = 8
-    tiny%staging_bytes = 1
+    tiny%slot_bytes = 1
     tiny%run_budget = 4
     tiny%window = 1
     tiny%in_place_budget = 8

@@ -5,6 +5,7 @@
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::core::faults::injected_panic_point;
+use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
@@ -17,16 +18,16 @@ use crate::planning::planner::RankPlan;
 /// Validates the arguments on every rank and agrees on the outcome in one
 /// collective that also compares the global arguments across ranks exactly (their
 /// element-wise maximum and the maximum of their complement, i.e. the minimum).
-pub(super) fn agree_on_arguments(
-    comm: &Comm,
-    args: Result<ReshapeArgs>,
-) -> Result<(Checked, Gathered)> {
+pub(super) fn agree_on_arguments(comm: &Comm, args: Result<ReshapeArgs>) -> Result<Agreed> {
     let rank = comm.rank();
     let checked = contain_panic(|| {
         injected_panic_point();
         check_local(args.as_ref().map_err(|e| e.clone().on_rank(rank))?, rank)
     });
-    let local = checked.and_then(|c| Ok((c, Gathered::allocate(comm.size(), rank)?)));
+    let local = checked.and_then(|checked| {
+        let gathered = Gathered::allocate(comm.size(), rank)?;
+        Ok(Agreed { checked, gathered })
+    });
     let fingerprint = args
         .as_ref()
         .map_or_else(|_| vec![0; FINGERPRINT_LEN], ReshapeArgs::fingerprint);
@@ -44,15 +45,39 @@ pub(super) fn agree_on_arguments(
     }
 }
 
-/// Agrees on the planning outcome; returns the plan and the largest peer count of
-/// any rank (which sizes the messages).
-pub(super) fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<(RankPlan, usize)> {
+/// This rank's plan, with what every rank agreed on about all the plans.
+pub(super) struct AgreedPlan {
+    /// This rank's plan.
+    pub(super) plan: RankPlan,
+    /// The largest peer count of any rank, per direction (at least 1): it sizes the
+    /// messages, the same on every rank.
+    pub(super) busiest_peers: usize,
+    /// True when some rank sends or receives anything (decided from the layouts).
+    pub(super) communicates: bool,
+}
+
+/// The arguments every rank validated and agreed on, and the buffers for the slab
+/// lengths that are gathered next.
+pub(super) struct Agreed {
+    /// This rank's arguments, checked.
+    pub(super) checked: Checked,
+    /// Room for every rank's slab lengths.
+    pub(super) gathered: Gathered,
+}
+
+/// Agrees on the planning outcome and on what sizes every rank's exchange.
+pub(super) fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<AgreedPlan> {
     let peers = planned
         .as_ref()
         .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
     let mut piggyback = [peers as i64];
     agree(comm, planned.as_ref().err(), &mut piggyback)?;
-    Ok((planned?, piggyback[0] as usize))
+    let plan = planned?;
+    Ok(AgreedPlan {
+        communicates: !nothing_moves(&plan.layouts),
+        busiest_peers: piggyback[0] as usize,
+        plan,
+    })
 }
 
 /// Every rank's input slab length and requested output length, in buffers

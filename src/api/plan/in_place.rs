@@ -1,24 +1,23 @@
 //! The in-place policy of a plan: how an execution in place on the exchange path
-//! runs (the bounded rounds of an in-place schedule, or everything sent staged),
+//! runs (the bounded rounds of an in-place schedule, or everything sent packed),
 //! decided with every rank at the plan's first such execution and kept.
+//!
+//! What allocates when: the decision, at the first execution in place on the
+//! exchange path, builds the schedule and allocates this rank's part of it (its
+//! staging, within [`PlanOptions::in_place_budget`], and its requests), kept for
+//! every later execution; when there is no schedule, every execution in place
+//! allocates its pack buffer (exactly the bytes this rank sends) and frees it when
+//! it completes.
 
 use super::Plan;
+use crate::api::options::PlanOptions;
 use crate::core::error::Result;
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::mpi::agree::agree;
 use crate::mpi::exchange::Mode;
 use crate::mpi::inplace_exchange::ScheduledExchange;
-use crate::planning::inplace::{Problem, Schedule, Unscheduled};
+use crate::planning::inplace::{PACK_ALL_BYTES, Problem, Schedule, Unscheduled};
 use crate::planning::planner::Route;
-
-/// The default in-place staging budget of a rank is the larger of this floor and
-/// its buffer divided by [`IN_PLACE_BUDGET_DIVISOR`] (`PlanOptions::in_place_budget`
-/// overrides it).
-pub(crate) const IN_PLACE_BUDGET_FLOOR: usize = 64 << 20;
-
-/// The default in-place staging budget is at least the rank's buffer divided by
-/// this (a tenth), above [`IN_PLACE_BUDGET_FLOOR`].
-pub(crate) const IN_PLACE_BUDGET_DIVISOR: usize = 10;
 
 /// How a plan executes in place on the exchange path, decided (the same on every
 /// rank) at its first such execution.
@@ -28,16 +27,16 @@ pub(super) enum InPlaceRoute {
     Undecided,
     /// The bounded rounds of an in-place schedule.
     Scheduled(ScheduledExchange),
-    /// Everything sent is staged first ([`Mode::InPlaceStaged`]), for the reason
+    /// Everything sent is packed first ([`Mode::InPlacePacked`]), for the reason
     /// given: little to send, or no bounded schedule.
-    Staged(Unscheduled),
+    Packed(Unscheduled),
 }
 
 /// What one execution runs on this rank.
 #[derive(Debug)]
 pub(super) enum Run {
-    /// The exchange engine in `mode`; with everything sent staged
-    /// ([`Mode::InPlaceStaged`]), `packed` has room for it.
+    /// The exchange engine in `mode`; with everything sent packed
+    /// ([`Mode::InPlacePacked`]), `packed` (the pack buffer) has room for it.
     Exchange { mode: Mode, packed: Vec<u8> },
     /// The rounds of the plan's in-place schedule, which every rank runs when any
     /// rank executes in place on the exchange path (in place or not, each on its
@@ -49,7 +48,7 @@ impl Plan {
     /// True when executions in place can follow an in-place schedule: on the
     /// exchange path with a split input, when ranks communicate.
     pub(super) fn schedulable(&self) -> bool {
-        self.collective
+        self.communicates
             && self.plan.path == Route::Exchange
             && !self.plan.input_layout().is_replicated()
     }
@@ -65,13 +64,13 @@ impl Plan {
     ) -> Result<Option<Run>> {
         if matches!(route, InPlaceRoute::Undecided) {
             *route = self.decide_in_place()?;
-            if matches!(route, InPlaceRoute::Staged(_)) {
-                let restaged = match (in_place, run) {
+            if matches!(route, InPlaceRoute::Packed(_)) {
+                let repacked = match (in_place, run) {
                     (true, Some(_)) => self.prepare(true, true),
                     (_, run) => Ok(run),
                 };
-                agree(&self.comm, restaged.as_ref().err(), &mut [])?;
-                return restaged;
+                agree(&self.comm, repacked.as_ref().err(), &mut [])?;
+                return repacked;
             }
         }
         match route {
@@ -82,22 +81,22 @@ impl Plan {
 
     /// Decides with every rank how executions in place on the exchange path run:
     /// the rounds of an in-place schedule when every rank made its part, else
-    /// everything sent staged.
+    /// everything sent packed.
     fn decide_in_place(&self) -> Result<InPlaceRoute> {
         let rank = self.comm.rank();
-        let small = STAGE_ALL_BYTES.min(self.in_place_budget(rank)) as u64;
+        let small = PACK_ALL_BYTES.min(self.in_place_budget(rank)) as u64;
         let mut large = [i64::from(self.plan.stats().bytes_sent > small)];
         agree(&self.comm, None, &mut large)?;
         if large[0] == 0 {
-            return Ok(InPlaceRoute::Staged(Unscheduled::Small));
+            return Ok(InPlaceRoute::Packed(Unscheduled::Small));
         }
         let made = contain_panic(|| self.in_place_schedule());
         let mut unscheduled = [i64::from(!matches!(made, Ok(Ok(_))))];
         agree(&self.comm, None, &mut unscheduled)?;
         Ok(match made {
             Ok(Ok(scheduled)) if unscheduled[0] == 0 => InPlaceRoute::Scheduled(scheduled),
-            Ok(Err(why)) => InPlaceRoute::Staged(why),
-            _ => InPlaceRoute::Staged(Unscheduled::OutOfMemory),
+            Ok(Err(why)) => InPlaceRoute::Packed(why),
+            _ => InPlaceRoute::Packed(Unscheduled::OutOfMemory),
         })
     }
 
@@ -108,7 +107,7 @@ impl Plan {
         let buffer = elems * self.plan.elem_size;
         self.options
             .in_place_budget
-            .unwrap_or(IN_PLACE_BUDGET_FLOOR.max(buffer / IN_PLACE_BUDGET_DIVISOR))
+            .unwrap_or_else(|| PlanOptions::default_in_place_budget(buffer))
     }
 
     /// This rank's part of the in-place schedule, with every rank's budget.
@@ -132,33 +131,28 @@ impl Plan {
         }
     }
 
-    /// The mode of an execution, and with everything sent staged (in place on the
-    /// exchange path, when `staged` or no schedule applies) the buffer for it;
+    /// The mode of an execution, and with everything sent packed (in place on the
+    /// exchange path, when `packed` or no schedule applies) the pack buffer for it,
+    /// allocated here, for this execution;
     /// `None` when there is nothing to do (in place on a rank whose output equals
     /// its input).
-    pub(super) fn prepare(&self, in_place: bool, staged: bool) -> Result<Option<Run>> {
+    pub(super) fn prepare(&self, in_place: bool, packed: bool) -> Result<Option<Run>> {
         if in_place && self.plan.is_identity() {
             return Ok(None);
         }
         let mode = match (in_place, self.plan.path) {
             (false, _) => Mode::OutOfPlace,
             (true, Route::Local) => Mode::InPlaceOrdered,
-            (true, Route::Exchange) if staged || !self.schedulable() => Mode::InPlaceStaged,
+            (true, Route::Exchange) if packed || !self.schedulable() => Mode::InPlacePacked,
             (true, Route::Exchange) => return Ok(Some(Run::Scheduled)),
         };
         let packed = match mode {
-            Mode::InPlaceStaged => {
+            Mode::InPlacePacked => {
                 let bytes = self.plan.stats().bytes_sent as usize;
-                try_vec(bytes, "the in-place packed sends", self.comm.rank())?
+                try_vec(bytes, "the in-place pack buffer", self.comm.rank())?
             }
             _ => Vec::new(),
         };
         Ok(Some(Run::Exchange { mode, packed }))
     }
 }
-
-/// Most bytes every rank may send for in place on the exchange path to stage them
-/// all and move them in one round rather than follow a schedule: copying that
-/// little costs less than the schedule's rounds (`small_latency`, 0.5 MiB per rank:
-/// 0.33 ms in three rounds against 0.15 ms out of place).
-const STAGE_ALL_BYTES: usize = 1 << 20;

@@ -2,6 +2,14 @@
 //! slab lengths, pure planning) and repeated collective execution. The jobs, a
 //! module each: [`creation`] (the collective steps of creation), [`execution`]
 //! (buffers and executions in flight) and [`in_place`] (the in-place policy).
+//!
+//! What allocates when: creation allocates everything an execution out of place,
+//! or in place on the local path, needs (the exchange's streams, requests, message
+//! slots and the listed messages), so those executions allocate nothing. In place
+//! on the exchange path, the first such execution allocates the in-place schedule
+//! and its staging, kept for the later ones; when no schedule applies, each such
+//! execution allocates its pack buffer (exactly the bytes the rank sends), freed
+//! when it completes. The one-shot [`reshape`] also allocates its output.
 
 mod creation;
 mod execution;
@@ -10,11 +18,12 @@ mod in_place;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use self::creation::{agree_on_arguments, agree_on_layouts, agree_on_plan};
+use self::creation::{Agreed, AgreedPlan, agree_on_arguments, agree_on_layouts, agree_on_plan};
 pub use self::execution::Execution;
 use self::execution::{Buffers, check_buffers, in_progress};
 use self::in_place::{InPlaceRoute, Run};
@@ -24,10 +33,12 @@ use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::distribution::grid::GridBox;
-use crate::distribution::identity::nothing_moves;
+use crate::distribution::layout::Slab;
 use crate::mpi::agree::agree;
-use crate::mpi::comm::{Comm, RawComm, require_mpi};
-use crate::mpi::exchange::{Exchange, messages_per_round};
+use crate::mpi::comm::{Comm, RawComm, mpi_is_usable, require_mpi};
+use crate::mpi::exchange::{Exchange, Participant, messages_per_round};
+use crate::mpi::threads::ThreadLevel;
+use crate::mpi::transport::Channel;
 use crate::planning::args::ReshapeArgs;
 use crate::planning::layouts::{Layout, LayoutArgs};
 use crate::planning::planner::{PlanStats, RankPlan, Route};
@@ -38,8 +49,8 @@ use crate::planning::schedule::Progress;
 /// exchange path (with the schedule's engine when it has one).
 #[derive(Debug)]
 struct Engines {
-    /// Streams, requests and staging, reused by every execution.
-    exchange: Exchange,
+    /// Streams, requests and message slots, reused by every execution.
+    exchange: Exchange<Comm>,
     /// How executions in place on the exchange path run.
     in_place: InPlaceRoute,
 }
@@ -53,7 +64,7 @@ struct Engines {
 /// # use mpi::topology::Communicator;
 /// let (rank, size) = (world.rank() as u64, world.size() as u64);
 /// // (10, 10000, 10) split along axis 1 -> (10, 100000) split along axis 1.
-/// let (len, _) = distreshape::balanced_slab(10_000, size, rank);
+/// let len = distreshape::balanced_slab(10_000, size, rank).len;
 /// let args = ReshapeArgs::new(8, &[10, 10_000, 10], Some(1), len as i64, &[10, -1], Some(1));
 /// let plan = Plan::new(&world, &args).unwrap();
 /// let input = vec![0.0f64; plan.input_elems()];
@@ -66,6 +77,27 @@ struct Engines {
 /// `Sync`): two executions of one plan at once would use the same messages, and the
 /// ranks could pair one thread's execution with the other's.
 ///
+/// Where it may be used depends on the thread level MPI was initialized with,
+/// which the plan checks, without calling MPI but `MPI_Query_thread` and
+/// `MPI_Is_thread_main` at creation, at creation, at every execution, at
+/// [`Execution::test`] and when it is dropped:
+/// - `MPI_THREAD_SINGLE`, `MPI_THREAD_FUNNELED`: only on the main thread (the one
+///   that initialized MPI). On any other thread the call makes no MPI call and
+///   returns [`Error::Mpi`] ("MPI was initialized with MPI_THREAD_FUNNELED and this
+///   thread is not the main thread (rank 3)") on that rank alone: like a null plan
+///   in C, a programming error that no other rank hears of, so the other ranks
+///   wait in the collective until this rank makes the call again from the main
+///   thread (the refused call did nothing, so that call pairs with theirs). A plan
+///   dropped on another thread makes no MPI call either: it leaks its reference to
+///   the private communicator (and, with an execution in flight, that execution's
+///   memory) instead.
+/// - `MPI_THREAD_SERIALIZED`: on any thread, one at a time. The plan's lock
+///   serializes the calls on one plan; calls on several plans, or other MPI calls
+///   of the program, from several threads at once must be serialized by the
+///   caller.
+/// - `MPI_THREAD_MULTIPLE`: on any thread; plans may execute concurrently, each
+///   from one thread at a time.
+///
 /// ```compile_fail
 /// fn shared_between_threads<T: Sync>() {}
 /// shared_between_threads::<distreshape::Plan>();
@@ -76,16 +108,19 @@ pub struct Plan {
     /// break the one-thread-per-plan rule from racing on them. Declared (so
     /// dropped) before `comm`: an execution still in flight is cancelled while the
     /// communicator exists.
-    engines: Mutex<Engines>,
-    comm: Comm,
+    engines: ManuallyDrop<Mutex<Engines>>,
+    comm: ManuallyDrop<Comm>,
+    /// Which threads may call MPI for the plan.
+    threads: ThreadLevel,
     plan: RankPlan,
-    /// False when no rank sends or receives anything: execution is then purely
-    /// local on every rank and needs no collective.
-    collective: bool,
+    /// True when some rank sends or receives anything; otherwise execution is
+    /// purely local on every rank and needs no collective.
+    communicates: bool,
+    /// True when every execution is agreed by all ranks even when none
+    /// communicates (one-shot reshapes, [`Plan::agreeing_always`]).
+    always_agree: bool,
     /// The `dr_dtype` every rank planned for, when the arguments named one.
     dtype: Option<i32>,
-    /// This rank's input and output slabs' shapes (C order).
-    local_shapes: [Vec<u64>; 2],
     /// The options the plan was made with.
     options: PlanOptions,
     /// Makes the plan `!Sync` (see above).
@@ -103,13 +138,18 @@ impl Plan {
     /// any validation failure, so every rank returns the same status.
     pub fn create(comm: RawComm, args: Result<ReshapeArgs>, options: PlanOptions) -> Result<Plan> {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
+        require_mpi()?;
+        let threads = ThreadLevel::of_this_thread()?;
         let comm = Comm::for_plan(comm)?;
-        let (checked, mut gathered) = agree_on_arguments(&comm, args)?;
+        let Agreed {
+            checked,
+            mut gathered,
+        } = agree_on_arguments(&comm, args)?;
         gathered.exchange(&comm, &checked)?;
         let targets = gathered.check(&checked)?;
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
-        Plan::assemble(comm, planned, dtype, options)
+        Plan::assemble(comm, threads, planned, dtype, options)
     }
 
     /// Plans the redistribution of elements of type `T` from the layout `input` to
@@ -149,50 +189,55 @@ impl Plan {
         options: PlanOptions,
     ) -> Result<Plan> {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
+        require_mpi()?;
+        let threads = ThreadLevel::of_this_thread()?;
         let comm = Comm::for_plan(comm)?;
         let layouts = agree_on_layouts(&comm, args)?;
         let planned = contain_panic(|| {
             let elem_size = layouts.elem_size;
             RankPlan::for_layouts(Arc::new(layouts.layouts), elem_size, comm.rank())
         });
-        Plan::assemble(comm, planned, dtype, options)
+        Plan::assemble(comm, threads, planned, dtype, options)
     }
 
     /// The plan from this rank's planning outcome: agrees on it, then allocates the
     /// exchange (agreeing on that too when the ranks communicate).
     fn assemble(
         comm: Comm,
+        threads: ThreadLevel,
         planned: Result<RankPlan>,
         dtype: Option<i32>,
         options: PlanOptions,
     ) -> Result<Plan> {
-        let (plan, busiest) = agree_on_plan(&comm, planned)?;
-        let collective = !nothing_moves(&plan.layouts);
+        let AgreedPlan {
+            plan,
+            busiest_peers,
+            communicates,
+        } = agree_on_plan(&comm, planned)?;
         let exchange = contain_panic(|| {
             Exchange::new(
                 &plan,
                 comm.size(),
-                options.limits(busiest),
-                messages_per_round(busiest),
+                options.limits(busiest_peers),
+                messages_per_round(busiest_peers),
                 Progress::for_path(plan.path, options.window),
                 options.run_budget,
             )
         });
-        if collective {
+        if communicates {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
         }
-        let input_shape = plan.input_layout().rank_box(plan.rank).extents;
-        let output_shape = plan.output_layout().rank_box(plan.rank).extents;
         Ok(Plan {
-            engines: Mutex::new(Engines {
+            engines: ManuallyDrop::new(Mutex::new(Engines {
                 exchange: exchange?,
                 in_place: InPlaceRoute::Undecided,
-            }),
-            comm,
+            })),
+            comm: ManuallyDrop::new(comm),
+            threads,
             plan,
-            collective,
+            communicates,
+            always_agree: false,
             dtype,
-            local_shapes: [input_shape, output_shape],
             options,
             not_shared: PhantomData,
         })
@@ -202,7 +247,7 @@ impl Plan {
     /// between them: one-shot reshapes already pay for collectives in planning, so
     /// they keep the same-status-everywhere rule without exception.
     pub(crate) fn agreeing_always(mut self) -> Plan {
-        self.collective = true;
+        self.always_agree = true;
         self
     }
 
@@ -223,14 +268,14 @@ impl Plan {
 
     /// The shape of this rank's input slab (C order): the global shape with this
     /// rank's rows along the split axis.
-    pub fn local_input_shape(&self) -> &[u64] {
-        &self.local_shapes[0]
+    pub fn local_input_shape(&self) -> Vec<u64> {
+        self.plan.local_input_shape()
     }
 
     /// The shape of this rank's output slab (C order): the new global shape with
     /// this rank's rows along the new split axis.
-    pub fn local_output_shape(&self) -> &[u64] {
-        &self.local_shapes[1]
+    pub fn local_output_shape(&self) -> Vec<u64> {
+        self.plan.local_output_shape()
     }
 
     /// This rank's input box: the global index of its first element along each
@@ -244,19 +289,18 @@ impl Plan {
         self.plan.output_layout().rank_box(self.plan.rank)
     }
 
-    /// This rank's input slab along the split axis: `(offset, rows)`, the first
-    /// global row it holds and how many (`None` when the input is not split).
-    pub fn input_slab(&self) -> Option<(u64, u64)> {
-        let slab = self.plan.input_layout().slab_of(self.plan.rank)?;
-        Some((slab.offset, slab.len))
+    /// This rank's input slab along the split axis: the first global row it holds
+    /// and how many (`None` when the input is not a slab layout: not split, or on a
+    /// grid of several axes).
+    pub fn input_slab(&self) -> Option<Slab> {
+        self.plan.input_layout().slab_of(self.plan.rank)
     }
 
-    /// This rank's output slab along the new split axis: `(offset, rows)` (`None`
-    /// when the output is not split). With explicit target lengths the offset is
-    /// the sum of the lower ranks' lengths, which no local formula gives.
-    pub fn output_slab(&self) -> Option<(u64, u64)> {
-        let slab = self.plan.output_layout().slab_of(self.plan.rank)?;
-        Some((slab.offset, slab.len))
+    /// This rank's output slab along the new split axis (`None` when the output is
+    /// not a slab layout). With explicit target lengths the offset is the sum of the
+    /// lower ranks' lengths, which no local formula gives.
+    pub fn output_slab(&self) -> Option<Slab> {
+        self.plan.output_layout().slab_of(self.plan.rank)
     }
 
     /// This rank's output rows along the new split axis (`None` when not split).
@@ -284,13 +328,13 @@ impl Plan {
     /// input) executes locally: no collective, no synchronization, and a buffer error
     /// is reported only on the rank that made it.
     pub fn is_collective(&self) -> bool {
-        self.collective
+        self.communicates
     }
 
     /// Bytes of staging the plan keeps for executions in place on the exchange path
     /// once one has run and found a bounded schedule (at most
     /// [`PlanOptions::in_place_budget`]); `None` before, and when every such
-    /// execution stages everything the rank sends instead.
+    /// execution packs everything the rank sends instead.
     pub fn in_place_staging_bytes(&self) -> Option<usize> {
         match &self.lock().in_place {
             InPlaceRoute::Scheduled(s) => Some(s.staging_bytes()),
@@ -311,6 +355,7 @@ impl Plan {
 
     /// Executes the plan from `input` into `output` (collective unless
     /// [`Plan::is_collective`] is false). `T` must have the plan's element size.
+    /// Allocates nothing: creation allocated what it needs.
     pub fn execute<T: Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(output);
@@ -371,7 +416,12 @@ impl Plan {
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
     /// output on return, so it must be large enough for both (collective unless
     /// [`Plan::is_collective`] is false). When the output equals the input on this
-    /// rank, nothing is touched.
+    /// rank, nothing is touched. On the local path this allocates nothing; on the
+    /// exchange path the first execution in place (of any rank) allocates the
+    /// plan's in-place schedule and its staging (at most
+    /// [`PlanOptions::in_place_budget`]), kept for the later ones, or, when no
+    /// schedule applies, every execution in place allocates the bytes this rank
+    /// sends (the pack buffer) until it completes.
     pub fn execute_in_place<T: Element>(&self, buffer: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(buffer);
@@ -477,36 +527,46 @@ impl Plan {
     /// # Safety
     /// As [`Plan::begin_checked`].
     unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, blocking: bool) -> Result<bool> {
+        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
+        require_mpi()?;
+        self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
         let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
         // SAFETY: forwarded from the caller.
         let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
             return Ok(true);
         };
-        let (plan, comm) = (&self.plan, &self.comm);
+        let (plan, comm) = (&self.plan, &*self.comm);
+        let on = Participant {
+            plan,
+            transport: comm,
+        };
         let Buffers { input, output, .. } = *buffers;
         let Engines { exchange, in_place } = &mut *engines;
         // SAFETY: check_buffers checked sizes and overlap; in place, the engines
-        // write a byte only once what was there has left (all it sends staged
+        // write a byte only once what was there has left (all it sends packed
         // first, or the pieces there staged, sent or moved in an earlier round of
         // the in-place schedule); the caller keeps the buffers until the
         // execution completes.
         unsafe {
             match (run, in_place) {
                 (Run::Scheduled, InPlaceRoute::Scheduled(scheduled)) => {
-                    let tag = exchange.take_tag(comm);
-                    scheduled.run((comm, tag), input, output)?;
+                    let channel = Channel {
+                        transport: comm,
+                        tag: exchange.take_tag(comm),
+                    };
+                    scheduled.run(channel, input, output)?;
                     if !buffers.in_place() {
                         exchange.copy_kept(plan, input, output);
                     }
                     Ok(true)
                 }
                 (Run::Scheduled, _) => Err(Error::Internal("no in-place schedule to run".into())),
-                (Run::Exchange { mode, packed }, _) if blocking => exchange
-                    .run((plan, comm), mode, packed, input, output)
-                    .map(|()| true),
+                (Run::Exchange { mode, packed }, _) if blocking => {
+                    exchange.run(on, mode, packed, input, output).map(|()| true)
+                }
                 (Run::Exchange { mode, packed }, _) => {
-                    exchange.begin((plan, comm), mode, packed, input, output)
+                    exchange.begin(on, mode, packed, input, output)
                 }
             }
         }
@@ -523,9 +583,17 @@ impl Plan {
     /// none is in flight). A failure is this rank's alone (messages in flight are
     /// cancelled and completed first); other ranks may still complete.
     pub(crate) fn progress(&self, blocking: bool) -> Result<bool> {
-        self.lock()
-            .exchange
-            .advance(&self.plan, &self.comm, blocking)
+        let mut engines = self.lock();
+        if !engines.exchange.is_active() {
+            return Ok(true);
+        }
+        require_mpi()?;
+        self.threads.check(self.comm.rank())?;
+        let on = Participant {
+            plan: &self.plan,
+            transport: &*self.comm,
+        };
+        engines.exchange.advance(on, blocking)
     }
 
     /// Checks one execution's buffers, agrees on the outcome with every rank (when
@@ -540,15 +608,13 @@ impl Plan {
         buffers: &Buffers,
         pre: Option<Error>,
     ) -> Result<Option<Run>> {
-        // After MPI_Finalize every rank fails here alike, so no agreement is needed.
-        require_mpi()?;
         let rank = self.comm.rank();
         let checked = check_buffers(&self.plan, buffers, rank);
-        let staged = matches!(route, InPlaceRoute::Staged(_));
+        let packed = matches!(route, InPlaceRoute::Packed(_));
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))
-            .and_then(|in_place| Ok((in_place, self.prepare(in_place, staged)?)));
-        if !self.collective {
+            .and_then(|in_place| Ok((in_place, self.prepare(in_place, packed)?)));
+        if !(self.communicates || self.always_agree) {
             return prepared.map(|(_, run)| run);
         }
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
@@ -557,6 +623,34 @@ impl Plan {
         match in_place_somewhere[0] != 0 && self.schedulable() {
             true => self.in_place_somewhere(route, in_place, run),
             false => Ok(run),
+        }
+    }
+}
+
+impl Drop for Plan {
+    /// Cancels an execution still in flight (the transport must not write the
+    /// message slots, or the caller's buffers, after this), then releases the
+    /// engines and the plan's use of the private communicator. On a thread that
+    /// may not call MPI (see [`Plan`]), nothing calls MPI: the communicator
+    /// reference is leaked, and with an execution in flight the engines too.
+    fn drop(&mut self) {
+        let allowed = self.threads.allows_this_thread();
+        let engines = self
+            .engines
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        // After MPI_Finalize no message is in flight any more: nothing to cancel.
+        if engines.exchange.is_active() && mpi_is_usable() {
+            if !allowed {
+                return;
+            }
+            engines.exchange.abandon(&self.comm);
+        }
+        // SAFETY: each field is dropped once, here, and not used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.engines) };
+        if allowed {
+            // SAFETY: as above.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
         }
     }
 }
@@ -572,7 +666,7 @@ impl fmt::Display for Plan {
                 s.rounds(),
                 s.staging_bytes()
             ),
-            InPlaceRoute::Staged(why) => write!(f, "; in place stages all it sends ({why})"),
+            InPlaceRoute::Packed(why) => write!(f, "; in place packs all it sends ({why})"),
         }
     }
 }

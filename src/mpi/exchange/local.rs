@@ -1,6 +1,7 @@
 //! The local side of an execution: the elements a rank keeps (listed once when the
-//! plan is created, copied at every execution), the staging of packed messages, and
-//! the one buffer of an execution in place with everything sent staged.
+//! plan is created, copied at every execution), the slots (the streams'
+//! slots for packed messages), and the one buffer and the pack buffer of an
+//! execution in place with everything sent packed.
 
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
@@ -9,36 +10,31 @@ use crate::planning::planner::{KeptCopy, RankPlan};
 
 use super::stream::Stream;
 
-/// The staging of `slots` bytes for `streams`. When every stream's messages are kept,
-/// each slot is exactly as large as its largest scattered message, so the staging is
-/// touched now and executions take no page faults; otherwise only its capacity is
-/// reserved, and pages no message needs are never touched.
-pub(super) fn staging(streams: &[Stream], slots: usize, rank: usize) -> Result<Vec<u8>> {
-    let mut staging = try_vec(slots, "the message staging", rank)?;
+/// The slots of `streams`, `bytes` in all. When every stream's messages are kept,
+/// each slot is exactly as large as its largest scattered message, so the slots are
+/// touched now and executions take no page faults; otherwise only their capacity
+/// is reserved, and pages no message needs are never touched.
+pub(super) fn slots(streams: &[Stream], bytes: usize, rank: usize) -> Result<Vec<u8>> {
+    let mut slots = try_vec(bytes, "the message slots", rank)?;
     if streams.iter().all(|s| s.cut.is_some()) {
-        staging.resize(slots, 0);
+        slots.resize(bytes, 0);
     }
-    Ok(staging)
+    Ok(slots)
 }
 
-/// Where each send's bytes start among the packed sends of an in-place execution
-/// (peer after peer in the order of `plan.sends`), in that order.
+/// [`RankPlan::packed_send_starts`], listed (in the order of `plan.sends`).
 pub(super) fn packed_starts(plan: &RankPlan) -> Result<Vec<usize>> {
     let mut starts = try_vec(plan.sends.len(), "the packed send offsets", plan.rank)?;
-    let mut at = 0;
-    for t in &plan.sends {
-        starts.push(at);
-        at += t.elems as usize * plan.elem_size;
-    }
+    starts.extend(plan.packed_send_starts());
     Ok(starts)
 }
 
-/// Packs the sends into `packed` and moves the kept elements within `buffer`;
-/// returns where the sends are read from.
+/// Copies everything this rank sends into the pack buffer `packed` and moves the
+/// kept elements within `buffer`; returns where the sends are read from.
 ///
 /// # Safety
 /// `buffer` must hold the larger of the plan's input and output sizes.
-pub(super) unsafe fn stage_in_place(
+pub(super) unsafe fn pack_in_place(
     plan: &RankPlan,
     packed: &mut Vec<u8>,
     buffer: *mut u8,

@@ -1,29 +1,35 @@
-//! Executes one rank's plan over MPI: the local copy and the message streams, one
-//! per peer and direction, in the order of the pure [`schedule`](crate::schedule)
-//! (pairwise windows on the exchange path, independent streams on the local path).
-//! Everything an execution needs (streams, requests, staging) is allocated once,
-//! when the plan is created, and reused by every execution.
+//! Executes one rank's plan: the local copy and the message streams, one per peer
+//! and direction, in the order of the pure [`schedule`](crate::planning::schedule)
+//! (pairwise windows on the exchange path, independent streams on the local path),
+//! over a [`Transport`] (MPI in the library, an in-memory network in the tests).
+//! Everything an execution needs (streams, requests, the streams' message slots) is
+//! allocated once, when the plan is created, and reused by every execution, which
+//! allocates nothing; except that an execution in place with everything sent packed
+//! ([`Mode::InPlacePacked`]) is handed its pack buffer, which the plan allocates
+//! for that execution.
 //!
 //! Every shared run is contiguous in both buffers, so a large run travels as a
 //! message of its own, straight from the sender's buffer into the receiver's. Small
 //! runs are packed together: a packed message that is scattered in the local buffer
-//! goes through this stream's slot of a staging buffer (packed before the send,
-//! unpacked after the receive). MPI derived datatypes would avoid that copy, but
+//! goes through the stream's slot (packed before the send, unpacked after the
+//! receive). MPI derived datatypes would avoid that copy, but
 //! measured with `bench/datatypes.c` a vector datatype is no faster than a pack and a
 //! contiguous send on MPICH 4.0 (up to 1.25x slower for small runs), and at most 10 %
 //! faster on Open MPI 4.1 (README, "Performance").
-//! Packed messages are capped so the staging stays within the plan's budget however
-//! large the array.
+//! Packed messages are capped so the slots stay within the plan's budget
+//! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
+//! array.
 //!
 //! In place, when the plan has no in-place schedule for it
 //! ([`crate::mpi::inplace_exchange`], which the plan runs instead), everything this
-//! rank sends is first packed (its only other extra memory: exactly the bytes that
-//! leave), the kept elements are moved to their output positions, and the receives
-//! then land in the buffer; on the local path the ranks instead complete their
-//! sends before their receives, needing no extra memory.
+//! rank sends is first copied into the pack buffer (its only other extra memory:
+//! exactly the bytes that leave), the kept elements are moved to their output
+//! positions, and the receives then land in the buffer; on the local path the ranks
+//! instead complete their sends before their receives, needing no extra memory.
 //!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
-//! progress loops) and [`local`] (the local copies and the staging).
+//! progress loops) and [`local`] (the local copies, the slots and the pack
+//! buffer).
 
 mod local;
 mod progress;
@@ -31,15 +37,12 @@ mod stream;
 
 use std::os::raw::c_int;
 
-use mpi::ffi;
-
-use self::local::{LocalCopies, in_place_buffer, packed_starts, stage_in_place, staging};
+use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
 use self::progress::{Active, Sides};
 use self::stream::Stream;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::mpi::comm::Comm;
-use crate::mpi::p2p::cancel_all;
+use crate::mpi::transport::Transport;
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{Progress, Side, schedule};
@@ -62,9 +65,10 @@ pub fn messages_per_round(peers: usize) -> usize {
 pub enum Mode {
     /// Separate input and output buffers.
     OutOfPlace,
-    /// One buffer, any plan: everything this rank sends is packed first (extra
-    /// memory: exactly those bytes), the kept elements move, then all messages flow.
-    InPlaceStaged,
+    /// One buffer, any plan: everything this rank sends is first copied into the
+    /// pack buffer (extra memory: exactly those bytes), the kept elements move, then
+    /// all messages flow.
+    InPlacePacked,
     /// One buffer, for plans where rows flow one way between any two ranks and the
     /// flows form no cycle (the split-preserving balance: slabs stay in rank order):
     /// every rank first completes its sends straight from the buffer, then moves its
@@ -74,9 +78,29 @@ pub enum Mode {
     InPlaceOrdered,
 }
 
+/// This rank's plan and the transport to the other ranks, whose plans are of the
+/// same reshape: what an execution runs on.
+#[derive(Debug)]
+pub struct Participant<'a, T> {
+    /// This rank's plan.
+    pub plan: &'a RankPlan,
+    /// The messaging between the plan's ranks.
+    pub transport: &'a T,
+}
+
+impl<T> Clone for Participant<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Participant<'_, T> {}
+
 /// Everything one rank needs to execute its plan, allocated when the plan is created
-/// (so an allocation failure is agreed there) and reused by every execution.
-pub struct Exchange {
+/// (so an allocation failure is agreed there) and reused by every execution. An
+/// execution in flight must be abandoned ([`Exchange::abandon`]) before the exchange
+/// is dropped (the plan's drop does so): the transport may still use its memory.
+pub struct Exchange<T: Transport> {
     progress: Progress,
     /// Messages each stream posts per round.
     per_round: usize,
@@ -85,19 +109,20 @@ pub struct Exchange {
     /// The local copies, listed once when they fit the plan's budget.
     kept: LocalCopies,
     /// `per_round` request slots per stream.
-    requests: Vec<ffi::MPI_Request>,
-    /// Indices of completed requests, filled by MPI_Waitsome.
+    requests: Vec<T::Request>,
+    /// Indices of completed requests, filled by [`Transport::complete_some`].
     completed: Vec<c_int>,
-    /// One slot per stream for scattered messages, used through raw pointers.
-    staging: Vec<u8>,
+    /// The slots: one per stream, for its packed messages, used through raw
+    /// pointers.
+    slots: Vec<u8>,
     /// Executions started so far, by either engine: the same count on every rank,
-    /// which gives every execution its tag ([`Comm::tag`]).
+    /// which gives every execution its tag ([`Transport::tag`]).
     executions: u64,
     /// The execution in flight, between [`Exchange::begin`] and its completion.
     active: Option<Active>,
 }
 
-impl std::fmt::Debug for Exchange {
+impl<T: Transport> std::fmt::Debug for Exchange<T> {
     /// A summary: the lists an exchange keeps can hold millions of entries.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exchange")
@@ -105,16 +130,17 @@ impl std::fmt::Debug for Exchange {
             .field("per_round", &self.per_round)
             .field("streams", &self.streams.len())
             .field("kept_copies", &self.kept.listed())
-            .field("staging_bytes", &self.staging.capacity())
+            .field("slot_bytes", &self.slots.capacity())
             .finish_non_exhaustive()
     }
 }
 
-// SAFETY: the request handles are MPI_REQUEST_NULL between executions, and an
-// execution uses them from one thread only (the plan holds the exchange in a mutex).
-unsafe impl Send for Exchange {}
+// SAFETY: the request handles are null between executions, and an execution uses
+// them and the buffers of `active` from one thread at a time (the plan holds the
+// exchange in a mutex, and checks that MPI's thread level allows the thread).
+unsafe impl<T: Transport> Send for Exchange<T> {}
 
-impl Exchange {
+impl<T: Transport> Exchange<T> {
     /// Allocates the streams of `plan` (one rank of `nranks`), driven by `progress`,
     /// with messages cut within `limits`, `per_round` per stream and round. The local
     /// copies, then the streams' messages in schedule order, are listed once and kept
@@ -126,13 +152,13 @@ impl Exchange {
         per_round: usize,
         progress: Progress,
         keep_budget: usize,
-    ) -> Result<Exchange> {
+    ) -> Result<Exchange<T>> {
         let specs = schedule(plan, nranks, progress)?;
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
         let kept = LocalCopies::new(plan, keep_budget)?;
         let mut budget = keep_budget - kept.listed().unwrap_or(keep_budget);
         let packed_starts = packed_starts(plan)?;
-        let mut slots = 0;
+        let mut slot_bytes = 0;
         for spec in specs {
             let packed_at = match spec.side {
                 Side::Send => packed_starts[plan.sends.partition_point(|t| t.peer < spec.peer)],
@@ -143,15 +169,14 @@ impl Exchange {
             if stream.cut.is_none() {
                 budget = 0;
             }
-            stream.place_slot(slots, plan, limits);
-            slots = stream.slot.end;
+            stream.place_slot(slot_bytes, plan, limits);
+            slot_bytes = stream.slot.end;
             streams.push(stream);
         }
-        let staging = staging(&streams, slots, plan.rank)?;
+        let slots = slots(&streams, slot_bytes, plan.rank)?;
         let count = streams.len() * per_round;
-        let mut requests = try_vec(count, "the MPI requests", plan.rank)?;
-        // SAFETY: reading an MPI constant handle.
-        requests.resize(count, unsafe { ffi::RSMPI_REQUEST_NULL });
+        let mut requests = try_vec(count, "the message requests", plan.rank)?;
+        requests.resize(count, T::null_request());
         let mut completed = try_vec(count, "the completed requests", plan.rank)?;
         completed.resize(count, 0);
         Ok(Exchange {
@@ -162,35 +187,36 @@ impl Exchange {
             executions: 0,
             requests,
             completed,
-            staging,
+            slots,
             active: None,
         })
     }
 
-    /// Runs the local copy and every message of `plan` (collective over `comm`) to
-    /// completion. In [`Mode::InPlaceStaged`], `packed` (otherwise unused) must have
-    /// room for every byte this rank sends.
+    /// Runs the local copy and every message of `on.plan` (collective over the
+    /// transport) to completion. In [`Mode::InPlacePacked`], `packed` (the pack
+    /// buffer, otherwise unused) must have room for every byte this rank sends.
     ///
     /// # Safety
     /// `input` must be readable for the plan's input size and `output` writable for
     /// its output size. Out of place they must not overlap; in place they must be
-    /// equal and the buffer hold the larger of both sizes. Every rank of `comm` must
-    /// run its own plan of the same reshape. Ranks may run in different modes (in
+    /// equal and the buffer hold the larger of both sizes. Every rank of the
+    /// transport must run its own plan of the same reshape. Ranks may run in different modes (in
     /// place is each rank's own choice): they post the same messages in the same
     /// rounds, and only [`Mode::InPlaceOrdered`] waits before posting its receives,
     /// and only for ranks it sends to, which never form a cycle.
     pub unsafe fn run(
         &mut self,
-        (plan, comm): (&RankPlan, &Comm),
+        on: Participant<'_, T>,
         mode: Mode,
         packed: Vec<u8>,
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
+        let plan = on.plan;
         if mode != Mode::InPlaceOrdered {
             // SAFETY: forwarded from the caller.
             unsafe { self.start(plan, mode, packed, input, output) };
-            return self.advance(plan, comm, true).map(drop);
+            return self.advance(on, true).map(drop);
         }
         self.next_execution(mode);
         let mut sides = |sides: Sides| {
@@ -201,7 +227,7 @@ impl Exchange {
                 Vec::new(),
                 sides,
             ));
-            self.advance(plan, comm, true)
+            self.advance(on, true)
         };
         sides(Sides::Sends)?;
         // SAFETY: every send has completed, so the buffer is ours (caller's contract).
@@ -219,7 +245,7 @@ impl Exchange {
     /// completes or fails.
     pub unsafe fn begin(
         &mut self,
-        (plan, comm): (&RankPlan, &Comm),
+        on: Participant<'_, T>,
         mode: Mode,
         packed: Vec<u8>,
         input: *const u8,
@@ -227,11 +253,11 @@ impl Exchange {
     ) -> Result<bool> {
         if mode == Mode::InPlaceOrdered {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.run((plan, comm), mode, packed, input, output) }.map(|()| true);
+            return unsafe { self.run(on, mode, packed, input, output) }.map(|()| true);
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.start(plan, mode, packed, input, output) };
-        self.advance(plan, comm, false)
+        unsafe { self.start(on.plan, mode, packed, input, output) };
+        self.advance(on, false)
     }
 
     /// True while an execution started by [`Exchange::begin`] is unfinished.
@@ -255,7 +281,7 @@ impl Exchange {
         let (send_base, local_copy) = match mode {
             Mode::OutOfPlace => (input, Some(input)),
             // SAFETY: forwarded from the caller.
-            _ => (unsafe { stage_in_place(plan, &mut packed, output) }, None),
+            _ => (unsafe { pack_in_place(plan, &mut packed, output) }, None),
         };
         let active = Active::new(send_base.cast_mut(), output, local_copy, packed, Sides::All);
         self.active = Some(active);
@@ -268,15 +294,15 @@ impl Exchange {
     }
 
     /// The tag of the current execution's messages.
-    fn tag(&self, comm: &Comm) -> c_int {
-        comm.tag(self.executions)
+    fn tag(&self, transport: &T) -> c_int {
+        transport.tag(self.executions)
     }
 
     /// Counts an execution that the in-place schedule runs instead, and returns its
     /// tag: every execution takes the plan's next tag, whichever engine runs it.
-    pub fn take_tag(&mut self, comm: &Comm) -> c_int {
+    pub fn take_tag(&mut self, transport: &T) -> c_int {
         self.executions += 1;
-        self.tag(comm)
+        self.tag(transport)
     }
 
     /// Copies the elements this rank keeps from `input` to `output`, for an
@@ -293,10 +319,11 @@ impl Exchange {
     /// when `blocking`, else as far as it goes without waiting. Returns whether it
     /// completed (no execution active counts as completed). On failure every
     /// message in flight is cancelled and completed before returning.
-    pub fn advance(&mut self, plan: &RankPlan, comm: &Comm, blocking: bool) -> Result<bool> {
+    pub fn advance(&mut self, on: Participant<'_, T>, blocking: bool) -> Result<bool> {
         let Some(mut active) = self.active.take() else {
             return Ok(true);
         };
+        let (plan, transport) = (on.plan, on.transport);
         let mut kept = std::mem::replace(&mut self.kept, LocalCopies::Listed(Vec::new()));
         let mut copy_once = |active: &mut Active| {
             if let Some(input) = active.local_copy.take() {
@@ -309,8 +336,12 @@ impl Exchange {
         // SAFETY: as above.
         let result = unsafe {
             match self.progress {
-                Progress::Pairwise { .. } => self.pairwise(comm, &mut active, blocking, copy_once),
-                Progress::Independent => self.independent(comm, &mut active, blocking, copy_once),
+                Progress::Pairwise { .. } => {
+                    self.pairwise(transport, &mut active, blocking, copy_once)
+                }
+                Progress::Independent => {
+                    self.independent(transport, &mut active, blocking, copy_once)
+                }
             }
         };
         if matches!(result, Ok(true)) {
@@ -320,29 +351,19 @@ impl Exchange {
         match result {
             Ok(false) => self.active = Some(active),
             Ok(true) => {}
-            Err(_) => self.abandon(),
+            Err(_) => self.abandon(transport),
         }
         result
     }
 
-    /// After a failure mid-exchange: cancels every message still in flight and waits
-    /// for it (MPI guarantees that a cancelled request's wait returns, whatever the
-    /// other ranks do), so that no buffer is released while MPI may still use it.
-    fn abandon(&mut self) {
-        cancel_all(&mut self.requests);
+    /// Cancels every message still in flight and completes it (after a failure
+    /// mid-exchange, or before the exchange is dropped), so that no buffer is
+    /// released while the transport may still use it.
+    pub fn abandon(&mut self, transport: &T) {
+        transport.cancel_all(&mut self.requests);
         for stream in &mut self.streams {
             stream.pending = 0;
         }
         self.active = None;
-    }
-}
-
-impl Drop for Exchange {
-    /// An execution still in flight is cancelled and completed: MPI must not write
-    /// the staging (or the caller's buffers) after this.
-    fn drop(&mut self) {
-        if self.active.is_some() && crate::mpi::comm::mpi_is_usable() {
-            self.abandon();
-        }
     }
 }

@@ -2,51 +2,50 @@
 //! exchange path) and independent streams (the local path), with the state of the
 //! execution they carry on.
 
-use std::os::raw::c_int;
-
-use mpi::ffi;
-
 use super::Exchange;
 use super::stream::Stream;
 use crate::core::error::Result;
-use crate::core::faults::injected_exchange_failure;
-use crate::mpi::comm::{Comm, check, count};
-use crate::mpi::p2p::complete_all;
+use crate::mpi::transport::{Channel, Transport};
 use crate::planning::schedule::Side;
 
-impl Exchange {
+impl<T: Transport> Exchange<T> {
     /// Pairwise progress: window after window, every stream of the window posts its
-    /// next round and the rank completes the whole step (see [`crate::schedule`]).
+    /// next round and the rank completes the whole step (see
+    /// [`crate::planning::schedule`]).
     /// The local copy runs once the first step is posted.
     ///
     /// # Safety
     /// The buffers of `active` valid (see [`Exchange::advance`]).
     pub(super) unsafe fn pairwise(
         &mut self,
-        comm: &Comm,
+        transport: &T,
         active: &mut Active,
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
-        let (staging, per_round, tag) = (self.staging.as_mut_ptr(), self.per_round, self.tag(comm));
+        let (slots, per_round) = (self.slots.as_mut_ptr(), self.per_round);
+        let channel = Channel {
+            transport,
+            tag: self.tag(transport),
+        };
         loop {
             let window = self.window_at(active.window_start);
             if active.posted > 0 {
-                if !complete_all(&mut self.requests[..active.posted], blocking)? {
+                if !transport.complete_all(&mut self.requests[..active.posted], blocking)? {
                     return Ok(false);
                 }
                 active.posted = 0;
                 // SAFETY: the rounds' messages lie inside the output buffer.
-                unsafe { finish_rounds(&mut self.streams[window.clone()], active.output, staging) };
+                unsafe { finish_rounds(&mut self.streams[window.clone()], active.output, slots) };
             }
             if window.is_empty() {
                 return Ok(true);
             }
             for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
                 let base = active.base(stream.spec.side);
-                let slots = &mut self.requests[active.posted..active.posted + per_round];
+                let requests = &mut self.requests[active.posted..active.posted + per_round];
                 // SAFETY: the messages lie inside their buffer (planner invariant).
-                unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
+                unsafe { stream.post_round(channel, base, slots, requests) }?;
                 active.posted += stream.pending;
             }
             copy_once(active);
@@ -76,15 +75,19 @@ impl Exchange {
     /// As [`Exchange::pairwise`].
     pub(super) unsafe fn independent(
         &mut self,
-        comm: &Comm,
+        transport: &T,
         active: &mut Active,
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
-        let (staging, tag) = (self.staging.as_mut_ptr(), self.tag(comm));
+        let slots = self.slots.as_mut_ptr();
+        let channel = Channel {
+            transport,
+            tag: self.tag(transport),
+        };
         loop {
             let mut in_flight = 0;
-            for (stream, slots) in self
+            for (stream, requests) in self
                 .streams
                 .iter_mut()
                 .zip(self.requests.chunks_mut(self.per_round))
@@ -93,7 +96,7 @@ impl Exchange {
                 if stream.pending == 0 && !stream.done {
                     let base = active.base(stream.spec.side);
                     // SAFETY: the messages lie inside their buffer (planner invariant).
-                    unsafe { stream.post_round((comm, tag), base, staging, slots) }?;
+                    unsafe { stream.post_round(channel, base, slots, requests) }?;
                 }
                 in_flight += stream.pending;
             }
@@ -107,9 +110,9 @@ impl Exchange {
                 .all(|s| s.pending == 0 || s.is_exhausted());
             let progressed = match last_rounds {
                 // SAFETY: the rounds' messages lie inside the output buffer.
-                true => unsafe { self.complete_rounds(active.output, blocking) }?,
+                true => unsafe { self.complete_rounds(transport, active.output, blocking) }?,
                 // SAFETY: as above.
-                false => unsafe { self.complete_some(active.output, blocking) }?,
+                false => unsafe { self.complete_some(transport, active.output, blocking) }?,
             };
             if !progressed {
                 return Ok(false);
@@ -124,14 +127,15 @@ impl Exchange {
     /// The rounds' messages lie inside `output`.
     pub(super) unsafe fn complete_rounds(
         &mut self,
+        transport: &T,
         output: *mut u8,
         blocking: bool,
     ) -> Result<bool> {
-        if !complete_all(&mut self.requests, blocking)? {
+        if !transport.complete_all(&mut self.requests, blocking)? {
             return Ok(false);
         }
         // SAFETY: forwarded from the caller.
-        unsafe { finish_rounds(&mut self.streams, output, self.staging.as_ptr()) };
+        unsafe { finish_rounds(&mut self.streams, output, self.slots.as_ptr()) };
         Ok(true)
     }
 
@@ -141,38 +145,20 @@ impl Exchange {
     ///
     /// # Safety
     /// The rounds' messages lie inside `output`.
-    pub(super) unsafe fn complete_some(&mut self, output: *mut u8, blocking: bool) -> Result<bool> {
-        injected_exchange_failure()?;
-        let mut done: c_int = 0;
-        let (n, requests, completed) = (
-            count(self.requests.len())?,
-            self.requests.as_mut_ptr(),
-            self.completed.as_mut_ptr(),
-        );
-        // SAFETY: both arrays hold requests.len() entries; finished requests become
-        // MPI_REQUEST_NULL, which later calls skip.
-        let code = unsafe {
-            let statuses = ffi::RSMPI_STATUSES_IGNORE;
-            match blocking {
-                true => ffi::MPI_Waitsome(n, requests, &mut done, completed, statuses),
-                false => ffi::MPI_Testsome(n, requests, &mut done, completed, statuses),
-            }
-        };
-        check(
-            code,
-            if blocking {
-                "MPI_Waitsome"
-            } else {
-                "MPI_Testsome"
-            },
-        )?;
-        let staging = self.staging.as_ptr();
-        for &index in &self.completed[..done.max(0) as usize] {
+    pub(super) unsafe fn complete_some(
+        &mut self,
+        transport: &T,
+        output: *mut u8,
+        blocking: bool,
+    ) -> Result<bool> {
+        let done = transport.complete_some(&mut self.requests, &mut self.completed, blocking)?;
+        let slots = self.slots.as_ptr();
+        for &index in &self.completed[..done] {
             let stream = &mut self.streams[index as usize / self.per_round];
             stream.pending -= 1;
             if stream.pending == 0 {
                 // SAFETY: the round's messages lie inside the output buffer.
-                unsafe { stream.unpack(output, staging) };
+                unsafe { stream.unpack(output, slots) };
             }
         }
         Ok(done > 0)
@@ -206,7 +192,7 @@ pub(super) struct Active {
     /// Out of place, the input the kept elements are copied from, once the first
     /// messages are posted.
     pub(super) local_copy: Option<*const u8>,
-    /// In place with staging, everything this rank sends, read by the sends.
+    /// In place with everything sent packed, the pack buffer the sends read.
     pub(super) _packed: Vec<u8>,
     pub(super) sides: Sides,
     /// Pairwise progress: the first stream of the current window.
@@ -244,14 +230,14 @@ impl Active {
 }
 
 /// Marks the rounds of `streams` in flight as completed, unpacking received packed
-/// messages from `staging`.
+/// messages from their slots in `slots`.
 ///
 /// # Safety
 /// Every round in flight must have completed, its messages inside `output`.
-pub(super) unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, staging: *const u8) {
+pub(super) unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, slots: *const u8) {
     for stream in streams.iter_mut().filter(|s| s.pending > 0) {
         stream.pending = 0;
         // SAFETY: forwarded from the caller.
-        unsafe { stream.unpack(output, staging) };
+        unsafe { stream.unpack(output, slots) };
     }
 }

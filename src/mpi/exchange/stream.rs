@@ -1,17 +1,13 @@
-//! One message stream of the out-of-place exchange: one direction of the traffic
-//! with one peer, its messages (kept from plan creation or cut on the fly), its
-//! staging slot for packed messages, and posting them round by round.
+//! One message stream of the exchange: one direction of the traffic with one peer,
+//! its messages (kept from plan creation or cut on the fly), its slot of the
+//! slots for packed messages, and posting them round by round.
 
 use std::ops::Range;
-use std::os::raw::c_int;
-
-use mpi::ffi;
 
 use super::Mode;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
-use crate::mpi::comm::{Comm, count};
-use crate::mpi::p2p::start;
+use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 use crate::planning::messages::{
     CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment,
 };
@@ -33,13 +29,13 @@ pub(super) struct Stream {
     pub(super) replaying: bool,
     /// The message being cut, as segments of the local buffer.
     pub(super) segments: Vec<Segment>,
-    /// This stream's slot in the staging buffer.
+    /// This stream's slot of the slots.
     pub(super) slot: Range<usize>,
-    /// Where this stream's bytes start among the packed sends of an in-place
-    /// execution (sends only).
+    /// Where this stream's bytes start in the pack buffer of an in-place execution
+    /// (sends only).
     pub(super) packed_at: usize,
     /// True while a received packed message waits in the slot to be unpacked.
-    pub(super) staged: bool,
+    pub(super) unpack_pending: bool,
     /// True once every message has been posted.
     pub(super) done: bool,
     /// Messages of the current round not yet completed.
@@ -67,7 +63,7 @@ impl Stream {
             )?,
             slot: 0..0,
             packed_at,
-            staged: false,
+            unpack_pending: false,
             done: false,
             pending: 0,
         })
@@ -95,7 +91,7 @@ impl Stream {
         Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
     }
 
-    /// Places this stream's staging slot at `start`: as large as its largest
+    /// Places this stream's slot of the slots at `start`: as large as its largest
     /// scattered message when its messages are kept, otherwise as large as a packed
     /// message can be.
     pub(super) fn place_slot(&mut self, start: usize, plan: &RankPlan, limits: MessageLimits) {
@@ -114,7 +110,7 @@ impl Stream {
     pub(super) fn reset(&mut self, mode: Mode) {
         let placement = match (self.spec.side, mode) {
             (Side::Receive, _) => Placement::Target,
-            (Side::Send, Mode::InPlaceStaged) => Placement::Packed {
+            (Side::Send, Mode::InPlacePacked) => Placement::Packed {
                 next: self.packed_at,
             },
             (Side::Send, _) => Placement::Source,
@@ -125,33 +121,34 @@ impl Stream {
             cutter.rewind(placement);
         }
         self.replayed = 0;
-        self.staged = false;
+        self.unpack_pending = false;
         self.done = false;
         self.pending = 0;
     }
 
-    /// Posts this stream's next round into `slots` (one request each, at most
-    /// `slots.len()` messages); marks the stream done when nothing is left.
+    /// Posts this stream's next round into `requests` (one each, at most
+    /// `requests.len()` messages); marks the stream done when nothing is left.
     ///
     /// # Safety
-    /// The messages must lie inside `buffer`, the slot inside `staging`.
-    pub(super) unsafe fn post_round(
+    /// The messages must lie inside `buffer`, this stream's slot inside `slots`.
+    pub(super) unsafe fn post_round<T: Transport>(
         &mut self,
-        channel: (&Comm, c_int),
+        channel: Channel<'_, T>,
         buffer: *mut u8,
-        staging: *mut u8,
-        slots: &mut [ffi::MPI_Request],
+        slots: *mut u8,
+        requests: &mut [T::Request],
     ) -> Result<()> {
-        let (peer, side, per_round) = (self.spec.peer as c_int, self.spec.side, slots.len());
-        // SAFETY: the slot lies inside the staging capacity.
-        let slot = unsafe { staging.add(self.slot.start) };
-        let (mut posted, mut staged) = (0, false);
+        let (side, per_round) = (self.spec.side, requests.len());
+        let (transport, envelope) = (channel.transport, channel.envelope(side, self.spec.peer));
+        // SAFETY: the slot lies inside the slots' capacity.
+        let slot = unsafe { slots.add(self.slot.start) };
+        let (mut posted, mut unpack) = (0, false);
         let mut post_one = |segments: &[Segment]| {
+            let request = &mut requests[posted];
             // SAFETY: forwarded from the caller.
-            let (request, packed) = unsafe { post(channel, peer, side, segments, buffer, slot) }?;
-            slots[posted] = request;
+            let packed = unsafe { post(transport, envelope, segments, buffer, slot, request) }?;
             posted += 1;
-            staged |= packed && side == Side::Receive;
+            unpack |= packed && side == Side::Receive;
             Ok(())
         };
         let segments = &mut self.segments;
@@ -166,7 +163,7 @@ impl Stream {
             _ => Ok(0),
         };
         self.pending = posted;
-        self.staged = staged;
+        self.unpack_pending = unpack;
         self.done = matches!(cut, Ok(0));
         cut.map(drop)
     }
@@ -185,15 +182,15 @@ impl Stream {
     ///
     /// # Safety
     /// The segments must lie inside `buffer`.
-    pub(super) unsafe fn unpack(&mut self, buffer: *mut u8, staging: *const u8) {
-        if !std::mem::take(&mut self.staged) {
+    pub(super) unsafe fn unpack(&mut self, buffer: *mut u8, slots: *const u8) {
+        if !std::mem::take(&mut self.unpack_pending) {
             return;
         }
         let mut at = self.slot.start;
         for s in &self.segments {
             // SAFETY: the segment lies inside buffer; the slot, written by the receive,
             // is separate memory.
-            unsafe { std::ptr::copy_nonoverlapping(staging.add(at), buffer.add(s.offset), s.len) };
+            unsafe { std::ptr::copy_nonoverlapping(slots.add(at), buffer.add(s.offset), s.len) };
             at += s.len;
         }
     }
@@ -213,39 +210,36 @@ pub(super) fn stream_cutter(
     MessageCutter::new(runs, placement, plan.elem_size, limits)
 }
 
-/// Posts one message: straight from or into `buffer` when it is one segment there,
-/// otherwise through `slot` (packed first for a send). Returns the request and
+/// Posts one message into `request`: straight from or into `buffer` when it is one
+/// segment there, otherwise through `slot` (packed first for a send). Returns
 /// whether the message went through the slot.
 ///
 /// # Safety
 /// The segments must lie inside `buffer`; `slot` must hold their total length and be
 /// unused until the request completes.
-pub(super) unsafe fn post(
-    (comm, tag): (&Comm, c_int),
-    peer: c_int,
-    side: Side,
+unsafe fn post<T: Transport>(
+    transport: &T,
+    envelope: Envelope,
     segments: &[Segment],
     buffer: *mut u8,
     slot: *mut u8,
-) -> Result<(ffi::MPI_Request, bool)> {
-    let bytes: usize = segments.iter().map(|s| s.len).sum();
+    request: &mut T::Request,
+) -> Result<bool> {
+    let len: usize = segments.iter().map(|s| s.len).sum();
     let (at, packed) = match segments {
         // SAFETY: the segment lies inside buffer.
         [only] => (unsafe { buffer.add(only.offset) }, false),
         _ => {
-            if side == Side::Send {
-                // SAFETY: the segments lie inside buffer; the slot holds `bytes`.
+            if envelope.side == Side::Send {
+                // SAFETY: the segments lie inside buffer; the slot holds `len` bytes.
                 unsafe { pack(segments, buffer, slot) };
             }
             (slot, true)
         }
     };
-    // SAFETY: reading MPI constant handles.
-    let (byte, mut request) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
-    let n = count(bytes)?;
-    // SAFETY: `at` is valid for `bytes` bytes until the request completes.
-    unsafe { start(side, (at, n, byte), (comm, peer, tag), &mut request) }?;
-    Ok((request, packed))
+    // SAFETY: `at` is valid for `len` bytes until the request completes.
+    unsafe { transport.start(envelope, Bytes { at, len }, request) }?;
+    Ok(packed)
 }
 
 /// Copies the segments of `buffer` back to back into `slot`.
@@ -253,7 +247,7 @@ pub(super) unsafe fn post(
 /// # Safety
 /// The segments must lie inside `buffer`, and `slot` must hold their total length
 /// without overlapping `buffer`.
-pub(super) unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
+unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
     let mut at = 0;
     for s in segments {
         // SAFETY: as documented.

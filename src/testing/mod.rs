@@ -9,10 +9,15 @@ pub use crate::distribution::identity::nothing_moves;
 pub use crate::distribution::peers::Redistribution;
 pub use crate::distribution::region::{Region, RegionRuns, shared_elements};
 pub use crate::distribution::runs::Run;
+pub use crate::mpi::exchange::{Exchange, Mode, Participant};
+pub use crate::mpi::transport::{Bytes, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
 pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-pub use crate::planning::planner::{PeerVolume, RankPlan, Route};
+pub use crate::planning::planner::{KeptCopy, PeerVolume, RankPlan, Route};
 pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
+pub use network::{Endpoint, Network, NetworkReport};
+
+mod network;

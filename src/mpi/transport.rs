@@ -1,0 +1,106 @@
+//! What the exchange engine needs from point-to-point messaging, as a trait: MPI
+//! implements it (`crate::mpi::p2p`, on the private communicator) and, with the
+//! `testing` feature, an in-memory network does (`crate::testing`), so that the
+//! tests drive the very engine that runs over MPI on every rank of one process.
+//! The engine is generic over it and monomorphized: MPI pays nothing for it.
+
+use std::os::raw::c_int;
+
+use crate::core::error::Result;
+use crate::planning::schedule::Side;
+
+/// The bytes of one message: `len` bytes at `at`, read by a send, written by a
+/// receive.
+#[derive(Clone, Copy, Debug)]
+pub struct Bytes {
+    /// The first byte (may be dangling when `len` is 0).
+    pub at: *mut u8,
+    /// How many bytes.
+    pub len: usize,
+}
+
+/// Who one message goes to or comes from, and how it is matched: messages between
+/// two ranks with the same tag match in the order they were started, as in MPI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// Which way the message goes.
+    pub side: Side,
+    /// The other rank.
+    pub peer: usize,
+    /// The tag of the execution the message belongs to.
+    pub tag: c_int,
+}
+
+/// A transport and the tag of one execution: where an engine's messages go.
+#[derive(Debug)]
+pub struct Channel<'a, T> {
+    /// The messaging between the plan's ranks.
+    pub transport: &'a T,
+    /// The execution's tag.
+    pub tag: c_int,
+}
+
+impl<T> Clone for Channel<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Channel<'_, T> {}
+
+impl<T> Channel<'_, T> {
+    /// The envelope of a message of this channel with `peer` on `side`.
+    pub fn envelope(&self, side: Side, peer: usize) -> Envelope {
+        Envelope {
+            side,
+            peer,
+            tag: self.tag,
+        }
+    }
+}
+
+/// Point-to-point messaging between the ranks of one plan: non-blocking sends and
+/// receives of bytes, completed by request handles.
+pub trait Transport {
+    /// The handle of one started send or receive; [`Transport::null_request`]
+    /// once it has completed (or when none was started).
+    type Request: Copy;
+
+    /// The handle of no operation, which completion calls skip.
+    fn null_request() -> Self::Request;
+
+    /// The tag of the plan's `execution`-th execution: the executions' tags differ,
+    /// so that the messages of a failed execution never match a later one's.
+    fn tag(&self, execution: u64) -> c_int;
+
+    /// Starts sending or receiving `bytes` as `envelope` says.
+    ///
+    /// # Safety
+    /// `bytes` valid (readable for a send, writable for a receive) and not touched
+    /// by anything else until `request` completes.
+    unsafe fn start(
+        &self,
+        envelope: Envelope,
+        bytes: Bytes,
+        request: &mut Self::Request,
+    ) -> Result<()>;
+
+    /// Completes every request of `requests`: waits when `blocking`, else only
+    /// tests; returns whether they have all completed (each then null).
+    fn complete_all(&self, requests: &mut [Self::Request], blocking: bool) -> Result<bool>;
+
+    /// Completes at least one active request of `requests` when `blocking` (else
+    /// those that have completed, maybe none): nulls each and writes its index into
+    /// `completed` (which holds `requests.len()` entries); returns how many.
+    fn complete_some(
+        &self,
+        requests: &mut [Self::Request],
+        completed: &mut [c_int],
+        blocking: bool,
+    ) -> Result<usize>;
+
+    /// Cancels every active request of `requests` and completes it, so that no
+    /// buffer is released while a message may still use it; errors are moot there
+    /// (the execution has already failed).
+    fn cancel_all(&self, requests: &mut [Self::Request]);
+}

@@ -1,0 +1,346 @@
+//! An in-memory network implementing [`Transport`], so that the tests run every
+//! rank's real exchange engine in one process, one thread per rank.
+//!
+//! It keeps MPI's semantics where the engine's correctness depends on them, and
+//! the strictest choice where MPI leaves one: messages match by (source, tag) in
+//! the order they were started (MPI's non-overtaking rule), and a send completes
+//! only once its matching receive is posted (rendezvous, as MPI does for large
+//! messages: no buffering ever hides a missing receive). The bytes move when the
+//! two sides match.
+//!
+//! A rank that waits for a completion that no rank can cause any more is a
+//! deadlock: when every rank that has not finished waits, no rank can post, so the
+//! network fails every wait with an error instead of hanging.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::c_int;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use crate::core::error::{Error, Result};
+use crate::mpi::transport::{Bytes, Envelope, Transport};
+use crate::planning::schedule::Side;
+
+/// The request handle of no operation.
+const NULL: usize = usize::MAX;
+
+/// Messages between the ranks of one simulated communicator.
+#[derive(Debug)]
+pub struct Network {
+    state: Mutex<State>,
+    /// Signalled whenever messages match, a rank finishes, or a deadlock is found.
+    changed: Condvar,
+}
+
+/// What the tests check after a simulation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetworkReport {
+    /// Bytes each rank received.
+    pub received: Vec<u64>,
+    /// Messages started and never matched nor cancelled.
+    pub unmatched: usize,
+    /// True when the ranks deadlocked.
+    pub deadlocked: bool,
+    /// Sends and receives that matched with different sizes.
+    pub size_mismatches: Vec<String>,
+}
+
+/// The address of a message's bytes, moved between the ranks' threads under the
+/// network's lock.
+#[derive(Clone, Copy, Debug)]
+struct Addr(*mut u8);
+
+// SAFETY: the address is only dereferenced under the network's lock, while the
+// operation is active: its owner keeps the bytes valid and untouched until the
+// request completes (the contract of `Transport::start`).
+unsafe impl Send for Addr {}
+
+/// One send or receive.
+#[derive(Debug)]
+struct Operation {
+    at: Addr,
+    len: usize,
+    /// The (source, destination, tag) it matches on.
+    key: Key,
+    side: Side,
+    done: bool,
+}
+
+/// Who sends to whom, with which tag.
+type Key = (usize, usize, c_int);
+
+/// The operations started so far and what waits on what.
+#[derive(Debug, Default)]
+struct State {
+    operations: Vec<Operation>,
+    /// Per key, the unmatched sends and receives (indices of `operations`), in the
+    /// order they were started: one of the two is always empty.
+    unmatched: HashMap<Key, [VecDeque<usize>; 2]>,
+    /// Bumped whenever messages match.
+    epoch: u64,
+    /// Per rank, whether it waits for the epoch to change.
+    waiting: Vec<bool>,
+    /// Per rank, whether it is done with the network.
+    finished: Vec<bool>,
+    /// Per rank, the epoch its last completion test saw.
+    seen: Vec<u64>,
+    report: NetworkReport,
+}
+
+impl Network {
+    /// A network of `nranks` ranks.
+    pub fn new(nranks: usize) -> Network {
+        let state = State {
+            waiting: vec![false; nranks],
+            finished: vec![false; nranks],
+            seen: vec![0; nranks],
+            report: NetworkReport {
+                received: vec![0; nranks],
+                ..NetworkReport::default()
+            },
+            ..State::default()
+        };
+        Network {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Rank `rank`'s end of the network.
+    pub fn endpoint(&self, rank: usize) -> Endpoint<'_> {
+        Endpoint {
+            network: self,
+            rank,
+        }
+    }
+
+    /// Starts another execution on every rank: no rank has finished it, and the
+    /// report starts afresh (the messages of earlier executions stay: each
+    /// execution has its own tag, so they never match a later one's).
+    pub fn start_execution(&self) {
+        let mut state = self.lock();
+        state.finished.fill(false);
+        let nranks = state.finished.len();
+        state.report = NetworkReport {
+            received: vec![0; nranks],
+            ..NetworkReport::default()
+        };
+    }
+
+    /// What happened in this execution, once every rank has finished it.
+    pub fn report(&self) -> NetworkReport {
+        let state = self.lock();
+        let mut report = state.report.clone();
+        report.unmatched = state.unmatched.values().flatten().map(VecDeque::len).sum();
+        report
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until the epoch differs from `since` (`Ok`), or fails when every rank
+    /// that has not finished waits too: a deadlock.
+    fn wait_for_change<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        rank: usize,
+        since: u64,
+    ) -> Result<MutexGuard<'a, State>> {
+        state.waiting[rank] = true;
+        loop {
+            if state.epoch != since {
+                state.waiting[rank] = false;
+                return Ok(state);
+            }
+            let stuck = (0..state.waiting.len()).all(|r| state.waiting[r] || state.finished[r]);
+            if stuck || state.report.deadlocked {
+                state.report.deadlocked = true;
+                state.waiting[rank] = false;
+                self.changed.notify_all();
+                return Err(Error::Internal(format!(
+                    "deadlock: rank {rank} waits and no rank can make progress"
+                )));
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl State {
+    /// Matches the operation `index` with the first unmatched one of the other side
+    /// and the same key, moving the bytes; else queues it.
+    fn post(&mut self, index: usize) -> bool {
+        let (key, side) = (self.operations[index].key, self.operations[index].side);
+        let queues = self.unmatched.entry(key).or_default();
+        let (mine, theirs) = match side {
+            Side::Send => (0, 1),
+            Side::Receive => (1, 0),
+        };
+        let Some(other) = queues[theirs].pop_front() else {
+            queues[mine].push_back(index);
+            return false;
+        };
+        let (send, receive) = match side {
+            Side::Send => (index, other),
+            Side::Receive => (other, index),
+        };
+        let (from, to) = (&self.operations[send], &self.operations[receive]);
+        if from.len != to.len {
+            let mismatch = format!("{key:?}: sent {} B, receive of {} B", from.len, to.len);
+            self.report.size_mismatches.push(mismatch);
+        } else if from.len > 0 {
+            // SAFETY: both operations are active, so their owners keep the bytes
+            // valid (the send's readable, the receive's writable) and untouched;
+            // they belong to different ranks' buffers, which do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(from.at.0, to.at.0, from.len) };
+        }
+        self.report.received[key.1] += to.len as u64;
+        self.operations[send].done = true;
+        self.operations[receive].done = true;
+        self.epoch += 1;
+        self.waiting.fill(false);
+        true
+    }
+
+    /// True when request `request` is null or its operation has completed.
+    fn completed(&self, request: usize) -> bool {
+        request == NULL || self.operations[request].done
+    }
+}
+
+/// One rank's end of a [`Network`].
+#[derive(Clone, Copy, Debug)]
+pub struct Endpoint<'a> {
+    network: &'a Network,
+    rank: usize,
+}
+
+impl Endpoint<'_> {
+    /// This endpoint's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Waits until messages have matched since this rank last tested its requests
+    /// (after a non-blocking step that could not complete), or fails on a deadlock.
+    pub fn wait_for_progress(&self) -> Result<()> {
+        let state = self.network.lock();
+        let since = state.seen[self.rank];
+        self.network
+            .wait_for_change(state, self.rank, since)
+            .map(drop)
+    }
+
+    /// Leaves the network: the other ranks no longer wait for this one.
+    pub fn finish(&self) {
+        let mut state = self.network.lock();
+        state.finished[self.rank] = true;
+        self.network.changed.notify_all();
+    }
+
+    /// Runs `body` on the state until it returns `Some`, waiting for progress in
+    /// between when `blocking` (else returning `none` at once).
+    fn complete<R>(
+        &self,
+        blocking: bool,
+        none: R,
+        mut body: impl FnMut(&mut State) -> Option<R>,
+    ) -> Result<R> {
+        let mut state = self.network.lock();
+        loop {
+            state.seen[self.rank] = state.epoch;
+            if let Some(done) = body(&mut state) {
+                return Ok(done);
+            }
+            if !blocking {
+                return Ok(none);
+            }
+            let since = state.epoch;
+            state = self.network.wait_for_change(state, self.rank, since)?;
+        }
+    }
+}
+
+impl Transport for Endpoint<'_> {
+    type Request = usize;
+
+    fn null_request() -> usize {
+        NULL
+    }
+
+    fn tag(&self, execution: u64) -> c_int {
+        (execution % (1 << 20)) as c_int
+    }
+
+    unsafe fn start(&self, envelope: Envelope, bytes: Bytes, request: &mut usize) -> Result<()> {
+        let key = match envelope.side {
+            Side::Send => (self.rank, envelope.peer, envelope.tag),
+            Side::Receive => (envelope.peer, self.rank, envelope.tag),
+        };
+        let mut state = self.network.lock();
+        *request = state.operations.len();
+        state.operations.push(Operation {
+            at: Addr(bytes.at),
+            len: bytes.len,
+            key,
+            side: envelope.side,
+            done: false,
+        });
+        if state.post(*request) {
+            self.network.changed.notify_all();
+        }
+        Ok(())
+    }
+
+    fn complete_all(&self, requests: &mut [usize], blocking: bool) -> Result<bool> {
+        self.complete(blocking, false, |state| {
+            if !requests.iter().all(|&r| state.completed(r)) {
+                return None;
+            }
+            requests.fill(NULL);
+            Some(true)
+        })
+    }
+
+    fn complete_some(
+        &self,
+        requests: &mut [usize],
+        completed: &mut [c_int],
+        blocking: bool,
+    ) -> Result<usize> {
+        self.complete(blocking, 0, |state| {
+            let mut done = 0;
+            let mut active = false;
+            for (index, request) in requests.iter_mut().enumerate() {
+                if *request == NULL {
+                    continue;
+                }
+                active = true;
+                if state.operations[*request].done {
+                    *request = NULL;
+                    completed[done] = index as c_int;
+                    done += 1;
+                }
+            }
+            (done > 0 || !active).then_some(done)
+        })
+    }
+
+    fn cancel_all(&self, requests: &mut [usize]) {
+        let mut state = self.network.lock();
+        for request in requests.iter_mut().filter(|r| **r != NULL) {
+            let operation = &mut state.operations[*request];
+            if !operation.done {
+                operation.done = true;
+                let (key, index) = (operation.key, *request);
+                for queue in state.unmatched.get_mut(&key).into_iter().flatten() {
+                    queue.retain(|&i| i != index);
+                }
+            }
+            *request = NULL;
+        }
+    }
+}
