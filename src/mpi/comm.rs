@@ -215,20 +215,17 @@ impl Comm {
     }
 
     /// The dimensions of the communicator's Cartesian topology (the caller's: the
-    /// duplicate keeps it), or `None` when it has none.
+    /// duplicate keeps it), or `None` when it has none. `MPI_Cartdim_get` fails
+    /// exactly on a communicator without one (`MPI_ERR_TOPOLOGY`, returned: the
+    /// duplicate has MPI_ERRORS_RETURN); it is asked rather than `MPI_Topo_test`,
+    /// which SimGrid's SMPI does not implement.
     pub fn cartesian_dims(&self) -> Result<Option<Vec<i64>>> {
-        let mut kind: c_int = 0;
+        let mut ndims: c_int = 0;
         // SAFETY: a valid communicator and a writable int.
-        let code = unsafe { ffi::MPI_Topo_test(self.raw(), &mut kind) };
-        check(code, "MPI_Topo_test")?;
-        // SAFETY: reading an MPI constant.
-        if kind != unsafe { ffi::RSMPI_CART } {
+        let code = unsafe { ffi::MPI_Cartdim_get(self.raw(), &mut ndims) };
+        if check(code, "MPI_Cartdim_get").is_err() {
             return Ok(None);
         }
-        let mut ndims: c_int = 0;
-        // SAFETY: a Cartesian communicator and a writable int.
-        let code = unsafe { ffi::MPI_Cartdim_get(self.raw(), &mut ndims) };
-        check(code, "MPI_Cartdim_get")?;
         let n = usize::try_from(ndims).unwrap_or(0);
         let (mut dims, mut periods, mut coords) = (vec![0; n], vec![0; n], vec![0; n]);
         // SAFETY: the three arrays hold ndims ints each.
