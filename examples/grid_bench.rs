@@ -505,6 +505,12 @@ fn max_u64(world: &SimpleCommunicator, x: u64) -> u64 {
     out
 }
 
+fn min_u64(world: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    world.all_reduce_into(&x, &mut out, SystemOperation::min());
+    out
+}
+
 fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
     max_u64(world, u64::from(!x)) == 0
 }
@@ -554,6 +560,57 @@ struct Buffers {
     out_box: GridBox,
     input: Vec<f64>,
     output: Vec<f64>,
+}
+
+/// Elements of the longest run of the intersection `shared` of two boxes that is
+/// contiguous in both (C order): its trailing axes extend the run while both boxes
+/// hold them whole within it.
+fn contiguous_run(shared: &[u64], a: &[u64], b: &[u64]) -> u64 {
+    let d = shared.len();
+    let mut run = shared[d - 1];
+    for k in (1..d).rev() {
+        if shared[k] != a[k] || shared[k] != b[k] {
+            break;
+        }
+        run *= shared[k - 1];
+    }
+    run
+}
+
+/// The intersection's extents of the box at `lo`, `ext` with this `other` box.
+fn shared_extents(lo: &[u64], ext: &[u64], other: &GridBox) -> Vec<u64> {
+    (0..lo.len())
+        .map(|a| {
+            let start = lo[a].max(other.offsets[a]);
+            let end = (lo[a] + ext[a]).min(other.offsets[a] + other.extents[a]);
+            end.saturating_sub(start)
+        })
+        .collect()
+}
+
+/// Collective: the shortest run (bytes) any rank sends to another, when the output
+/// has the input's shape (`None` otherwise, or when nothing moves); issue 18's
+/// target holds for runs of at least 64 KiB.
+fn min_run_bytes(world: &SimpleCommunicator, b: &Buffers) -> Option<u64> {
+    if b.gshape != b.new_shape {
+        return None;
+    }
+    let d = b.gshape.len();
+    let mine = [b.out_box.offsets.clone(), b.out_box.extents.clone()].concat();
+    let mut all = vec![0u64; 2 * d * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    let shortest = all
+        .chunks(2 * d)
+        .enumerate()
+        .filter(|&(peer, _)| peer != world.rank() as usize)
+        .filter_map(|(_, out)| {
+            let (lo, ext) = out.split_at(d);
+            let shared = shared_extents(lo, ext, &b.in_box);
+            (!shared.contains(&0)).then(|| contiguous_run(&shared, &b.in_box.extents, ext))
+        })
+        .min()
+        .map_or(u64::MAX, |n| n * 8);
+    Some(min_u64(world, shortest)).filter(|&n| n != u64::MAX)
 }
 
 /// Baseline 1's buffers: the plan's per-peer volumes, contiguous.
@@ -705,6 +762,8 @@ struct Row {
     inplace_correct: bool,
     /// The hand-written transpose gave the library's output (true without one).
     baseline2_matches: bool,
+    /// The shortest run sent between ranks, for same-shape cases that move data.
+    min_run_bytes: Option<u64>,
 }
 
 /// Makes the plan (timed, max over ranks) and this rank's filled buffers.
@@ -747,6 +806,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     drop(hand);
     let ip = in_place(world, o, &plan, &b);
     let stats = plan.stats();
+    let min_run = min_run_bytes(world, &b);
     let local_data = (b.input.len().max(b.output.len()) * 8) as f64;
     let m = max_f64(
         world,
@@ -785,6 +845,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         correct: all_true(world, correct),
         inplace_correct: all_true(world, ip.correct),
         baseline2_matches: all_true(world, matches),
+        min_run_bytes: min_run,
     }
 }
 
@@ -843,6 +904,10 @@ fn json_line(r: &Row) -> String {
     kv("outofplace_correct", r.correct.to_string());
     kv("inplace_correct", r.inplace_correct.to_string());
     kv("baseline2_matches", r.baseline2_matches.to_string());
+    kv(
+        "min_run_bytes",
+        r.min_run_bytes.map_or("null".into(), |n| n.to_string()),
+    );
     s.push('}');
     s
 }
@@ -857,60 +922,69 @@ fn ms(x: f64) -> String {
     }
 }
 
-const HEADER: [&str; 18] = [
-    "case", "P", "shape", "grids", "plan ms", "exec ms", "base1 ms", "/base1", "base2 ms",
-    "/base2", "MiB/rank", "peers", "xtra MiB", "frac", "inpl ms", "ip/exec", "ip MiB", "ok",
+/// The table's columns: heading and width (the first left-aligned).
+const COLUMNS: [(&str, usize); 19] = [
+    ("case", 20),
+    ("P", 2),
+    ("shape", 26),
+    ("grids", 11),
+    ("plan ms", 8),
+    ("exec ms", 8),
+    ("base1 ms", 8),
+    ("/base1", 6),
+    ("base2 ms", 8),
+    ("/base2", 6),
+    ("MiB/rank", 8),
+    ("peers", 5),
+    ("xtra MiB", 8),
+    ("frac", 6),
+    ("inpl ms", 8),
+    ("ip/exec", 7),
+    ("ip MiB", 7),
+    ("run KiB", 8),
+    ("ok", 3),
 ];
 
+fn print_cells(cells: &[String]) {
+    let mut line = String::new();
+    for (i, (cell, (_, w))) in cells.iter().zip(COLUMNS).enumerate() {
+        let _ = match i {
+            0 => write!(line, "{cell:<w$}"),
+            _ => write!(line, " {cell:>w$}"),
+        };
+    }
+    println!("{line}");
+    let _ = std::io::stdout().flush();
+}
+
 fn print_header() {
-    let h = HEADER;
-    println!(
-        "{:<20} {:>2} {:>16} {:>14} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6} {:>8} {:>5} {:>8} {:>6} {:>8} {:>7} {:>8} {:>3}",
-        h[0],
-        h[1],
-        h[2],
-        h[3],
-        h[4],
-        h[5],
-        h[6],
-        h[7],
-        h[8],
-        h[9],
-        h[10],
-        h[11],
-        h[12],
-        h[13],
-        h[14],
-        h[15],
-        h[16],
-        h[17]
-    );
+    print_cells(&COLUMNS.map(|(h, _)| h.to_string()));
 }
 
 fn print_row(r: &Row) {
     let ok = r.correct && r.inplace_correct && r.baseline2_matches;
-    println!(
-        "{:<20} {:>2} {:>16} {:>14} {:>8} {:>8} {:>8} {:>6.2} {:>8} {:>6} {:>8.1} {:>5} {:>8.1} {:>6.3} {:>8} {:>7.2} {:>8.1} {:>3}",
-        r.case,
-        r.procs,
+    print_cells(&[
+        r.case.to_string(),
+        r.procs.to_string(),
         format!("{}->{}", dims(&r.gshape), dims(&r.new_shape)),
         format!("{}->{}", dims(&r.in_grid), dims(&r.out_grid)),
         ms(r.plan_s),
         ms(r.execute_s),
         ms(r.baseline1_s),
-        r.ratio1,
+        format!("{:.2}", r.ratio1),
         ms(r.baseline2_s.unwrap_or(f64::NAN)),
         r.ratio2.map_or("-".into(), |x| format!("{x:.2}")),
-        r.moved_mib,
-        r.max_peers,
-        r.extra_mib,
-        r.extra_fraction,
+        format!("{:.1}", r.moved_mib),
+        r.max_peers.to_string(),
+        format!("{:.1}", r.extra_mib),
+        format!("{:.3}", r.extra_fraction),
         ms(r.inplace_s),
-        r.inplace_ratio,
-        r.inplace_extra_mib,
-        if ok { "yes" } else { "NO" }
-    );
-    let _ = std::io::stdout().flush();
+        format!("{:.2}", r.inplace_ratio),
+        format!("{:.1}", r.inplace_extra_mib),
+        r.min_run_bytes
+            .map_or("-".into(), |n| format!("{:.1}", n as f64 / 1024.0)),
+        (if ok { "yes" } else { "NO" }).to_string(),
+    ]);
 }
 
 /// MPI's one-time costs (first communicator duplication, connections) are paid by a

@@ -117,7 +117,10 @@ impl GridCase {
 
 /// The two-axis grids `p` factors into.
 fn grids_2d(p: usize) -> Vec<[usize; 2]> {
-    (1..=p).filter(|d| p.is_multiple_of(*d)).map(|d| [d, p / d]).collect()
+    (1..=p)
+        .filter(|d| p.is_multiple_of(*d))
+        .map(|d| [d, p / d])
+        .collect()
 }
 
 /// Every case for `p` ranks.
