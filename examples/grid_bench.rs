@@ -58,6 +58,7 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
+/// Bytes per MiB.
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Issue 18's target ratio of `execute` to baseline 1.
@@ -80,8 +81,10 @@ struct Options {
     small: bool,
 }
 
+/// The command line.
 const USAGE: &str = "usage: mpiexec.mpich -n P grid_bench [--case NAME[,NAME]] [--repeat N] [--warmup N] [--json FILE] [--small]";
 
+/// The options from the command line, or the message to print.
 fn parse_args() -> Result<Options, String> {
     let mut o = Options {
         cases: Vec::new(),
@@ -168,6 +171,7 @@ fn brick_grid(p: u64) -> Vec<u64> {
     grid
 }
 
+/// The same extents as the `i64` the layouts take.
 fn signed(v: &[u64]) -> Vec<i64> {
     v.iter().map(|&x| x as i64).collect()
 }
@@ -404,6 +408,8 @@ struct HandTranspose {
     recvs: Counts,
     send: Vec<f64>,
     recv: Vec<f64>,
+    /// The output box, compared with the library's after the timed runs.
+    output: Vec<f64>,
 }
 
 impl HandTranspose {
@@ -412,9 +418,9 @@ impl HandTranspose {
         world: &SimpleCommunicator,
         t: &Transpose,
         gshape: &[u64],
-        boxes: (&GridBox, &GridBox),
+        input: &GridBox,
+        output: &GridBox,
     ) -> HandTranspose {
-        let (input, output) = boxes;
         let rank = world.rank() as u64;
         let st = strides(&t.grid);
         let coords: Vec<u64> = (0..t.grid.len())
@@ -436,6 +442,7 @@ impl HandTranspose {
             out_extents: output.extents.clone(),
             send: vec![0.0; sends.total],
             recv: vec![0.0; recvs.total],
+            output: vec![f64::NAN; output.len() as usize],
             pack,
             unpack,
             sends,
@@ -443,8 +450,8 @@ impl HandTranspose {
         }
     }
 
-    /// One transpose of `input` (the input box) into `output` (the output box).
-    fn run(&mut self, input: &[f64], output: &mut [f64]) {
+    /// One transpose of `input` (the input box) into its output box.
+    fn run(&mut self, input: &[f64]) {
         for (c, &d) in self.pack.iter().zip(&self.sends.displs) {
             let send = &mut self.send[d as usize..];
             for_each_run(&self.in_extents, &c.lo, &c.ext, |src, k, n| {
@@ -461,7 +468,7 @@ impl HandTranspose {
         for (c, &d) in self.unpack.iter().zip(&self.recvs.displs) {
             let recv = &self.recv[d as usize..];
             for_each_run(&self.out_extents, &c.lo, &c.ext, |dst, k, n| {
-                output[dst..dst + n].copy_from_slice(&recv[k..k + n]);
+                self.output[dst..dst + n].copy_from_slice(&recv[k..k + n]);
             });
         }
     }
@@ -493,28 +500,33 @@ fn peak_growth(f: impl FnOnce()) -> u64 {
     status_bytes("VmHWM").saturating_sub(before)
 }
 
+/// Element-wise max over the ranks.
 fn max_f64(world: &SimpleCommunicator, local: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; local.len()];
     world.all_reduce_into(local, &mut out[..], SystemOperation::max());
     out
 }
 
+/// Max over the ranks.
 fn max_u64(world: &SimpleCommunicator, x: u64) -> u64 {
     let mut out = 0u64;
     world.all_reduce_into(&x, &mut out, SystemOperation::max());
     out
 }
 
+/// Min over the ranks.
 fn min_u64(world: &SimpleCommunicator, x: u64) -> u64 {
     let mut out = 0u64;
     world.all_reduce_into(&x, &mut out, SystemOperation::min());
     out
 }
 
+/// True when `x` holds on every rank.
 fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
     max_u64(world, u64::from(!x)) == 0
 }
 
+/// The median (NaN when empty).
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -525,23 +537,23 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Times `f` over `warmup + repeat` runs, each between barriers, `pre` (untimed)
+/// Times `f` over `o.warmup + o.repeat` runs, each between barriers, `pre` (untimed)
 /// before each; the per-repeat max-over-ranks times, warm-up excluded.
 fn timed(
     world: &SimpleCommunicator,
-    (warmup, repeat): (usize, usize),
+    o: &Options,
     mut pre: impl FnMut(),
     mut f: impl FnMut(),
 ) -> Vec<f64> {
-    let mut local = Vec::with_capacity(repeat);
-    for i in 0..warmup + repeat {
+    let mut local = Vec::with_capacity(o.repeat);
+    for i in 0..o.warmup + o.repeat {
         pre();
         world.barrier();
         let t = Instant::now();
         f();
         let dt = t.elapsed().as_secs_f64();
         world.barrier();
-        if i >= warmup {
+        if i >= o.warmup {
             local.push(dt);
         }
     }
@@ -623,6 +635,7 @@ struct Contiguous {
 }
 
 impl Contiguous {
+    /// The buffers for `plan`'s per-peer volumes, the send side filled.
     fn new(world: &SimpleCommunicator, plan: &Plan) -> Contiguous {
         let p = world.size() as usize;
         let rp = plan.rank_plan();
@@ -655,7 +668,7 @@ fn time_out_of_place(
     plan: &Plan,
     b: &mut Buffers,
     c: &mut Contiguous,
-    hand: &mut Option<(HandTranspose, Vec<f64>)>,
+    hand: &mut Option<HandTranspose>,
 ) -> Times {
     let mut local = Vec::with_capacity(4 * o.repeat);
     for i in 0..o.warmup + o.repeat {
@@ -676,8 +689,8 @@ fn time_out_of_place(
         step(2, &mut || {
             alltoallv(world.as_raw(), &c.send, &c.sends, &mut c.recv, &c.recvs)
         });
-        if let Some((h, out)) = hand.as_mut() {
-            step(3, &mut || h.run(&b.input, out));
+        if let Some(h) = hand.as_mut() {
+            step(3, &mut || h.run(&b.input));
         }
         world.barrier();
         if i >= o.warmup {
@@ -714,7 +727,7 @@ fn in_place(world: &SimpleCommunicator, o: &Options, plan: &Plan, b: &Buffers) -
         let buf = std::cell::RefCell::new(&mut buffer);
         timed(
             world,
-            (o.warmup, o.repeat),
+            o,
             || refill(&mut buf.borrow_mut()),
             || {
                 plan.execute_in_place(&mut buf.borrow_mut()[..])
@@ -766,8 +779,15 @@ struct Row {
     min_run_bytes: Option<u64>,
 }
 
-/// Makes the plan (timed, max over ranks) and this rank's filled buffers.
-fn make_plan(world: &SimpleCommunicator, case: &Case) -> (Plan, f64, Buffers) {
+/// A case's plan, how long it took to make (max over ranks) and this rank's buffers.
+struct Planned {
+    plan: Plan,
+    plan_s: f64,
+    buffers: Buffers,
+}
+
+/// Makes the plan (timed) and this rank's buffers, the input filled.
+fn make_plan(world: &SimpleCommunicator, case: &Case) -> Planned {
     world.barrier();
     let t = Instant::now();
     let plan = Plan::from_layouts::<f64, _>(world, &case.input, &case.output).expect("plan");
@@ -778,7 +798,7 @@ fn make_plan(world: &SimpleCommunicator, case: &Case) -> (Plan, f64, Buffers) {
     assert_eq!(plan.output_elems() as u64, out_box.len(), "output box size");
     let mut input = vec![0.0f64; plan.input_elems()];
     fill(&mut input, &case.gshape, &in_box);
-    let b = Buffers {
+    let buffers = Buffers {
         gshape: case.gshape.clone(),
         new_shape: plan.new_shape().to_vec(),
         output: vec![f64::NAN; plan.output_elems()],
@@ -786,23 +806,32 @@ fn make_plan(world: &SimpleCommunicator, case: &Case) -> (Plan, f64, Buffers) {
         out_box,
         input,
     };
-    (plan, plan_s, b)
+    Planned {
+        plan,
+        plan_s,
+        buffers,
+    }
 }
 
+/// Runs one case on every rank and reduces its results over the ranks.
 fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
-    let (plan, plan_s, mut b) = make_plan(world, case);
+    let Planned {
+        plan,
+        plan_s,
+        buffers: mut b,
+    } = make_plan(world, case);
     let mut contiguous = Contiguous::new(world, &plan);
-    let mut hand = case.transpose.as_ref().map(|t| {
-        let h = HandTranspose::new(world, t, &case.gshape, (&b.in_box, &b.out_box));
-        (h, vec![f64::NAN; b.output.len()])
-    });
+    let mut hand = case
+        .transpose
+        .as_ref()
+        .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box));
     let times = time_out_of_place(world, o, &plan, &mut b, &mut contiguous, &mut hand);
     drop(contiguous);
     b.output.fill(f64::NAN);
     world.barrier();
     let extra = peak_growth(|| plan.execute(&b.input, &mut b.output).expect("execute"));
     let correct = verify(&b.output, &b.new_shape, &b.out_box);
-    let matches = hand.as_ref().is_none_or(|(_, out)| *out == b.output);
+    let matches = hand.as_ref().is_none_or(|h| h.output == b.output);
     drop(hand);
     let ip = in_place(world, o, &plan, &b);
     let stats = plan.stats();
@@ -853,6 +882,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
 // Output
 // ---------------------------------------------------------------------------------
 
+/// A JSON number, `null` when not finite.
 fn json_num(x: f64) -> String {
     if x.is_finite() {
         format!("{x}")
@@ -861,14 +891,17 @@ fn json_num(x: f64) -> String {
     }
 }
 
+/// A JSON number, `null` when absent.
 fn json_opt(x: Option<f64>) -> String {
     x.map_or("null".into(), json_num)
 }
 
+/// Extents as `AxBxC`.
 fn dims<T: ToString>(v: &[T]) -> String {
     v.iter().map(T::to_string).collect::<Vec<_>>().join("x")
 }
 
+/// One case as a JSON object on one line.
 fn json_line(r: &Row) -> String {
     let mut s = String::from("{");
     let mut kv = |k: &str, v: String| {
@@ -912,6 +945,7 @@ fn json_line(r: &Row) -> String {
     s
 }
 
+/// Seconds as milliseconds for the table (`-` when not finite).
 fn ms(x: f64) -> String {
     if !x.is_finite() {
         "-".into()
@@ -945,6 +979,7 @@ const COLUMNS: [(&str, usize); 19] = [
     ("ok", 3),
 ];
 
+/// Prints one table line, the cells sized by [`COLUMNS`].
 fn print_cells(cells: &[String]) {
     let mut line = String::new();
     for (i, (cell, (_, w))) in cells.iter().zip(COLUMNS).enumerate() {
@@ -957,10 +992,12 @@ fn print_cells(cells: &[String]) {
     let _ = std::io::stdout().flush();
 }
 
+/// Prints the table heading.
 fn print_header() {
     print_cells(&COLUMNS.map(|(h, _)| h.to_string()));
 }
 
+/// Prints one case's line of the table.
 fn print_row(r: &Row) {
     let ok = r.correct && r.inplace_correct && r.baseline2_matches;
     print_cells(&[
