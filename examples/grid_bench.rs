@@ -1,0 +1,1085 @@
+//! Benchmark of the process-grid layouts (pencils, bricks), with the baselines
+//! measured in the same run, following the conventions of `examples/bench.rs`.
+//!
+//! ```text
+//! MPICC=mpicc.mpich cargo build --release --features testing --example grid_bench
+//! mpiexec.mpich -n P target/release/examples/grid_bench [--case NAME[,NAME...]]
+//!     [--repeat N] [--warmup N] [--json FILE] [--small]
+//! ```
+//!
+//! Cases (float64, input value = global C-order flat index, filled box by box), on
+//! the global shape (512, 512, 256) at P = 4 (512 MiB) and (512, 512, 128) otherwise
+//! (256 MiB), every axis divided by 8 with `--small`; pencils on a `pr x pc` grid
+//! (`pc` the largest divisor of P not above its square root: 2x2 at P = 4, 4x2 at
+//! P = 8, Px1 for a prime P), bricks on the three factors of P in descending order
+//! (2x2x1 at P = 4, 2x2x2 at P = 8):
+//! - `x_to_y_pencils`: x-pencils (axis 0 whole, axes 1, 2 over grid axes 0, 1) to
+//!   y-pencils (axis 1 whole, axes 0, 2 over grid axes 0, 1);
+//! - `bricks_to_x_pencils`: bricks (every axis split) to x-pencils;
+//! - `pencils_reshape`: x-pencils of (n0, n1, n2) to rows of (-1, n2) = (n0 * n1, n2)
+//!   split on axis 0 over a 1-D grid of P ranks, the layout an FFT code hands to a
+//!   row-wise solver: a reshape that merges the whole axis 0 with the split axis 1,
+//!   so every rank sends to every rank.
+//!
+//! For every case:
+//! - plan creation is timed once (max over ranks), after a throwaway warm-up plan;
+//! - `execute` and the baselines run interleaved `warmup` + `repeat` times, each run
+//!   between barriers; a time is the median over the repeats of the max over ranks;
+//! - baseline 1: `memcpy` of the elements that stay on the rank + `MPI_Alltoallv` on
+//!   MPI_COMM_WORLD of exactly the per-peer volumes the plan moves, from and into
+//!   contiguous buffers (the contiguous lower bound);
+//! - baseline 2 (pencil transposes): the 2DECOMP&FFT transpose written by hand:
+//!   `MPI_Comm_split` into the sub-communicator of the grid axis that changes, pack
+//!   the local box into per-destination contiguous chunks, `MPI_Alltoallv` on the
+//!   sub-communicator, unpack into the output box; its output must equal the
+//!   library's, element for element;
+//! - the growth of the peak resident set (VmHWM, reset through /proc/self/clear_refs
+//!   when the kernel allows) during one execute, as MiB and as a fraction of the
+//!   local data (max(input, output) bytes of the rank), max over ranks;
+//! - the same plan in place (one buffer sized for both): its median time over the
+//!   out-of-place one, and its extra memory (peak growth plus the staging the plan
+//!   keeps, `in_place_staging_bytes`);
+//! - every output element is verified, out of place and in place.
+//!
+//! Target (issue 18, reported, not asserted): execute within 1.25x baseline 1 where
+//! the runs are long (at least 64 KiB). Rank 0 prints a table and one JSON object per
+//! case and line (also written to `--json FILE`).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::mem::MaybeUninit;
+use std::os::raw::{c_int, c_void};
+use std::time::Instant;
+
+use distreshape::testing::PeerVolume;
+use distreshape::{GridBox, Layout, Plan, balanced_slab};
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+/// Bytes per MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Issue 18's target ratio of `execute` to baseline 1.
+const RATIO_TARGET: f64 = 1.25;
+
+/// The case names, in the order they run.
+const CASE_NAMES: [&str; 3] = ["x_to_y_pencils", "bricks_to_x_pencils", "pencils_reshape"];
+
+/// Command-line options.
+struct Options {
+    /// Cases to run (all when empty).
+    cases: Vec<String>,
+    /// Timed runs per measurement.
+    repeat: usize,
+    /// Untimed runs before them.
+    warmup: usize,
+    /// Where to write the JSON lines too.
+    json: Option<String>,
+    /// Every axis divided by 8, for quick checks.
+    small: bool,
+}
+
+/// The command line.
+const USAGE: &str = "usage: mpiexec.mpich -n P grid_bench [--case NAME[,NAME]] [--repeat N] [--warmup N] [--json FILE] [--small]";
+
+/// The options from the command line, or the message to print.
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        cases: Vec::new(),
+        repeat: 5,
+        warmup: 1,
+        json: None,
+        small: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        let count = |name: &str, v: String| v.parse().map_err(|e| format!("{name}: {e}"));
+        match a.as_str() {
+            "--case" => o
+                .cases
+                .extend(value("--case")?.split(',').map(str::to_string)),
+            "--repeat" => o.repeat = count("--repeat", value("--repeat")?)?,
+            "--warmup" => o.warmup = count("--warmup", value("--warmup")?)?,
+            "--json" => o.json = Some(value("--json")?),
+            "--small" => o.small = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    o.repeat = o.repeat.max(1);
+    if let Some(c) = o.cases.iter().find(|c| !CASE_NAMES.contains(&c.as_str())) {
+        return Err(format!(
+            "unknown case {c:?}; cases: {}",
+            CASE_NAMES.join(", ")
+        ));
+    }
+    Ok(o)
+}
+
+// ---------------------------------------------------------------------------------
+// Cases
+// ---------------------------------------------------------------------------------
+
+/// A pencil transpose as 2DECOMP&FFT does it: within the sub-communicator of one
+/// grid axis, one array axis goes from whole to split and another from split to whole.
+struct Transpose {
+    /// The process grid of both layouts.
+    grid: Vec<u64>,
+    /// The grid axis whose sub-communicator exchanges.
+    grid_axis: usize,
+    /// The array axis whole in the input and split over `grid_axis` in the output.
+    splits_in_output: usize,
+    /// The array axis split over `grid_axis` in the input and whole in the output.
+    splits_in_input: usize,
+}
+
+/// One benchmark case.
+struct Case {
+    name: &'static str,
+    /// The input's global shape.
+    gshape: Vec<u64>,
+    input: Layout,
+    output: Layout,
+    /// The hand-written baseline, for pencil transposes.
+    transpose: Option<Transpose>,
+}
+
+/// The largest divisor of `p` whose `power`-th power is at most `p`.
+fn root_divisor(p: u64, power: u32) -> u64 {
+    (1..=p)
+        .filter(|d| p.is_multiple_of(*d) && d.pow(power) <= p)
+        .max()
+        .unwrap_or(1)
+}
+
+/// The pencil grid of `p` ranks: `[pr, pc]`, `pc` the largest divisor up to sqrt(p)
+/// (so that a prime `p` gives `p x 1`, whose x-to-y transpose still moves data).
+fn pencil_grid(p: u64) -> Vec<u64> {
+    let pc = root_divisor(p, 2);
+    vec![p / pc, pc]
+}
+
+/// The brick grid of `p` ranks: three factors in descending order.
+fn brick_grid(p: u64) -> Vec<u64> {
+    let a = root_divisor(p, 3);
+    let mut grid = pencil_grid(p / a);
+    grid.push(a);
+    grid.sort_unstable_by(|x, y| y.cmp(x));
+    grid
+}
+
+/// The same extents as the `i64` the layouts take.
+fn signed(v: &[u64]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
+/// The cases for `p` ranks (see the module documentation).
+fn cases(p: u64, small: bool) -> Vec<Case> {
+    let div = if small { 8 } else { 1 };
+    let n2 = if p == 4 { 256 } else { 128 };
+    let gshape = vec![512 / div, 512 / div, n2 / div];
+    let s = signed(&gshape);
+    let pencils = pencil_grid(p);
+    let x = Layout::new(&s, &signed(&pencils), &[None, Some(0), Some(1)]);
+    let y = Layout::new(&s, &signed(&pencils), &[Some(0), None, Some(1)]);
+    let bricks = Layout::new(&s, &signed(&brick_grid(p)), &[Some(0), Some(1), Some(2)]);
+    let rows = Layout::new(&[-1, s[2]], &[p as i64], &[Some(0), None]);
+    vec![
+        Case {
+            name: CASE_NAMES[0],
+            gshape: gshape.clone(),
+            input: x.clone(),
+            output: y,
+            transpose: Some(Transpose {
+                grid: pencils,
+                grid_axis: 0,
+                splits_in_output: 0,
+                splits_in_input: 1,
+            }),
+        },
+        Case {
+            name: CASE_NAMES[1],
+            gshape: gshape.clone(),
+            input: bricks,
+            output: x.clone(),
+            transpose: None,
+        },
+        Case {
+            name: CASE_NAMES[2],
+            gshape,
+            input: x,
+            output: rows,
+            transpose: None,
+        },
+    ]
+}
+
+// ---------------------------------------------------------------------------------
+// Boxes and data
+// ---------------------------------------------------------------------------------
+
+/// Row-major strides of an array of extents `full`.
+fn strides(full: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; full.len()];
+    for a in (0..full.len().saturating_sub(1)).rev() {
+        s[a] = s[a + 1] * full[a + 1];
+    }
+    s
+}
+
+/// The sub-box `ext` at `lo` of a C-order array of extents `full`, as contiguous
+/// runs `f(index in the array, index in the sub-box's own C order, length)`.
+fn for_each_run(full: &[u64], lo: &[u64], ext: &[u64], mut f: impl FnMut(usize, usize, usize)) {
+    let d = full.len();
+    if d == 0 || ext.contains(&0) {
+        return;
+    }
+    let st = strides(full);
+    let run = ext[d - 1] as usize;
+    let outer: u64 = ext[..d - 1].iter().product();
+    let mut idx = vec![0u64; d - 1];
+    for k in 0..outer as usize {
+        let start = lo[d - 1] + (0..d - 1).map(|a| (lo[a] + idx[a]) * st[a]).sum::<u64>();
+        f(start as usize, k * run, run);
+        for a in (0..d - 1).rev() {
+            idx[a] += 1;
+            if idx[a] < ext[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+}
+
+/// Fills the buffer of box `b` of an array of shape `gshape` with the global C-order
+/// flat indices of its elements.
+fn fill(buf: &mut [f64], gshape: &[u64], b: &GridBox) {
+    for_each_run(gshape, &b.offsets, &b.extents, |g, l, n| {
+        for (j, x) in buf[l..l + n].iter_mut().enumerate() {
+            *x = (g + j) as f64;
+        }
+    });
+}
+
+/// True when the buffer of box `b` holds the global C-order flat indices.
+fn verify(buf: &[f64], gshape: &[u64], b: &GridBox) -> bool {
+    if buf.len() < b.len() as usize {
+        return false;
+    }
+    let mut ok = true;
+    for_each_run(gshape, &b.offsets, &b.extents, |g, l, n| {
+        ok = ok
+            && buf[l..l + n]
+                .iter()
+                .enumerate()
+                .all(|(j, &x)| x == (g + j) as f64);
+    });
+    ok
+}
+
+// ---------------------------------------------------------------------------------
+// MPI: counts, Alltoallv, sub-communicators
+// ---------------------------------------------------------------------------------
+
+/// Per-peer counts and displacements of an `MPI_Alltoallv` side, in elements.
+struct Counts {
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
+    total: usize,
+}
+
+impl Counts {
+    /// Counts in peer order, displacements packed.
+    fn new(sizes: impl IntoIterator<Item = u64>) -> Counts {
+        let counts: Vec<c_int> = sizes
+            .into_iter()
+            .map(|n| c_int::try_from(n).expect("per-peer count fits in an MPI int"))
+            .collect();
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total = 0usize;
+        for &c in &counts {
+            displs.push(c_int::try_from(total).expect("displacement fits in an MPI int"));
+            total += c as usize;
+        }
+        Counts {
+            counts,
+            displs,
+            total,
+        }
+    }
+
+    /// The counts of `p` ranks from a plan's per-peer volumes.
+    fn from_volumes(p: usize, volumes: &[PeerVolume]) -> Counts {
+        let mut sizes = vec![0u64; p];
+        for v in volumes {
+            sizes[v.peer] = v.elems;
+        }
+        Counts::new(sizes)
+    }
+}
+
+/// Raw `MPI_Alltoallv` of float64 on `comm`, contiguous buffers.
+fn alltoallv(comm: ffi::MPI_Comm, send: &[f64], sc: &Counts, recv: &mut [f64], rc: &Counts) {
+    assert!(send.len() >= sc.total && recv.len() >= rc.total);
+    // SAFETY: the counts and displacements lie within the buffers (checked above,
+    // the displacements packed from the counts); every rank of `comm` calls it with
+    // matching counts, built from the same plan or the same chunk arithmetic.
+    let code = unsafe {
+        ffi::MPI_Alltoallv(
+            send.as_ptr().cast::<c_void>(),
+            sc.counts.as_ptr(),
+            sc.displs.as_ptr(),
+            ffi::RSMPI_DOUBLE,
+            recv.as_mut_ptr().cast::<c_void>(),
+            rc.counts.as_ptr(),
+            rc.displs.as_ptr(),
+            ffi::RSMPI_DOUBLE,
+            comm,
+        )
+    };
+    assert_eq!(code, 0, "MPI_Alltoallv failed");
+}
+
+/// A sub-communicator of the world made by `MPI_Comm_split`, freed on drop.
+struct SubComm {
+    raw: ffi::MPI_Comm,
+}
+
+impl SubComm {
+    /// Collective: the ranks of `world` with the same `color`, ordered by `key`.
+    fn split(world: &SimpleCommunicator, color: c_int, key: c_int) -> SubComm {
+        let mut raw = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        // SAFETY: `raw` is a valid place for the new handle; every rank of the world
+        // calls it (the cases run in the same order on every rank).
+        let code = unsafe { ffi::MPI_Comm_split(world.as_raw(), color, key, raw.as_mut_ptr()) };
+        assert_eq!(code, 0, "MPI_Comm_split failed");
+        // SAFETY: MPI_Comm_split succeeded, so it wrote the handle.
+        SubComm {
+            raw: unsafe { raw.assume_init() },
+        }
+    }
+}
+
+impl Drop for SubComm {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from MPI_Comm_split and is freed once, here, by
+        // every member (dropped at the same point of the same case on every rank).
+        unsafe { ffi::MPI_Comm_free(&mut self.raw) };
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Baseline 2: the 2DECOMP&FFT transpose by hand
+// ---------------------------------------------------------------------------------
+
+/// A sub-box of a local box, exchanged with one member of the sub-communicator.
+struct Chunk {
+    lo: Vec<u64>,
+    ext: Vec<u64>,
+}
+
+/// The chunks of box extents `extents` cut along `axis` into the balanced blocks of
+/// `extent` over `members` (the box holds the whole axis).
+fn chunks(extents: &[u64], axis: usize, extent: u64, members: u64) -> Vec<Chunk> {
+    assert_eq!(extents[axis], extent, "the box holds the whole axis {axis}");
+    (0..members)
+        .map(|m| {
+            let (len, off) = balanced_slab(extent, members, m);
+            let mut lo = vec![0; extents.len()];
+            let mut ext = extents.to_vec();
+            (lo[axis], ext[axis]) = (off, len);
+            Chunk { lo, ext }
+        })
+        .collect()
+}
+
+/// A pencil transpose written as 2DECOMP&FFT does: pack, Alltoallv on the
+/// sub-communicator of the grid axis that changes, unpack.
+struct HandTranspose {
+    comm: SubComm,
+    in_extents: Vec<u64>,
+    out_extents: Vec<u64>,
+    pack: Vec<Chunk>,
+    unpack: Vec<Chunk>,
+    sends: Counts,
+    recvs: Counts,
+    send: Vec<f64>,
+    recv: Vec<f64>,
+    /// The output box, compared with the library's after the timed runs.
+    output: Vec<f64>,
+}
+
+impl HandTranspose {
+    /// Collective: splits the world and lays out the chunks of this rank's boxes.
+    fn new(
+        world: &SimpleCommunicator,
+        t: &Transpose,
+        gshape: &[u64],
+        input: &GridBox,
+        output: &GridBox,
+    ) -> HandTranspose {
+        let rank = world.rank() as u64;
+        let st = strides(&t.grid);
+        let coords: Vec<u64> = (0..t.grid.len())
+            .map(|a| rank / st[a] % t.grid[a])
+            .collect();
+        let key = coords[t.grid_axis];
+        let color = rank - key * st[t.grid_axis];
+        let comm = SubComm::split(world, color as c_int, key as c_int);
+        let members = t.grid[t.grid_axis];
+        let a_out = t.splits_in_output;
+        let a_in = t.splits_in_input;
+        let pack = chunks(&input.extents, a_out, gshape[a_out], members);
+        let unpack = chunks(&output.extents, a_in, gshape[a_in], members);
+        let sends = Counts::new(pack.iter().map(|c| c.ext.iter().product()));
+        let recvs = Counts::new(unpack.iter().map(|c| c.ext.iter().product()));
+        HandTranspose {
+            comm,
+            in_extents: input.extents.clone(),
+            out_extents: output.extents.clone(),
+            send: vec![0.0; sends.total],
+            recv: vec![0.0; recvs.total],
+            output: vec![f64::NAN; output.len() as usize],
+            pack,
+            unpack,
+            sends,
+            recvs,
+        }
+    }
+
+    /// One transpose of `input` (the input box) into its output box.
+    fn run(&mut self, input: &[f64]) {
+        for (c, &d) in self.pack.iter().zip(&self.sends.displs) {
+            let send = &mut self.send[d as usize..];
+            for_each_run(&self.in_extents, &c.lo, &c.ext, |src, k, n| {
+                send[k..k + n].copy_from_slice(&input[src..src + n]);
+            });
+        }
+        alltoallv(
+            self.comm.raw,
+            &self.send,
+            &self.sends,
+            &mut self.recv,
+            &self.recvs,
+        );
+        for (c, &d) in self.unpack.iter().zip(&self.recvs.displs) {
+            let recv = &self.recv[d as usize..];
+            for_each_run(&self.out_extents, &c.lo, &c.ext, |dst, k, n| {
+                self.output[dst..dst + n].copy_from_slice(&recv[k..k + n]);
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Measurement helpers
+// ---------------------------------------------------------------------------------
+
+/// A field of /proc/self/status in bytes (0 when unreadable).
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// The growth of the peak resident set that `f` caused, in bytes.
+fn peak_growth(f: impl FnOnce()) -> u64 {
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = if reset {
+        status_bytes("VmHWM").max(status_bytes("VmRSS"))
+    } else {
+        status_bytes("VmHWM")
+    };
+    f();
+    status_bytes("VmHWM").saturating_sub(before)
+}
+
+/// Element-wise max over the ranks.
+fn max_f64(world: &SimpleCommunicator, local: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; local.len()];
+    world.all_reduce_into(local, &mut out[..], SystemOperation::max());
+    out
+}
+
+/// Max over the ranks.
+fn max_u64(world: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    world.all_reduce_into(&x, &mut out, SystemOperation::max());
+    out
+}
+
+/// Min over the ranks.
+fn min_u64(world: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    world.all_reduce_into(&x, &mut out, SystemOperation::min());
+    out
+}
+
+/// True when `x` holds on every rank.
+fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
+    max_u64(world, u64::from(!x)) == 0
+}
+
+/// The median (NaN when empty).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// Times `f` over `o.warmup + o.repeat` runs, each between barriers, `pre` (untimed)
+/// before each; the per-repeat max-over-ranks times, warm-up excluded.
+fn timed(
+    world: &SimpleCommunicator,
+    o: &Options,
+    mut pre: impl FnMut(),
+    mut f: impl FnMut(),
+) -> Vec<f64> {
+    let mut local = Vec::with_capacity(o.repeat);
+    for i in 0..o.warmup + o.repeat {
+        pre();
+        world.barrier();
+        let t = Instant::now();
+        f();
+        let dt = t.elapsed().as_secs_f64();
+        world.barrier();
+        if i >= o.warmup {
+            local.push(dt);
+        }
+    }
+    max_f64(world, &local)
+}
+
+// ---------------------------------------------------------------------------------
+// One case
+// ---------------------------------------------------------------------------------
+
+/// This rank's buffers and boxes for one plan.
+struct Buffers {
+    gshape: Vec<u64>,
+    new_shape: Vec<u64>,
+    in_box: GridBox,
+    out_box: GridBox,
+    input: Vec<f64>,
+    output: Vec<f64>,
+}
+
+/// Elements of the longest run of the intersection `shared` of two boxes that is
+/// contiguous in both (C order): its trailing axes extend the run while both boxes
+/// hold them whole within it.
+fn contiguous_run(shared: &[u64], a: &[u64], b: &[u64]) -> u64 {
+    let d = shared.len();
+    let mut run = shared[d - 1];
+    for k in (1..d).rev() {
+        if shared[k] != a[k] || shared[k] != b[k] {
+            break;
+        }
+        run *= shared[k - 1];
+    }
+    run
+}
+
+/// The intersection's extents of the box at `lo`, `ext` with this `other` box.
+fn shared_extents(lo: &[u64], ext: &[u64], other: &GridBox) -> Vec<u64> {
+    (0..lo.len())
+        .map(|a| {
+            let start = lo[a].max(other.offsets[a]);
+            let end = (lo[a] + ext[a]).min(other.offsets[a] + other.extents[a]);
+            end.saturating_sub(start)
+        })
+        .collect()
+}
+
+/// Collective: the shortest run (bytes) any rank sends to another, when the output
+/// has the input's shape (`None` otherwise, or when nothing moves); issue 18's
+/// target holds for runs of at least 64 KiB.
+fn min_run_bytes(world: &SimpleCommunicator, b: &Buffers) -> Option<u64> {
+    if b.gshape != b.new_shape {
+        return None;
+    }
+    let d = b.gshape.len();
+    let mine = [b.out_box.offsets.clone(), b.out_box.extents.clone()].concat();
+    let mut all = vec![0u64; 2 * d * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    let shortest = all
+        .chunks(2 * d)
+        .enumerate()
+        .filter(|&(peer, _)| peer != world.rank() as usize)
+        .filter_map(|(_, out)| {
+            let (lo, ext) = out.split_at(d);
+            let shared = shared_extents(lo, ext, &b.in_box);
+            (!shared.contains(&0)).then(|| contiguous_run(&shared, &b.in_box.extents, ext))
+        })
+        .min()
+        .map_or(u64::MAX, |n| n * 8);
+    Some(min_u64(world, shortest)).filter(|&n| n != u64::MAX)
+}
+
+/// Baseline 1's buffers: the plan's per-peer volumes, contiguous.
+struct Contiguous {
+    stay: usize,
+    sends: Counts,
+    recvs: Counts,
+    send: Vec<f64>,
+    recv: Vec<f64>,
+}
+
+impl Contiguous {
+    /// The buffers for `plan`'s per-peer volumes, the send side filled.
+    fn new(world: &SimpleCommunicator, plan: &Plan) -> Contiguous {
+        let p = world.size() as usize;
+        let rp = plan.rank_plan();
+        let sends = Counts::from_volumes(p, &rp.sends);
+        let recvs = Counts::from_volumes(p, &rp.recvs);
+        Contiguous {
+            stay: rp.local_elems as usize,
+            send: (0..sends.total).map(|i| i as f64).collect(),
+            recv: vec![f64::NAN; recvs.total],
+            sends,
+            recvs,
+        }
+    }
+}
+
+/// Median times (max over ranks) of the interleaved out-of-place runs.
+struct Times {
+    execute: f64,
+    stay_memcpy: f64,
+    alltoallv: f64,
+    /// The hand-written transpose, when the case has one.
+    hand: Option<f64>,
+}
+
+/// Runs the plan and the baselines interleaved (so that a drifting machine load
+/// affects them alike), each between barriers.
+fn time_out_of_place(
+    world: &SimpleCommunicator,
+    o: &Options,
+    plan: &Plan,
+    b: &mut Buffers,
+    c: &mut Contiguous,
+    hand: &mut Option<HandTranspose>,
+) -> Times {
+    let mut local = Vec::with_capacity(4 * o.repeat);
+    for i in 0..o.warmup + o.repeat {
+        let mut t = [0.0f64; 4];
+        let mut step = |k: usize, f: &mut dyn FnMut()| {
+            world.barrier();
+            let t0 = Instant::now();
+            f();
+            t[k] = t0.elapsed().as_secs_f64();
+        };
+        step(0, &mut || {
+            b.output[..c.stay].copy_from_slice(&b.input[..c.stay]);
+            std::hint::black_box(&mut b.output);
+        });
+        step(1, &mut || {
+            plan.execute(&b.input, &mut b.output).expect("execute")
+        });
+        step(2, &mut || {
+            alltoallv(world.as_raw(), &c.send, &c.sends, &mut c.recv, &c.recvs)
+        });
+        if let Some(h) = hand.as_mut() {
+            step(3, &mut || h.run(&b.input));
+        }
+        world.barrier();
+        if i >= o.warmup {
+            local.extend_from_slice(&t);
+        }
+    }
+    let all = max_f64(world, &local);
+    let series = |k: usize| median(&all.iter().skip(k).step_by(4).copied().collect::<Vec<_>>());
+    Times {
+        stay_memcpy: series(0),
+        execute: series(1),
+        alltoallv: series(2),
+        hand: hand.as_ref().map(|_| series(3)),
+    }
+}
+
+/// The in-place measurements of a plan.
+struct InPlace {
+    median_s: f64,
+    extra_bytes: u64,
+    correct: bool,
+}
+
+/// Runs the plan in place on one buffer sized for both boxes: times it (the input
+/// refilled, untimed, before each run) and measures its extra memory.
+fn in_place(world: &SimpleCommunicator, o: &Options, plan: &Plan, b: &Buffers) -> InPlace {
+    let mut buffer = vec![f64::NAN; b.input.len().max(b.output.len())];
+    let refill = |buf: &mut Vec<f64>| fill(buf, &b.gshape, &b.in_box);
+    refill(&mut buffer);
+    // The first execution in place makes the plan's in-place schedule and staging.
+    world.barrier();
+    let first = peak_growth(|| plan.execute_in_place(&mut buffer).expect("in place"));
+    let times = {
+        let buf = std::cell::RefCell::new(&mut buffer);
+        timed(
+            world,
+            o,
+            || refill(&mut buf.borrow_mut()),
+            || {
+                plan.execute_in_place(&mut buf.borrow_mut()[..])
+                    .expect("in place")
+            },
+        )
+    };
+    refill(&mut buffer);
+    world.barrier();
+    let transient = peak_growth(|| plan.execute_in_place(&mut buffer).expect("in place"));
+    let kept = plan.in_place_staging_bytes().unwrap_or(0) as u64;
+    InPlace {
+        median_s: median(&times),
+        extra_bytes: (transient + kept).max(first),
+        correct: verify(&buffer, &b.new_shape, &b.out_box),
+    }
+}
+
+/// One case's results, reduced over the ranks.
+struct Row {
+    case: &'static str,
+    procs: usize,
+    gshape: Vec<u64>,
+    new_shape: Vec<u64>,
+    in_grid: Vec<i64>,
+    out_grid: Vec<i64>,
+    plan_s: f64,
+    execute_s: f64,
+    baseline1_s: f64,
+    ratio1: f64,
+    baseline2_s: Option<f64>,
+    ratio2: Option<f64>,
+    /// Most bytes a rank sends or receives.
+    moved_mib: f64,
+    /// Most peers a rank sends to or receives from.
+    max_peers: u64,
+    extra_mib: f64,
+    extra_fraction: f64,
+    inplace_s: f64,
+    inplace_ratio: f64,
+    inplace_extra_mib: f64,
+    inplace_extra_fraction: f64,
+    local_data_mib: f64,
+    correct: bool,
+    inplace_correct: bool,
+    /// The hand-written transpose gave the library's output (true without one).
+    baseline2_matches: bool,
+    /// The shortest run sent between ranks, for same-shape cases that move data.
+    min_run_bytes: Option<u64>,
+}
+
+/// A case's plan, how long it took to make (max over ranks) and this rank's buffers.
+struct Planned {
+    plan: Plan,
+    plan_s: f64,
+    buffers: Buffers,
+}
+
+/// Makes the plan (timed) and this rank's buffers, the input filled.
+fn make_plan(world: &SimpleCommunicator, case: &Case) -> Planned {
+    world.barrier();
+    let t = Instant::now();
+    let plan = Plan::from_layouts::<f64, _>(world, &case.input, &case.output).expect("plan");
+    let plan_s = max_f64(world, &[t.elapsed().as_secs_f64()])[0];
+    let in_box = plan.input_box();
+    let out_box = plan.output_box();
+    assert_eq!(plan.input_elems() as u64, in_box.len(), "input box size");
+    assert_eq!(plan.output_elems() as u64, out_box.len(), "output box size");
+    let mut input = vec![0.0f64; plan.input_elems()];
+    fill(&mut input, &case.gshape, &in_box);
+    let buffers = Buffers {
+        gshape: case.gshape.clone(),
+        new_shape: plan.new_shape().to_vec(),
+        output: vec![f64::NAN; plan.output_elems()],
+        in_box,
+        out_box,
+        input,
+    };
+    Planned {
+        plan,
+        plan_s,
+        buffers,
+    }
+}
+
+/// Runs one case on every rank and reduces its results over the ranks.
+fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
+    let Planned {
+        plan,
+        plan_s,
+        buffers: mut b,
+    } = make_plan(world, case);
+    let mut contiguous = Contiguous::new(world, &plan);
+    let mut hand = case
+        .transpose
+        .as_ref()
+        .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box));
+    let times = time_out_of_place(world, o, &plan, &mut b, &mut contiguous, &mut hand);
+    drop(contiguous);
+    b.output.fill(f64::NAN);
+    world.barrier();
+    let extra = peak_growth(|| plan.execute(&b.input, &mut b.output).expect("execute"));
+    let correct = verify(&b.output, &b.new_shape, &b.out_box);
+    let matches = hand.as_ref().is_none_or(|h| h.output == b.output);
+    drop(hand);
+    let ip = in_place(world, o, &plan, &b);
+    let stats = plan.stats();
+    let min_run = min_run_bytes(world, &b);
+    let local_data = (b.input.len().max(b.output.len()) * 8) as f64;
+    let m = max_f64(
+        world,
+        &[
+            extra as f64 / MIB,
+            extra as f64 / local_data.max(1.0),
+            ip.extra_bytes as f64 / MIB,
+            ip.extra_bytes as f64 / local_data.max(1.0),
+            local_data / MIB,
+            stats.bytes_sent.max(stats.bytes_received) as f64 / MIB,
+        ],
+    );
+    let baseline1_s = times.stay_memcpy + times.alltoallv;
+    Row {
+        case: case.name,
+        procs: world.size() as usize,
+        gshape: case.gshape.clone(),
+        new_shape: b.new_shape.clone(),
+        in_grid: case.input.grid_dims().to_vec(),
+        out_grid: case.output.grid_dims().to_vec(),
+        plan_s,
+        execute_s: times.execute,
+        baseline1_s,
+        ratio1: times.execute / baseline1_s,
+        baseline2_s: times.hand,
+        ratio2: times.hand.map(|h| times.execute / h),
+        moved_mib: m[5],
+        max_peers: max_u64(world, stats.peers_sent.max(stats.peers_received) as u64),
+        extra_mib: m[0],
+        extra_fraction: m[1],
+        inplace_s: ip.median_s,
+        inplace_ratio: ip.median_s / times.execute,
+        inplace_extra_mib: m[2],
+        inplace_extra_fraction: m[3],
+        local_data_mib: m[4],
+        correct: all_true(world, correct),
+        inplace_correct: all_true(world, ip.correct),
+        baseline2_matches: all_true(world, matches),
+        min_run_bytes: min_run,
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------
+
+/// A JSON number, `null` when not finite.
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        "null".into()
+    }
+}
+
+/// A JSON number, `null` when absent.
+fn json_opt(x: Option<f64>) -> String {
+    x.map_or("null".into(), json_num)
+}
+
+/// Extents as `AxBxC`.
+fn dims<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join("x")
+}
+
+/// One case as a JSON object on one line.
+fn json_line(r: &Row) -> String {
+    let mut s = String::from("{");
+    let mut kv = |k: &str, v: String| {
+        if s.len() > 1 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "\"{k}\": {v}");
+    };
+    let list = |v: &[u64]| format!("{v:?}");
+    kv("case", format!("\"{}\"", r.case));
+    kv("procs", r.procs.to_string());
+    kv("dtype", "\"float64\"".into());
+    kv("shape", list(&r.gshape));
+    kv("new_shape", list(&r.new_shape));
+    kv("input_grid", format!("{:?}", r.in_grid));
+    kv("output_grid", format!("{:?}", r.out_grid));
+    kv("plan_s", json_num(r.plan_s));
+    kv("median_s", json_num(r.execute_s));
+    kv("baseline1_s", json_num(r.baseline1_s));
+    kv("ratio_vs_baseline1", json_num(r.ratio1));
+    kv("baseline2_s", json_opt(r.baseline2_s));
+    kv("ratio_vs_baseline2", json_opt(r.ratio2));
+    kv("ratio_target", json_num(RATIO_TARGET));
+    kv("max_moved_mib_per_rank", json_num(r.moved_mib));
+    kv("max_peers", r.max_peers.to_string());
+    kv("extra_peak_mib", json_num(r.extra_mib));
+    kv("extra_peak_fraction", json_num(r.extra_fraction));
+    kv("inplace_median_s", json_num(r.inplace_s));
+    kv("inplace_ratio", json_num(r.inplace_ratio));
+    kv("inplace_extra_mib", json_num(r.inplace_extra_mib));
+    kv("inplace_extra_fraction", json_num(r.inplace_extra_fraction));
+    kv("local_data_mib", json_num(r.local_data_mib));
+    kv("outofplace_correct", r.correct.to_string());
+    kv("inplace_correct", r.inplace_correct.to_string());
+    kv("baseline2_matches", r.baseline2_matches.to_string());
+    kv(
+        "min_run_bytes",
+        r.min_run_bytes.map_or("null".into(), |n| n.to_string()),
+    );
+    s.push('}');
+    s
+}
+
+/// Seconds as milliseconds for the table (`-` when not finite).
+fn ms(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x < 0.01 {
+        format!("{:.4}", x * 1e3)
+    } else {
+        format!("{:.1}", x * 1e3)
+    }
+}
+
+/// The table's columns: heading and width (the first left-aligned).
+const COLUMNS: [(&str, usize); 19] = [
+    ("case", 20),
+    ("P", 2),
+    ("shape", 26),
+    ("grids", 11),
+    ("plan ms", 8),
+    ("exec ms", 8),
+    ("base1 ms", 8),
+    ("/base1", 6),
+    ("base2 ms", 8),
+    ("/base2", 6),
+    ("MiB/rank", 8),
+    ("peers", 5),
+    ("xtra MiB", 8),
+    ("frac", 6),
+    ("inpl ms", 8),
+    ("ip/exec", 7),
+    ("ip MiB", 7),
+    ("run KiB", 8),
+    ("ok", 3),
+];
+
+/// Prints one table line, the cells sized by [`COLUMNS`].
+fn print_cells(cells: &[String]) {
+    let mut line = String::new();
+    for (i, (cell, (_, w))) in cells.iter().zip(COLUMNS).enumerate() {
+        let _ = match i {
+            0 => write!(line, "{cell:<w$}"),
+            _ => write!(line, " {cell:>w$}"),
+        };
+    }
+    println!("{line}");
+    let _ = std::io::stdout().flush();
+}
+
+/// Prints the table heading.
+fn print_header() {
+    print_cells(&COLUMNS.map(|(h, _)| h.to_string()));
+}
+
+/// Prints one case's line of the table.
+fn print_row(r: &Row) {
+    let ok = r.correct && r.inplace_correct && r.baseline2_matches;
+    print_cells(&[
+        r.case.to_string(),
+        r.procs.to_string(),
+        format!("{}->{}", dims(&r.gshape), dims(&r.new_shape)),
+        format!("{}->{}", dims(&r.in_grid), dims(&r.out_grid)),
+        ms(r.plan_s),
+        ms(r.execute_s),
+        ms(r.baseline1_s),
+        format!("{:.2}", r.ratio1),
+        ms(r.baseline2_s.unwrap_or(f64::NAN)),
+        r.ratio2.map_or("-".into(), |x| format!("{x:.2}")),
+        format!("{:.1}", r.moved_mib),
+        r.max_peers.to_string(),
+        format!("{:.1}", r.extra_mib),
+        format!("{:.3}", r.extra_fraction),
+        ms(r.inplace_s),
+        format!("{:.2}", r.inplace_ratio),
+        format!("{:.1}", r.inplace_extra_mib),
+        r.min_run_bytes
+            .map_or("-".into(), |n| format!("{:.1}", n as f64 / 1024.0)),
+        (if ok { "yes" } else { "NO" }).to_string(),
+    ]);
+}
+
+/// MPI's one-time costs (first communicator duplication, connections) are paid by a
+/// throwaway plan, not by the first case's plan creation.
+fn warm_up(world: &SimpleCommunicator) {
+    let p = world.size() as i64;
+    let x = Layout::new(&[2, 2 * p, 2], &[p, 1], &[None, Some(0), Some(1)]);
+    let y = Layout::new(&[2 * p, 2, 2], &[p, 1], &[Some(0), None, Some(1)]);
+    let plan = Plan::from_layouts::<f64, _>(world, &x, &y).expect("warm-up plan");
+    let input = vec![0.0f64; plan.input_elems()];
+    let mut output = vec![0.0f64; plan.output_elems()];
+    plan.execute(&input, &mut output).expect("warm-up execute");
+}
+
+fn main() {
+    let universe = mpi::initialize().expect("MPI initialization");
+    let world = universe.world();
+    let rank = world.rank();
+    let o = parse_args().unwrap_or_else(|e| {
+        if rank == 0 {
+            eprintln!("{e}");
+        }
+        std::process::exit(2);
+    });
+    let mut json = o
+        .json
+        .as_ref()
+        .filter(|_| rank == 0)
+        .map(|f| std::fs::File::create(f).unwrap_or_else(|e| panic!("cannot create {f}: {e}")));
+    if rank == 0 {
+        println!(
+            "# distreshape grid_bench: {} ranks, {} cpus; float64; median of {} repeats after {} warm-up{}",
+            world.size(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            o.repeat,
+            o.warmup,
+            if o.small { "; --small" } else { "" }
+        );
+        print_header();
+    }
+    warm_up(&world);
+    let mut lines = Vec::new();
+    for case in cases(world.size() as u64, o.small) {
+        if !o.cases.is_empty() && !o.cases.iter().any(|c| c == case.name) {
+            continue;
+        }
+        let r = run_case(&world, &case, &o);
+        if rank == 0 {
+            print_row(&r);
+            lines.push(json_line(&r));
+        }
+    }
+    if rank == 0 {
+        for line in &lines {
+            println!("{line}");
+            if let Some(f) = json.as_mut() {
+                writeln!(f, "{line}").expect("write the JSON line");
+            }
+        }
+    }
+}
