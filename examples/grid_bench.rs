@@ -387,7 +387,7 @@ fn chunks(extents: &[u64], axis: usize, extent: u64, members: u64) -> Vec<Chunk>
     assert_eq!(extents[axis], extent, "the box holds the whole axis {axis}");
     (0..members)
         .map(|m| {
-            let (len, off) = balanced_slab(extent, members, m);
+            let distreshape::Slab { len, offset: off } = balanced_slab(extent, members, m);
             let mut lo = vec![0; extents.len()];
             let mut ext = extents.to_vec();
             (lo[axis], ext[axis]) = (off, len);
