@@ -488,9 +488,12 @@ enum dr_status dr_reshape_to(const void *buf,
  tags, so any number of plans may be alive. `comm` itself is never freed, and
  MPI calls on it run with MPI_ERRORS_RETURN (its handler is restored). Plans on
  one communicator are created and executed in the same order on every rank and
- never from two threads at once. Everything an execution needs (the message
- list within the plan's budget, MPI requests, staging) is allocated here, so an
- allocation failure is agreed here.
+ never from two threads at once. Everything an execution out of place, or in
+ place on the local path, needs (the message list within the plan's budget, the
+ MPI requests, the message slots) is allocated here, so an allocation failure is
+ agreed here and those executions allocate nothing; in place on the exchange
+ path see `dr_plan_execute`. Below `MPI_THREAD_SERIALIZED` the plan must be
+ created, executed and destroyed on the main thread.
 
  # Safety
  Shapes readable for their dimension counts; `plan` writable.
@@ -585,14 +588,19 @@ enum dr_status dr_plan_output_slab(const struct dr_plan *plan,
  `MPI_Finalize` every plan returns `DR_ERROR_MPI_NOT_INITIALIZED` without
  calling MPI (on every rank alike). Otherwise the ranks
  agree on the outcome with one `MPI_Allreduce` of one int64 before any data
- moves, then exchange in pairwise windows. Out of place nothing is allocated. In
- place on the exchange path the data moves in rounds that stage at most the
- larger of 64 MiB and a tenth of the rank's buffer: the first such execution
- makes the schedule and its staging, which the plan keeps (one more
- `MPI_Allreduce`); `dr_plan_describe` then tells the rounds and the staging, or
- that the bytes that leave the rank are staged at each execution instead (when
- every rank sends at most 1 MiB, or no bounded schedule applies). While any rank
- executes in place there, every rank follows the rounds.
+ moves, then exchange in pairwise windows. Out of place, and in place on the
+ local path, nothing is allocated. In place on the exchange path the data moves
+ in rounds that stage at most the larger of 64 MiB and a tenth of the rank's
+ buffer: the first such execution makes the schedule and allocates its staging,
+ which the plan keeps (one more `MPI_Allreduce`), so later ones allocate
+ nothing; `dr_plan_describe` then tells the rounds and the staging, or that
+ every execution in place instead allocates a pack buffer of exactly the bytes
+ that leave the rank, freed when it completes (when every rank sends at most
+ 1 MiB, or no bounded schedule applies); its allocation failure is agreed like
+ any other. While any rank executes in place there, every rank follows the
+ rounds. A call from a thread MPI's thread level does not allow (below
+ `MPI_THREAD_SERIALIZED`, any but the main thread) returns `DR_ERROR_MPI` on that
+ rank only, without calling MPI: call again from the main thread.
 
  # Safety
  `plan` from `dr_plan_create`; `in` readable for this rank's input, `out`
@@ -655,7 +663,9 @@ enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t le
  `dr_request_test` or `dr_request_wait` on it returns at once with the
  execution's outcome, sets it to NULL and frees it (call one of them, or the
  request's few bytes are lost). `dr_plan_free` does the same, returns that
- outcome and sets the caller's pointer to NULL.
+ outcome and sets the caller's pointer to NULL. On a thread the thread level
+ does not allow, it calls no MPI function and leaks the plan's reference to the
+ private communicator (and, with an execution in flight, its memory).
 
  # Safety
  `plan` from `dr_plan_create`, destroyed once.
@@ -688,7 +698,9 @@ enum dr_status dr_plan_free(struct dr_plan **plan);
  before completion fails with `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank.
  In place on the local path (split-preserving) completes here: its receives may
  only start after its sends; so do in place on the exchange path (its rounds),
- and any execution while another rank runs those rounds. Allocates nothing.
+ and any execution while another rank runs those rounds. Allocates what
+ `dr_plan_execute` allocates: nothing out of place; an execution in place
+ completes here and allocates as `dr_plan_execute` says.
  Destroying the plan completes an execution in flight (see `dr_plan_destroy`).
 
  # Safety

@@ -62,7 +62,9 @@ pub(crate) unsafe fn orphan(request: NonNull<dr_request>, lent: bool, ended: Res
 /// before completion fails with `DR_ERROR_EXECUTION_IN_PROGRESS` on every rank.
 /// In place on the local path (split-preserving) completes here: its receives may
 /// only start after its sends; so do in place on the exchange path (its rounds),
-/// and any execution while another rank runs those rounds. Allocates nothing.
+/// and any execution while another rank runs those rounds. Allocates what
+/// `dr_plan_execute` allocates: nothing out of place; an execution in place
+/// completes here and allocates as `dr_plan_execute` says.
 /// Destroying the plan completes an execution in flight (see `dr_plan_destroy`).
 ///
 /// # Safety
