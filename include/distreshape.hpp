@@ -5,6 +5,11 @@
  *   std::vector<double> out(p.output_elems());
  *   p.execute(in, out);                       // collective, any number of times
  *
+ * Grid layouts (pencils, bricks, N-d grids) are distreshape::layout values:
+ *   distreshape::layout xp({nx, ny, nz}, {py, pz}, {distreshape::not_split, 0, 1});
+ *   distreshape::layout yp({nx, ny, nz}, {py, pz}, {0, distreshape::not_split, 1});
+ *   distreshape::plan<double> t(xp, yp, MPI_COMM_WORLD);   // t.input_box(), t.output_box()
+ *
  * Split axes are 0-based and shapes are C order, as in the C API. BEWARE when
  * porting NumPy or Heat code: there a split (axis) of -1 means the LAST axis; here
  * -1 (distreshape::not_split, DR_SPLIT_NONE) means NOT SPLIT: every rank holds the
@@ -36,6 +41,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -278,6 +284,191 @@ struct options {
     return s;
 }
 
+/// This rank's block of an array (`dr_plan_input_box`, `dr_plan_output_box`): per
+/// axis (C order), the global index of its first element and its extent. The
+/// rank's buffer holds the box in C order.
+struct box {
+    /// The global index of the box's first element along each axis.
+    std::vector<std::int64_t> offsets;
+    /// The box's extent along each axis.
+    std::vector<std::int64_t> extents;
+
+    /// The number of elements of the box (the product of its extents).
+    [[nodiscard]] std::size_t elems() const noexcept
+    {
+        std::size_t n = 1;
+        for (std::int64_t e : extents) n *= static_cast<std::size_t>(e);
+        return n;
+    }
+
+    /// Boxes are equal when their offsets and extents are.
+    friend bool operator==(const box& a, const box& b)
+    {
+        return a.offsets == b.offsets && a.extents == b.extents;
+    }
+
+    /// Negation of `==`.
+    friend bool operator!=(const box& a, const box& b) { return !(a == b); }
+};
+
+namespace detail {
+
+/// Owns a `dr_layout*` for the time a plan is made.
+struct layout_deleter {
+    void operator()(dr_layout* l) const noexcept { dr_layout_destroy(l); }
+};
+using layout_handle = std::unique_ptr<dr_layout, layout_deleter>;
+
+} // namespace detail
+
+/// A block layout of an array on a process grid (`dr_layout`), as a plain value:
+/// copyable, comparable, no MPI and no C handle held (the `dr_layout` is made, and
+/// destroyed, when a plan is made from it).
+///
+/// The array of global shape `gshape` (C order; the shape of an OUTPUT layout may
+/// hold one -1, inferred from the input's element count) is laid out on a process
+/// grid of dimensions `grid_dims` whose product is the communicator's size (ranks
+/// numbered row-major over the grid, as `MPI_Cart_create` without reordering
+/// numbers them). Array axis `i` is split over grid axis `axis_grid[i]`, or not
+/// split (`not_split`); each grid axis splits at most one array axis, and one that
+/// splits none replicates (ranks differing only in that coordinate hold the same
+/// block). Blocks are balanced (`n/p + (c < n%p)` rows for grid coordinate `c`, as
+/// `balanced_slab`) unless `with_lengths` gives them.
+///
+///     distreshape::layout xpencils({nx, ny, nz}, {py, pz}, {distreshape::not_split, 0, 1});
+///     distreshape::layout ypencils({nx, ny, nz}, {py, pz}, {0, distreshape::not_split, 1});
+///     distreshape::plan<double> p(xpencils, ypencils, MPI_COMM_WORLD);
+///
+/// The constructor and `with_lengths` check locally what `dr_layout_create` and
+/// `dr_layout_set_lengths` check (dimension counts, `axis_grid` values, the number
+/// of lengths) and throw `distreshape::error` on the calling rank only; everything
+/// else (the grid's size, a grid axis used twice, lengths that do not add up,
+/// layouts differing between ranks) is checked by the plan, on every rank alike.
+class layout {
+public:
+    /// An empty layout (no dimensions, no grid), only to be assigned to: a plan
+    /// made from it throws on every rank.
+    layout() = default;
+
+    /// The layout of an array of global shape `gshape` over the grid `grid_dims`,
+    /// array axis `i` split over grid axis `axis_grid[i]` or `not_split`
+    /// (`axis_grid` holds one value per dimension of `gshape`). Balanced blocks.
+    layout(shape gshape, std::vector<int> grid_dims, std::vector<int> axis_grid)
+        : gshape_(gshape), grid_dims_(std::move(grid_dims)), axis_grid_(std::move(axis_grid)),
+          lengths_(std::min<std::size_t>(gshape.size(), DR_MAX_DIMS))
+    {
+        if (axis_grid_.size() != gshape_.size())
+            throw error(DR_ERROR_INVALID_SPLIT,
+                        "invalid split: axis_grid has " + std::to_string(axis_grid_.size()) +
+                            " values but the shape has " + std::to_string(gshape_.size()) +
+                            " dimensions");
+        (void)native(); // dr_layout_create's own checks, thrown here
+    }
+
+    /// Gives the blocks of array axis `axis` explicit lengths, one per coordinate
+    /// of the grid axis splitting it (`grid_dims[axis_grid[axis]]` values; zeros
+    /// allowed; that they add up to the extent is checked by the plan), replacing
+    /// any given before; an empty `lengths` makes the axis balanced again. Mutates
+    /// this layout and returns it, for chaining:
+    /// `layout(s, g, a).with_lengths(0, {3, 0, 5})`.
+    layout& with_lengths(int axis, std::vector<std::int64_t> lengths) &
+    {
+        if (!lengths.empty()) {
+            // Only the count is checked here (the C call reads that many values);
+            // the axis and its grid axis by dr_layout_set_lengths itself.
+            const std::size_t a = static_cast<std::size_t>(axis);
+            if (axis >= 0 && a < axis_grid_.size() && axis_grid_[a] >= 0 &&
+                static_cast<std::size_t>(axis_grid_[a]) < grid_dims_.size() &&
+                lengths.size() != static_cast<std::size_t>(std::max(grid_dims_[axis_grid_[a]], 0)))
+                throw error(DR_ERROR_INVALID_DISTRIBUTION,
+                            "invalid distribution: axis " + std::to_string(axis) + " takes " +
+                                std::to_string(grid_dims_[axis_grid_[a]]) +
+                                " lengths (grid axis " + std::to_string(axis_grid_[a]) +
+                                ") but " + std::to_string(lengths.size()) + " were given");
+            detail::layout_handle probe = native();
+            detail::check(dr_layout_set_lengths(probe.get(), axis, lengths.data()));
+        } else if (axis < 0 || static_cast<std::size_t>(axis) >= lengths_.size()) {
+            throw error(DR_ERROR_INVALID_SPLIT,
+                        "invalid split: axis = " + std::to_string(axis) +
+                            " is not an axis of the " + std::to_string(lengths_.size()) +
+                            "-d layout");
+        }
+        lengths_[static_cast<std::size_t>(axis)] = std::move(lengths);
+        return *this;
+    }
+
+    /// As above, on a temporary: returns the changed layout by value (no dangling
+    /// reference from `const layout& l = layout(...).with_lengths(...)`).
+    layout with_lengths(int axis, std::vector<std::int64_t> lengths) &&
+    {
+        with_lengths(axis, std::move(lengths));
+        return std::move(*this);
+    }
+
+    /// The global shape as given (a -1 kept).
+    [[nodiscard]] std::vector<std::int64_t> global_shape() const
+    {
+        return std::vector<std::int64_t>(gshape_.data(),
+                                         gshape_.data() + std::min<std::size_t>(
+                                                              gshape_.size(), DR_MAX_DIMS));
+    }
+
+    /// The number of dimensions of the array.
+    [[nodiscard]] std::size_t ndims() const noexcept { return gshape_.size(); }
+
+    /// The process grid's dimensions.
+    [[nodiscard]] const std::vector<int>& grid_dims() const noexcept { return grid_dims_; }
+
+    /// For each array axis, the grid axis splitting it, or `not_split`.
+    [[nodiscard]] const std::vector<int>& axis_grid() const noexcept { return axis_grid_; }
+
+    /// The explicit block lengths of array axis `axis`, empty when balanced (or
+    /// when `axis` is out of range).
+    [[nodiscard]] std::vector<std::int64_t> lengths(int axis) const
+    {
+        if (axis < 0 || static_cast<std::size_t>(axis) >= lengths_.size()) return {};
+        return lengths_[static_cast<std::size_t>(axis)];
+    }
+
+    /// Layouts are equal when their shapes, grids, axis maps and explicit lengths
+    /// are (an axis given its balanced lengths explicitly is not equal to one left
+    /// balanced, though both plan the same blocks).
+    friend bool operator==(const layout& a, const layout& b)
+    {
+        return a.global_shape() == b.global_shape() && a.ndims() == b.ndims() &&
+               a.grid_dims_ == b.grid_dims_ && a.axis_grid_ == b.axis_grid_ &&
+               a.lengths_ == b.lengths_;
+    }
+
+    /// Negation of `==`.
+    friend bool operator!=(const layout& a, const layout& b) { return !(a == b); }
+
+    /// A new C layout of this value (`dr_layout_create` and `dr_layout_set_lengths`),
+    /// owned by the returned handle. Throws `distreshape::error` (locally).
+    [[nodiscard]] detail::layout_handle native() const
+    {
+        dr_layout* made = nullptr;
+        const std::int32_t n = detail::saturate<std::int32_t>(gshape_.size());
+        // axis_grid_ has gshape_.size() values (the constructor checks it); an
+        // empty layout has none.
+        detail::check(dr_layout_create(n, gshape_.data(),
+                                       detail::saturate<std::int32_t>(grid_dims_.size()),
+                                       grid_dims_.data(), axis_grid_.data(), &made));
+        detail::layout_handle owned(made);
+        for (std::size_t a = 0; a < lengths_.size(); ++a)
+            if (!lengths_[a].empty())
+                detail::check(
+                    dr_layout_set_lengths(made, static_cast<std::int32_t>(a), lengths_[a].data()));
+        return owned;
+    }
+
+private:
+    shape gshape_;
+    std::vector<int> grid_dims_;
+    std::vector<int> axis_grid_;
+    std::vector<std::vector<std::int64_t>> lengths_;
+};
+
 /// An execution in flight (`plan<T>::execute_begin`), move-only. `test()` moves it
 /// on without waiting; `wait()` completes it; the destructor waits for an execution
 /// still in flight (its errors then go unreported: call `wait()` to see them), so
@@ -383,6 +574,7 @@ public:
          const options& opts)
         : plan() // constructed from here on: the destructor frees the plan if a query throws
     {
+        in_ndims_ = gshape.size();
         new_ndims_ = new_gshape.size();
         const dr_plan_options knobs = opts.native();
         detail::check(dr_plan_create_with_options(
@@ -395,10 +587,46 @@ public:
         input_elems_ = static_cast<std::size_t>(elems);
     }
 
+    /// Plans the redistribution from the layout `in` to the layout `out`
+    /// (collective over `comm`, `dr_plan_create_layouts`): the grids may differ, and
+    /// so may the shapes, by NumPy's reshape rules (`out`'s may hold one -1). Every
+    /// rank passes the same layouts; a grid whose size is not the communicator's, a
+    /// grid axis used twice, lengths that do not add up or layouts that differ
+    /// between ranks throw `distreshape::error` on every rank, the message naming
+    /// the argument, the value and the rank. The plan then works as a slab plan
+    /// (execute, in place, `execute_begin`, the queries); `input_box()` and
+    /// `output_box()` give this rank's blocks, `output_shape()` the resolved shape.
+    plan(const layout& in, const layout& out, MPI_Comm comm) : plan(in, out, comm, options{}) {}
+
+    /// Plans as above with the tuning knobs `opts`
+    /// (`dr_plan_create_layouts_with_options`).
+    plan(const layout& in, const layout& out, MPI_Comm comm, const options& opts) : plan()
+    {
+        // A layout whose C twin cannot be made (only an empty one: the constructor
+        // checked the others) goes as NULL, which the library rejects on every rank.
+        auto made = [](const layout& l) {
+            try {
+                return l.native();
+            } catch (const error&) {
+                return detail::layout_handle();
+            }
+        };
+        const detail::layout_handle in_handle = made(in), out_handle = made(out);
+        in_ndims_ = in.ndims();
+        new_ndims_ = out.ndims();
+        const dr_plan_options knobs = opts.native();
+        detail::check(dr_plan_create_layouts_with_options(dtype, in_handle.get(), out_handle.get(),
+                                                          comm, &knobs, &handle_));
+        std::int64_t elems = 0;
+        detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
+        input_elems_ = static_cast<std::size_t>(elems);
+    }
+
     /// Takes `other`'s plan; `other` is left empty.
     plan(plan&& other) noexcept
         : handle_(std::exchange(other.handle_, nullptr)),
           input_elems_(std::exchange(other.input_elems_, 0)),
+          in_ndims_(std::exchange(other.in_ndims_, 0)),
           new_ndims_(std::exchange(other.new_ndims_, 0))
     {
     }
@@ -421,6 +649,7 @@ public:
     {
         std::swap(handle_, other.handle_);
         std::swap(input_elems_, other.input_elems_);
+        std::swap(in_ndims_, other.in_ndims_);
         std::swap(new_ndims_, other.new_ndims_);
     }
 
@@ -453,6 +682,23 @@ public:
         slab s{};
         detail::check(dr_plan_output_slab(handle_, &s.len, &s.offset, nullptr));
         return s;
+    }
+
+    /// This rank's input box (`dr_plan_input_box`): for a layout plan its block,
+    /// for a slab plan its slab (whole along every axis but the split one).
+    [[nodiscard]] box input_box() const
+    {
+        box b{std::vector<std::int64_t>(in_ndims_), std::vector<std::int64_t>(in_ndims_)};
+        detail::check(dr_plan_input_box(handle_, b.offsets.data(), b.extents.data()));
+        return b;
+    }
+
+    /// This rank's output box in the resolved output shape (`dr_plan_output_box`).
+    [[nodiscard]] box output_box() const
+    {
+        box b{std::vector<std::int64_t>(new_ndims_), std::vector<std::int64_t>(new_ndims_)};
+        detail::check(dr_plan_output_box(handle_, b.offsets.data(), b.extents.data()));
+        return b;
     }
 
     /// The resolved output global shape (the -1 inferred).
@@ -634,6 +880,7 @@ private:
 
     dr_plan* handle_ = nullptr;
     std::size_t input_elems_ = 0;
+    std::size_t in_ndims_ = 0;
     std::size_t new_ndims_ = 0;
 };
 
