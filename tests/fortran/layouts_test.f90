@@ -222,6 +222,17 @@ contains
       failures = failures + 1
       print *, 'pencils: output box', lb, ext, 'expected', lo, len
     end if
+    ! A 3-D output not of the box's shape: DR_ERROR_INVALID_SHAPE everywhere.
+    block
+      integer(int32), allocatable :: wrong(:, :, :)
+      integer :: stat
+      allocate(wrong(ext(1) + 1, ext(2), ext(3)))
+      call dr_plan_execute(plan, a, wrong, stat=stat)
+      if (stat /= DR_ERROR_INVALID_SHAPE) then
+        failures = failures + 1
+        print *, 'mis-shaped output: stat', stat
+      end if
+    end block
     call dr_plan_allocate_output(plan, b, global_bounds=.true.)
     b = -1
     call dr_plan_execute(plan, a, b)
