@@ -44,7 +44,8 @@ module distreshape
             dr_plan_execute_in_place, dr_plan_allocate_output, dr_plan_execute_begin, &
             dr_request_test, dr_request_wait, dr_plan_stats_get, &
             dr_plan_describe, dr_plan_destroy, dr_balanced_slab, dr_status_string, &
-            dr_last_error_message, dr_version
+            dr_last_error_message, dr_version, dr_layout_create, dr_layout_set_lengths, &
+            dr_layout_destroy, dr_plan_input_box, dr_plan_output_box
 
   !> Status codes (enum dr_status).
   integer, parameter, public :: DR_SUCCESS = 0, DR_ERROR_NULL_POINTER = 1, &
@@ -79,6 +80,7 @@ module distreshape
     private
     type(c_ptr) :: handle = c_null_ptr
     integer :: dtype = -1
+    integer :: ndims = 0
     integer :: new_ndims = 0
     integer :: new_split = 0
     integer, pointer :: copies => null()  !< dr_plan values sharing `handle`
@@ -87,6 +89,22 @@ module distreshape
     generic :: assignment(=) => plan_assign
     final :: plan_final
   end type dr_plan
+
+  !> A block layout of an array on a process grid (C: dr_layout), made by
+  !> dr_layout_create (local, no MPI). Copies (assignment) share the layout;
+  !> it is freed when the last copy is finalized or passed to
+  !> dr_layout_destroy. Plans made from it do not need it.
+  type, public :: dr_layout
+    private
+    type(c_ptr) :: handle = c_null_ptr
+    integer :: ndims = 0
+    integer :: grid_ndims = 0
+    integer, pointer :: copies => null()  !< dr_layout values sharing `handle`
+  contains
+    procedure, private :: layout_assign
+    generic :: assignment(=) => layout_assign
+    final :: layout_final
+  end type dr_layout
 
   !> An execution in flight, from dr_plan_execute_begin; complete it with
   !> dr_request_test or dr_request_wait. When its plan goes first (destroyed
@@ -152,8 +170,41 @@ module distreshape
   !>
   !> call dr_plan_allocate_output(plan, b [, global_bounds] [, stat]); local.
   !> Allocates (reallocates) the allocatable array `b`, of the new shape's rank
-  !> (1 to 7), with this rank's output slab shape; with global_bounds=.true.
-  !> the split dimension's bounds are the slab's global indices.
+  !> (1 to 7), with this rank's output box shape (for a slab plan, the slab);
+  !> with global_bounds=.true. its bounds are the box's global indices
+  !> (1-based): b(lo1:hi1, ..., lok:hik) (for a slab plan only the split
+  !> dimension's differ from 1:n).
+  !>
+  !> Process-grid layouts (C: dr_layout_create, dr_plan_create_layouts):
+  !>
+  !> call dr_layout_create(layout, gshape, grid_dims, axis_grid [, stat]); local.
+  !> call dr_layout_set_lengths(layout, axis, lengths [, stat]); local.
+  !> call dr_layout_destroy(layout)
+  !> call dr_plan_create(plan, in_layout, out_layout, comm, dtype [, options] [, stat])
+  !> call dr_plan_input_box(plan, lbounds, extents [, stat]); local.
+  !> call dr_plan_output_box(plan, lbounds, extents [, stat]); local.
+  !>
+  !> The order rule: ARRAY axes are in Fortran order (as for slabs: Fortran
+  !> axis i is C axis k - i), GRID axes are NOT reversed. `grid_dims` is the
+  !> `dims` array you give MPI_Cart_create (from Fortran or C alike, MPI
+  !> numbers ranks row-major over it: the LAST grid dimension varies fastest),
+  !> and grid axis g (1-based) is coordinate coords(g) of MPI_Cart_coords (which
+  !> is 0-based in its values). `axis_grid(i)` is the grid axis g splitting
+  !> Fortran array axis i, or 0 for not split. So a communicator from
+  !> MPI_Cart_create(comm, size(grid_dims), grid_dims, periods, .false., cart)
+  !> matches the layout rank for rank, and rank r holds the block whose index
+  !> along array axis i is coords(axis_grid(i)) of rank r. `gshape` of an output
+  !> layout may hold one -1. dr_layout_set_lengths gives the blocks of Fortran
+  !> array axis `axis` explicit lengths, one per coordinate 0, 1, ... of its
+  !> grid axis (size(lengths) = grid_dims(axis_grid(axis))).
+  !> dr_plan_create with layouts is collective over `comm` (integer or
+  !> type(MPI_Comm), Cartesian or not; its size must be product(grid_dims));
+  !> execute the plan with dr_plan_execute (and the other executions) on arrays
+  !> of this rank's box shape, or flat buffers. The boxes give, per Fortran
+  !> axis, the global index of the box's first element (1-based) and its
+  !> extent; dr_plan_allocate_output(plan, b, global_bounds=.true.) allocates
+  !> the output box with those bounds. Messages of the library about layouts
+  !> quote shapes and axes in C order (0-based axes, reversed shapes).
   ! BEGIN GENERATED interfaces (tests/fortran_specifics.rs)
   interface dr_reshape
     module procedure reshape_r32, reshape_r64, reshape_i32, reshape_i64, reshape_c64, &
@@ -194,6 +245,11 @@ module distreshape
   end interface dr_plan_allocate_output
   ! END GENERATED interfaces
 
+  ! dr_plan_create from layouts (hand-written: the element type is `dtype`).
+  interface dr_plan_create
+    module procedure plan_create_layouts_f08, plan_create_layouts_int
+  end interface dr_plan_create
+
   ! ---- the C functions (comm-taking ones through fortran/distreshape_fshim.c) ----
   interface
     integer(c_int) function c_reshape(a, a_ndims, a_shape, dtype, ndims, gshape, split, comm, &
@@ -221,6 +277,51 @@ module distreshape
       type(c_ptr), value :: options
       type(c_ptr), intent(out) :: plan
     end function c_plan_create
+
+    integer(c_int) function c_layout_create(ndims, gshape, grid_ndims, grid_dims, axis_grid, &
+        layout) bind(c, name="dr_layout_create")
+      import :: c_ptr, c_int, c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ndims, grid_ndims
+      integer(c_int64_t), intent(in) :: gshape(*)
+      integer(c_int32_t), intent(in) :: grid_dims(*), axis_grid(*)
+      type(c_ptr), intent(out) :: layout
+    end function c_layout_create
+
+    integer(c_int) function c_layout_set_lengths(layout, axis, lengths) &
+        bind(c, name="dr_layout_set_lengths")
+      import :: c_ptr, c_int, c_int32_t, c_int64_t
+      type(c_ptr), value :: layout
+      integer(c_int32_t), value :: axis
+      integer(c_int64_t), intent(in) :: lengths(*)
+    end function c_layout_set_lengths
+
+    subroutine c_layout_destroy(layout) bind(c, name="dr_layout_destroy")
+      import :: c_ptr
+      type(c_ptr), value :: layout
+    end subroutine c_layout_destroy
+
+    integer(c_int) function c_plan_create_layouts(dtype, in_layout, out_layout, comm, options, &
+        plan) bind(c, name="dr_plan_create_layouts_f")
+      import :: c_ptr, c_int
+      integer(c_int), value :: dtype
+      type(c_ptr), value :: in_layout, out_layout, options
+      integer, value :: comm
+      type(c_ptr), intent(out) :: plan
+    end function c_plan_create_layouts
+
+    integer(c_int) function c_plan_input_box(plan, offsets, extents) &
+        bind(c, name="dr_plan_input_box")
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: plan
+      integer(c_int64_t), intent(out) :: offsets(*), extents(*)
+    end function c_plan_input_box
+
+    integer(c_int) function c_plan_output_box(plan, offsets, extents) &
+        bind(c, name="dr_plan_output_box")
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: plan
+      integer(c_int64_t), intent(out) :: offsets(*), extents(*)
+    end function c_plan_output_box
 
     integer(c_int) function c_plan_output(plan, new_gshape, new_local_len, new_local_elems) &
         bind(c, name="dr_plan_output")
@@ -426,6 +527,7 @@ contains
       call release(plan)
       plan%handle = handle
       plan%dtype = dtype
+      plan%ndims = size(gshape)
       plan%new_ndims = size(new_gshape)
       plan%new_split = new_split
       allocate(plan%copies)
@@ -538,23 +640,20 @@ contains
     logical, intent(in), optional :: global_bounds
     integer(int64), intent(out) :: lb(MAX_RANK), ub(MAX_RANK)
     integer(c_int), intent(out) :: status
-    integer(c_int64_t) :: cshape(max(plan%new_ndims, 1)), len, offset, elems
+    integer(c_int64_t) :: offsets(max(plan%new_ndims, 1)), extents(max(plan%new_ndims, 1))
     integer :: n
     n = plan%new_ndims
     if (c_associated(plan%handle) .and. (array_rank /= n .or. n > MAX_RANK)) &
       error stop 'distreshape: dr_plan_allocate_output: the array''s rank differs from the new shape''s'
     lb = 1
     ub = 0
-    status = c_plan_output(plan%handle, cshape, len, elems)
-    if (status == DR_SUCCESS) status = c_plan_output_slab(plan%handle, len, offset, elems)
+    ! The output box: for a slab plan the slab (whole along every other axis).
+    status = c_plan_output_box(plan%handle, offsets, extents)
     if (status /= DR_SUCCESS) return
-    ub(1:n) = cshape(n:1:-1)
-    if (plan%new_split > 0) then
-      if (present(global_bounds)) then
-        if (global_bounds) lb(plan%new_split) = offset + 1
-      end if
-      ub(plan%new_split) = lb(plan%new_split) + len - 1
+    if (present(global_bounds)) then
+      if (global_bounds) lb(1:n) = offsets(n:1:-1) + 1
     end if
+    ub(1:n) = lb(1:n) + extents(n:1:-1) - 1
   end subroutine output_bounds
 
   !> Shared body of the dr_plan_execute_begin specifics.
@@ -639,6 +738,7 @@ contains
     plan%copies => null()
     plan%handle = c_null_ptr
     plan%dtype = -1
+    plan%ndims = 0
     plan%new_ndims = 0
     plan%new_split = 0
   end subroutine release
@@ -651,6 +751,7 @@ contains
     call release(to)
     to%handle = from%handle
     to%dtype = from%dtype
+    to%ndims = from%ndims
     to%new_ndims = from%new_ndims
     to%new_split = from%new_split
     to%copies => from%copies
@@ -662,6 +763,184 @@ contains
     type(dr_plan), intent(inout) :: plan
     call release(plan)
   end subroutine plan_final
+
+  ! ======================= process-grid layouts =======================
+
+  !> Describes a layout (local): `gshape` and `axis_grid` in Fortran order
+  !> (axis 1 fastest), `axis_grid(i)` the 1-based grid axis splitting array
+  !> axis i or 0; `grid_dims` as given to MPI_Cart_create (not reversed: the
+  !> last grid dimension varies fastest in the rank numbering). See the module
+  !> header for the full rule.
+  subroutine dr_layout_create(layout, gshape, grid_dims, axis_grid, stat)
+    type(dr_layout), intent(inout) :: layout
+    integer(int64), intent(in) :: gshape(:)
+    integer, intent(in) :: grid_dims(:), axis_grid(:)
+    integer, intent(out), optional :: stat
+    integer(c_int32_t) :: c_axis_grid(max(size(gshape), 1)), c_grid(max(size(grid_dims), 1))
+    integer(c_int64_t) :: c_shape(max(size(gshape), 1))
+    type(c_ptr) :: handle
+    integer(c_int) :: status
+    integer :: n
+    n = size(gshape)
+    if (size(axis_grid) /= n) then
+      ! The C call cannot see the mismatch (it reads ndims values of each).
+      status = DR_ERROR_INCONSISTENT_ARGUMENTS
+    else
+      c_shape(1:n) = gshape(n:1:-1)
+      ! Grid axis g (1-based) is C grid axis g - 1; 0 (not split) is DR_SPLIT_NONE (-1).
+      c_axis_grid(1:n) = int(axis_grid(n:1:-1) - 1, c_int32_t)
+      c_grid(1:size(grid_dims)) = int(grid_dims, c_int32_t)
+      status = c_layout_create(int(n, c_int32_t), c_shape, size(grid_dims, kind=c_int32_t), &
+                               c_grid, c_axis_grid, handle)
+    end if
+    if (status == DR_SUCCESS) then
+      call layout_release(layout)
+      layout%handle = handle
+      layout%ndims = n
+      layout%grid_ndims = size(grid_dims)
+      allocate(layout%copies)
+      layout%copies = 1
+    end if
+    call finish(status, stat)
+  end subroutine dr_layout_create
+
+  !> Explicit block lengths along Fortran array axis `axis` (1-based): one per
+  !> coordinate 0, 1, ... of the grid axis splitting it, adding up to the
+  !> extent (checked by the plan).
+  subroutine dr_layout_set_lengths(layout, axis, lengths, stat)
+    type(dr_layout), intent(inout) :: layout
+    integer, intent(in) :: axis
+    integer(int64), intent(in) :: lengths(:)
+    integer, intent(out), optional :: stat
+    integer(c_int64_t) :: c_lengths(max(size(lengths), 1))
+    integer(c_int32_t) :: c_axis
+    c_lengths(1:size(lengths)) = lengths
+    c_axis = -1                 ! out of range: reported by the library
+    if (axis >= 1 .and. axis <= layout%ndims) c_axis = int(layout%ndims - axis, c_int32_t)
+    call finish(c_layout_set_lengths(layout%handle, c_axis, c_lengths), stat)
+  end subroutine dr_layout_set_lengths
+
+  !> Frees the layout (when no copy holds it any more). A never-created or
+  !> destroyed layout is a no-op.
+  subroutine dr_layout_destroy(layout)
+    type(dr_layout), intent(inout) :: layout
+    call layout_release(layout)
+  end subroutine dr_layout_destroy
+
+  subroutine layout_release(layout)
+    type(dr_layout), intent(inout) :: layout
+    if (associated(layout%copies)) then
+      layout%copies = layout%copies - 1
+      if (layout%copies == 0) then
+        call c_layout_destroy(layout%handle)
+        deallocate(layout%copies)
+      end if
+    end if
+    layout%copies => null()
+    layout%handle = c_null_ptr
+    layout%ndims = 0
+    layout%grid_ndims = 0
+  end subroutine layout_release
+
+  subroutine layout_assign(to, from)
+    class(dr_layout), intent(inout) :: to
+    type(dr_layout), intent(in) :: from
+    if (associated(to%copies, from%copies) .and. associated(from%copies)) return
+    call layout_release(to)
+    to%handle = from%handle
+    to%ndims = from%ndims
+    to%grid_ndims = from%grid_ndims
+    to%copies => from%copies
+    if (associated(to%copies)) to%copies = to%copies + 1
+  end subroutine layout_assign
+
+  subroutine layout_final(layout)
+    type(dr_layout), intent(inout) :: layout
+    call layout_release(layout)
+  end subroutine layout_final
+
+  subroutine plan_create_layouts_core(plan, in_layout, out_layout, fcomm, dtype, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: fcomm, dtype
+    type(dr_plan_options), intent(in), optional, target :: options
+    integer, intent(out), optional :: stat
+    type(c_ptr) :: handle, knobs
+    integer(c_int) :: status
+    knobs = c_null_ptr
+    if (present(options)) knobs = c_loc(options)
+    status = c_plan_create_layouts(int(dtype, c_int), in_layout%handle, out_layout%handle, &
+                                   fcomm, knobs, handle)
+    if (status == DR_SUCCESS) then
+      call release(plan)
+      plan%handle = handle
+      plan%dtype = dtype
+      plan%ndims = in_layout%ndims
+      plan%new_ndims = out_layout%ndims
+      plan%new_split = 0        ! a layout plan has boxes, not one split dimension
+      allocate(plan%copies)
+      plan%copies = 1
+    end if
+    call finish(status, stat)
+  end subroutine plan_create_layouts_core
+
+  subroutine plan_create_layouts_f08(plan, in_layout, out_layout, comm, dtype, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: dtype
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, dtype, options, stat)
+  end subroutine plan_create_layouts_f08
+
+  subroutine plan_create_layouts_int(plan, in_layout, out_layout, comm, dtype, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer, intent(in) :: dtype
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, dtype, options, stat)
+  end subroutine plan_create_layouts_int
+
+  !> This rank's input box (local), per Fortran axis: the global index of its
+  !> first element (1-based) and its extent; the input array is
+  !> a(lbounds(1):lbounds(1)+extents(1)-1, ...). Any plan (a slab plan's box
+  !> is its slab).
+  subroutine dr_plan_input_box(plan, lbounds, extents, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int64), allocatable, intent(out), optional :: lbounds(:), extents(:)
+    integer, intent(out), optional :: stat
+    integer(c_int64_t) :: offsets(max(plan%ndims, 1)), counts(max(plan%ndims, 1))
+    integer(c_int) :: status
+    integer :: n
+    n = plan%ndims
+    status = c_plan_input_box(plan%handle, offsets, counts)
+    if (status == DR_SUCCESS) then
+      if (present(lbounds)) lbounds = offsets(n:1:-1) + 1
+      if (present(extents)) extents = counts(n:1:-1)
+    end if
+    call finish(status, stat)
+  end subroutine dr_plan_input_box
+
+  !> This rank's output box (local), in the resolved output shape, as
+  !> dr_plan_input_box gives the input's.
+  subroutine dr_plan_output_box(plan, lbounds, extents, stat)
+    type(dr_plan), intent(in) :: plan
+    integer(int64), allocatable, intent(out), optional :: lbounds(:), extents(:)
+    integer, intent(out), optional :: stat
+    integer(c_int64_t) :: offsets(max(plan%new_ndims, 1)), counts(max(plan%new_ndims, 1))
+    integer(c_int) :: status
+    integer :: n
+    n = plan%new_ndims
+    status = c_plan_output_box(plan%handle, offsets, counts)
+    if (status == DR_SUCCESS) then
+      if (present(lbounds)) lbounds = offsets(n:1:-1) + 1
+      if (present(extents)) extents = counts(n:1:-1)
+    end if
+    call finish(status, stat)
+  end subroutine dr_plan_output_box
 
   ! ======================= per-type specifics =======================
   ! Each only supplies the element type, the data addresses and shapes, and

@@ -51,3 +51,11 @@ dr_status dr_plan_create_f(dr_dtype dtype, int32_t ndims, const int64_t *gshape,
     return dr_fortran_plan_create(dtype, ndims, gshape, split, comm_from_fortran(comm), local_len,
                                   new_ndims, new_gshape, new_split, new_local_len, options, plan);
 }
+
+dr_status dr_plan_create_layouts_f(dr_dtype dtype, const dr_layout *in_layout,
+                                   const dr_layout *out_layout, MPI_Fint comm,
+                                   const dr_plan_options *options, dr_plan **plan)
+{
+    return dr_plan_create_layouts_with_options(dtype, in_layout, out_layout,
+                                               comm_from_fortran(comm), options, plan);
+}
