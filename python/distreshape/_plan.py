@@ -300,6 +300,12 @@ class Request:
         """The plan executing."""
         return self._plan
 
+    @property
+    def completed(self) -> bool:
+        """Whether the execution has completed on this rank, as far as the last
+        call (``execute_begin``, ``test``, ``wait``) found; does not move it on."""
+        return self._native.completed
+
     def test(self) -> bool:
         """Moves the execution on without waiting; returns whether it has completed
         on this rank. Call it between pieces of computation: MPI moves messages

@@ -373,10 +373,12 @@ impl NativeRequest {
         Ok(self.arrays.1.clone_ref(py))
     }
 
-    /// The output array.
+    /// Whether the execution has completed on this rank, as far as the last call
+    /// found (does not move it on).
     #[getter]
-    fn output(&self, py: Python<'_>) -> Py<PyAny> {
-        self.arrays.1.clone_ref(py)
+    fn completed(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        matches!(*state, State::Completed)
     }
 }
 
