@@ -130,7 +130,9 @@ class Plan:
 
     Creation and executions are collective: every rank of ``comm`` (default
     ``MPI.COMM_WORLD``) calls them in the same order, and an error raises the same
-    :class:`distreshape.Error` on every rank. A plan runs one execution at a time.
+    :class:`distreshape.Error` on every rank. A plan runs one execution at a time
+    (threads sharing it take turns). ``comm`` must stay valid (not freed) while
+    the plan executes: the package agrees on its checks of the arrays over it.
     """
 
     def __init__(
@@ -176,9 +178,10 @@ class Plan:
         return gshape, split, local_len, new_shape, new_split, _length("new_local_len", new_local_len)
 
     @classmethod
-    def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len) -> tuple["Plan", Optional[np.ndarray]]:
+    def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len) -> tuple["Plan", Any]:
         """The plan for reshaping the block ``local`` (its slab length taken from it),
-        and ``local`` as a C-contiguous array."""
+        and ``local`` as a C-contiguous array (itself when it cannot be made one:
+        the plan's execution then reports why)."""
         block, problem = _as_block(local)
         local_len = 0
         try:
@@ -196,7 +199,7 @@ class Plan:
         plan = cls.__new__(cls)
         dtype = block.dtype if block is not None else np.uint8
         plan._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem)
-        return plan, block
+        return plan, (local if block is None else block)
 
     @property
     def comm(self) -> MPI.Comm:
@@ -343,7 +346,7 @@ def reshape(
     arguments are those of :class:`Plan`; ``out`` as in :meth:`Plan.execute`.
     """
     plan, block = Plan._for_block(local, gshape, split, new_shape, new_split, comm, new_local_len)
-    return plan.execute(block if block is not None else local, out)
+    return plan.execute(block, out)
 
 
 def balanced_slab(extent: int, nranks: int, rank: int) -> slice:

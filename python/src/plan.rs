@@ -196,12 +196,13 @@ impl NativePlan {
     ) -> PyResult<()> {
         let checked = self.check_pair(input.as_ref(), output.as_ref(), problem);
         py.detach(|| {
+            let plan = self.lock();
             let (input, output) = self.agreed(checked)?;
             // SAFETY: `check_pair` checked that the input holds this rank's input
             // elements and the output `output.bytes` writable bytes; the arrays stay
             // alive (borrowed by this call) until the execution has completed.
             unsafe {
-                self.lock().execute_raw(
+                plan.execute_raw(
                     input.address as *const u8,
                     output.address as *mut u8,
                     output.bytes,
@@ -225,12 +226,13 @@ impl NativePlan {
         };
         let checked = check(&buffer, &expected);
         py.detach(|| {
+            let plan = self.lock();
             let buffer = self.agreed(checked)?;
             let address = buffer.address as *mut u8;
             // SAFETY: `check` found the buffer writable for `buffer.bytes` bytes,
             // enough for the input and the output; it stays alive (borrowed by this
             // call) until the execution has completed.
-            unsafe { self.lock().execute_raw(address, address, buffer.bytes) }
+            unsafe { plan.execute_raw(address, address, buffer.bytes) }
         })
         .map_err(|e| to_py_err(py, e))
     }
@@ -250,12 +252,13 @@ impl NativePlan {
         let checked = this.check_pair(Some(&input), Some(&output), problem);
         let done = py
             .detach(|| {
+                let plan = this.lock();
                 let (input, output) = this.agreed(checked)?;
                 // SAFETY: as in `execute`; the request made below holds both arrays
                 // until the execution completes (`NativeRequest` waits for it before
                 // releasing them, also when dropped).
                 unsafe {
-                    this.lock().begin_raw(
+                    plan.begin_raw(
                         input.address as *const u8,
                         input.bytes,
                         output.address as *mut u8,
@@ -330,7 +333,9 @@ impl NativePlan {
         Ok((input, output))
     }
 
-    /// Agrees on the outcome of this rank's checks with every rank (collective).
+    /// Agrees on the outcome of this rank's checks with every rank (collective;
+    /// called with the plan locked, so that two threads sharing the plan never
+    /// run collectives on its communicator at once).
     fn agreed<T>(&self, checked: Result<T>) -> Result<T> {
         match checked {
             Ok(value) => agree(from_fortran(self.comm), None).map(|()| value),

@@ -1,0 +1,58 @@
+"""Reshapes of Heat arrays (``heat.DNDarray``) through DistReshape.
+
+``distreshape.heat.reshape(x, shape, new_split)`` returns what
+``heat.reshape(x, shape, new_split=new_split)`` returns (the same global shape,
+split, local shapes, dtype and values; the output balanced, by Heat's formula,
+which is the library's default) but moves each element once, straight to its
+owner. On the CPU it works in the torch tensors' memory: NumPy views of the
+local tensor and of a new output tensor, with no other copy (a local tensor that
+is not contiguous is copied once). Arrays on a GPU, and dtypes with no C element
+type (float16, bfloat16), are handed to ``heat.reshape``.
+
+Heat is optional: this module imports it only when called.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+from ._plan import Plan
+
+#: The torch dtypes the library moves (those with a NumPy and a C counterpart).
+_TORCH_DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8",
+    "float32", "float64", "complex64", "complex128",
+)
+
+
+def reshape(x: Any, shape: Union[int, Sequence[int]], new_split: Optional[int] = None) -> Any:
+    """Reshapes the Heat array ``x`` to global shape ``shape`` (one ``-1`` allowed)
+    split along ``new_split`` (collective).
+
+    As in ``heat.reshape``, ``new_split=None`` keeps ``x.split`` (use the library's
+    :func:`distreshape.reshape` for a replicated result of a split array). Errors
+    raise :class:`distreshape.Error` on every rank.
+    """
+    import heat as ht
+    import torch
+
+    if new_split is None:
+        new_split = x.split
+    local = x.larray
+    supported = str(local.dtype).removeprefix("torch.") in _TORCH_DTYPES
+    if local.device.type != "cpu" or not supported:
+        return ht.reshape(x, shape, new_split=new_split)
+    comm = x.comm.handle
+    view = local.detach().resolve_conj().numpy()
+    plan, block = Plan._for_block(view, x.gshape, x.split, shape, new_split, comm, None)
+    output = torch.empty(plan.local_output_shape, dtype=local.dtype)
+    plan.execute(block, output.numpy())
+    return ht.DNDarray(
+        output,
+        gshape=plan.output_shape,
+        dtype=x.dtype,
+        split=new_split,
+        device=x.device,
+        comm=x.comm,
+        balanced=True,
+    )
