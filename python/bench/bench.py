@@ -84,7 +84,7 @@ def global_index_block(shape, axis, rows: Optional[slice]) -> np.ndarray:
         view = [1] * len(shape)
         view[i] = index.size
         block = block + (index * float(strides[i])).reshape(view)
-    return np.ascontiguousarray(np.broadcast_to(block, block.shape))
+    return np.ascontiguousarray(block)
 
 
 def owners(shape, axis, lens, flat: np.ndarray) -> np.ndarray:

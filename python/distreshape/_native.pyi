@@ -27,7 +27,6 @@ class NativePlan:
     local_output_shape: list[int]
     input_slab: Optional[tuple[int, int]]
     output_slab: Optional[tuple[int, int]]
-    input_elems: int
     output_elems: int
     stats: tuple[str, int, int, int, int, int]
     is_collective: bool

@@ -4,9 +4,10 @@
 ``heat.reshape(x, shape, new_split=new_split)`` returns (the same global shape,
 split, local shapes, dtype and values; the output balanced, by Heat's formula,
 which is the library's default) but moves each element once, straight to its
-owner. On the CPU it works in the torch tensors' memory: NumPy views of the
-local tensor and of a new output tensor, with no other copy (a local tensor that
-is not contiguous is copied once). Arrays on a GPU, and dtypes with no C element
+owner. On the CPU it works in the torch tensors' memory: a NumPy view of the
+local tensor, and a new NumPy output array that becomes the output tensor
+(``torch.from_numpy``), with no other copy (a local tensor that is not
+contiguous is copied once). Arrays on a GPU, and dtypes with no C element
 type (float16, bfloat16), are handed to ``heat.reshape``.
 
 Heat is optional: this module imports it only when called.
@@ -45,8 +46,10 @@ def reshape(x: Any, shape: Union[int, Sequence[int]], new_split: Optional[int] =
     comm = x.comm.handle
     view = local.detach().resolve_conj().numpy()
     plan, block = Plan._for_block(view, x.gshape, x.split, shape, new_split, comm, None)
-    output = torch.empty(plan.local_output_shape, dtype=local.dtype)
-    plan.execute(block, output.numpy())
+    # NumPy's allocation, wrapped by torch without a copy: NumPy asks for huge
+    # pages for large arrays, so the first touch of the output (by the library)
+    # costs a fraction of what torch.empty's page faults do.
+    output = torch.from_numpy(plan.execute(block))
     return ht.DNDarray(
         output,
         gshape=plan.output_shape,

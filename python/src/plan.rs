@@ -30,17 +30,25 @@ pub struct NativePlan {
     shapes: Shapes,
 }
 
-/// The plan's shapes and sizes, fixed at creation.
+/// The plan's shapes and sizes, fixed at creation (see the getters).
 struct Shapes {
+    /// The resolved global output shape.
     output_shape: Vec<u64>,
+    /// This rank's input block shape.
     local_input_shape: Vec<u64>,
+    /// This rank's output block shape.
     local_output_shape: Vec<u64>,
+    /// `(offset, length)` of this rank's input rows, when split.
     input_slab: Option<(u64, u64)>,
+    /// `(offset, length)` of this rank's output rows, when split.
     output_slab: Option<(u64, u64)>,
+    /// Elements of this rank's input block.
     input_elems: u64,
+    /// Elements of this rank's output block.
     output_elems: u64,
     /// `(path, bytes_sent, bytes_received, bytes_copied_locally, peers_sent, peers_received)`.
     stats: (&'static str, u64, u64, u64, usize, usize),
+    /// Whether some rank sends or receives.
     collective: bool,
 }
 
@@ -151,12 +159,6 @@ impl NativePlan {
     #[getter]
     fn output_slab(&self) -> Option<(u64, u64)> {
         self.shapes.output_slab
-    }
-
-    /// Elements of this rank's input block.
-    #[getter]
-    fn input_elems(&self) -> u64 {
-        self.shapes.input_elems
     }
 
     /// Elements of this rank's output block.
