@@ -7,7 +7,9 @@ which is the library's default) but moves each element once, straight to its
 owner. On the CPU it works in the torch tensors' memory: a NumPy view of the
 local tensor, and a new NumPy output array that becomes the output tensor
 (``torch.from_numpy``), with no other copy (a local tensor that is not
-contiguous is copied once). Arrays on a GPU, and dtypes with no C element
+contiguous is copied once). When no rank sends or receives anything, the
+result is the local tensor reshaped (a view of ``x``'s memory when contiguous,
+as ``heat.reshape`` gives). Arrays on a GPU, and dtypes with no C element
 type (float16, bfloat16), are handed to ``heat.reshape``.
 
 Heat is optional: this module imports it only when called.
@@ -46,10 +48,18 @@ def reshape(x: Any, shape: Union[int, Sequence[int]], new_split: Optional[int] =
     comm = x.comm.handle
     view = local.detach().resolve_conj().numpy()
     plan, block = Plan._for_block(view, x.gshape, x.split, shape, new_split, comm, None)
-    # NumPy's allocation, wrapped by torch without a copy: NumPy asks for huge
-    # pages for large arrays, so the first touch of the output (by the library)
-    # costs a fraction of what torch.empty's page faults do.
-    output = torch.from_numpy(plan.execute(block))
+    # With a split input (or replicated input and output) and no rank sending or
+    # receiving anything, every rank's output block holds exactly its input
+    # elements, in the same order (both in global flat index order): the local
+    # tensor reshaped (a view when contiguous), as in heat.reshape. The same
+    # decision on every rank (the split and is_collective are global).
+    if not plan.is_collective and (x.split is not None or new_split is None):
+        output = local.reshape(plan.local_output_shape)
+    else:
+        # NumPy's allocation, wrapped by torch without a copy: NumPy asks for huge
+        # pages for large arrays, so the first touch of the output (by the
+        # library) costs a fraction of what torch.empty's page faults do.
+        output = torch.from_numpy(plan.execute(block))
     return ht.DNDarray(
         output,
         gshape=plan.output_shape,

@@ -55,3 +55,12 @@ def test_error_on_every_rank():
     with pytest.raises(dr.Error) as caught:
         dr_reshape(x, (5, 7), new_split=0)
     assert caught.value.status_name == "DR_ERROR_INVALID_SHAPE"
+
+
+@pytest.mark.parametrize("split", [0, None])
+def test_nothing_moves_gives_a_view_as_heat_does(split):
+    lens = [3] * WORLD.size if split is not None else None
+    x = heat_array((3 * WORLD.size, 8), split, lens, np.float64)
+    ours = dr_reshape(x, (-1, 2, 4), new_split=split)
+    assert_same(ours, ht.reshape(x, (-1, 2, 4), new_split=split))
+    assert ours.larray.data_ptr() == x.larray.data_ptr()
