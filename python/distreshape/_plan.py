@@ -174,7 +174,7 @@ class Plan:
             local_len = 0
             if split is not None and split < len(gshape) and gshape[split] >= 0:
                 size, rank = self._comm.Get_size(), self._comm.Get_rank()
-                local_len = _native.balanced_slab(gshape[split], size, rank)[0]
+                local_len = _native.balanced_slab(gshape[split], size, rank)[1]
         return gshape, split, local_len, new_shape, new_split, _length("new_local_len", new_local_len)
 
     @classmethod
@@ -353,5 +353,4 @@ def balanced_slab(extent: int, nranks: int, rank: int) -> slice:
     """Rank ``rank``'s rows when ``extent`` rows are balanced over ``nranks`` ranks
     (Heat's distribution, the default of new splits): the first ``extent % nranks``
     ranks get one row more."""
-    length, offset = _native.balanced_slab(extent, nranks, rank)
-    return slice(offset, offset + length)
+    return _slice(_native.balanced_slab(extent, nranks, rank))

@@ -27,7 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `(length, offset)` of rank `rank`'s slab when `extent` rows are balanced over
+/// `(offset, length)` of rank `rank`'s slab when `extent` rows are balanced over
 /// `nranks` ranks: Heat's formula, the library's default output distribution.
 #[pyfunction]
 fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> PyResult<(u64, u64)> {
@@ -36,5 +36,6 @@ fn balanced_slab(extent: u64, nranks: u64, rank: u64) -> PyResult<(u64, u64)> {
             "rank {rank} is not below nranks = {nranks}"
         )));
     }
-    Ok(distreshape::balanced_slab(extent, nranks, rank))
+    let slab = distreshape::balanced_slab(extent, nranks, rank);
+    Ok((slab.offset, slab.len))
 }

@@ -106,8 +106,8 @@ impl NativePlan {
             output_shape: plan.new_shape().to_vec(),
             local_input_shape: plan.local_input_shape().to_vec(),
             local_output_shape: plan.local_output_shape().to_vec(),
-            input_slab: plan.input_slab(),
-            output_slab: plan.output_slab(),
+            input_slab: plan.input_slab().map(|slab| (slab.offset, slab.len)),
+            output_slab: plan.output_slab().map(|slab| (slab.offset, slab.len)),
             input_elems: plan.input_elems() as u64,
             output_elems: plan.output_elems() as u64,
             stats: (
