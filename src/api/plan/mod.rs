@@ -582,7 +582,7 @@ impl Plan {
     /// as far as it goes without waiting. Returns whether it completed (true when
     /// none is in flight). A failure is this rank's alone (messages in flight are
     /// cancelled and completed first); other ranks may still complete.
-    pub(crate) fn progress(&self, blocking: bool) -> Result<bool> {
+    pub fn progress(&self, blocking: bool) -> Result<bool> {
         let mut engines = self.lock();
         if !engines.exchange.is_active() {
             return Ok(true);
@@ -624,6 +624,20 @@ impl Plan {
             true => self.in_place_somewhere(route, in_place, run),
             false => Ok(run),
         }
+    }
+
+    /// Starts an execution on raw buffers without waiting (collective, the same checks and agreement as `execute_raw`); returns whether it already completed. `Plan::progress` carries it on.
+    /// # Safety
+    /// As `execute_raw`; the buffers must stay valid and untouched until the execution completes or fails.
+    pub unsafe fn begin_raw(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+    ) -> Result<bool> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.begin_checked(input, input_len, output, output_capacity, None) }
     }
 }
 

@@ -1,0 +1,41 @@
+"""Type stubs of the extension module (the Rust crate in python/src)."""
+
+from typing import Any, Optional
+
+import numpy as np
+
+_Problem = Optional[tuple[int, str]]
+
+def status_names() -> dict[int, str]: ...
+def balanced_slab(extent: int, nranks: int, rank: int) -> tuple[int, int]: ...
+
+class NativePlan:
+    def __init__(
+        self,
+        comm: int,
+        gshape: list[int],
+        split: Optional[int],
+        local_len: int,
+        new_shape: list[int],
+        new_split: Optional[int],
+        new_local_len: Optional[int],
+        dtype: np.dtype,
+        problem: _Problem,
+    ) -> None: ...
+    output_shape: list[int]
+    local_input_shape: list[int]
+    local_output_shape: list[int]
+    input_slab: Optional[tuple[int, int]]
+    output_slab: Optional[tuple[int, int]]
+    output_elems: int
+    stats: tuple[str, int, int, int, int, int]
+    is_collective: bool
+    def describe(self) -> str: ...
+    def execute(self, input: Any, output: Any, problem: _Problem) -> None: ...
+    def execute_in_place(self, buffer: Any) -> None: ...
+    def begin(self, input: Any, output: Any, problem: _Problem) -> NativeRequest: ...
+
+class NativeRequest:
+    completed: bool
+    def test(self) -> bool: ...
+    def wait(self) -> Any: ...

@@ -1,0 +1,356 @@
+"""Plans and one-shot reshapes of distributed NumPy arrays over mpi4py communicators."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _native
+from ._errors import STATUS
+
+Shape = Union[int, Sequence[int]]
+
+# An error found here, before the library runs: (status code, message). It is
+# handed to the extension, which agrees on it with every rank like the library's
+# own errors, so that a bad argument on one rank never leaves the others waiting.
+_Problem = Optional[tuple[int, str]]
+
+
+class _ArgumentError(Exception):
+    """An argument this layer cannot turn into the library's (internal)."""
+
+    def __init__(self, status_name: str, message: str) -> None:
+        super().__init__(message)
+        self.problem = (STATUS[status_name], message)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What a plan does on this rank.
+
+    Attributes:
+        path: ``"local"`` when the split axis survives (only rows that change owner
+            move) or ``"exchange"`` (every element moves once, straight to its owner).
+        bytes_sent, bytes_received: bytes this rank sends and receives.
+        bytes_copied_locally: bytes it copies from its input to its output.
+        peers_sent, peers_received: ranks it sends to and receives from.
+    """
+
+    path: str
+    bytes_sent: int
+    bytes_received: int
+    bytes_copied_locally: int
+    peers_sent: int
+    peers_received: int
+
+
+def _communicator(comm: Optional[MPI.Comm]) -> MPI.Comm:
+    return MPI.COMM_WORLD if comm is None else comm
+
+
+def _shape(name: str, value: Shape) -> list[int]:
+    """``value`` as a list of integers (an integer is a 1-d shape, as in NumPy)."""
+    try:
+        if isinstance(value, (int, np.integer)):
+            return [operator.index(value)]
+        return [operator.index(extent) for extent in value]
+    except TypeError:
+        raise _ArgumentError(
+            "DR_ERROR_INVALID_SHAPE", f"{name} = {value!r} is not a sequence of integers"
+        ) from None
+
+
+def _axis(name: str, value: Optional[int], ndim: int) -> Optional[int]:
+    """``value`` as a non-negative axis of an ``ndim``-d shape, counting a negative
+    one from the end (-1 is the last axis); ``None`` stays not split. An axis past
+    the end is left to the library, which reports it."""
+    if value is None:
+        return None
+    try:
+        axis = operator.index(value)
+    except TypeError:
+        raise _ArgumentError(
+            "DR_ERROR_INVALID_SPLIT", f"{name} = {value!r} is neither an integer nor None"
+        ) from None
+    if axis < -ndim:
+        raise _ArgumentError(
+            "DR_ERROR_INVALID_SPLIT", f"{name} = {axis} is out of range for {ndim} axes"
+        )
+    return axis + ndim if axis < 0 else axis
+
+
+def _length(name: str, value: Optional[int]) -> Optional[int]:
+    if value is None:
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise _ArgumentError(
+            "DR_ERROR_INVALID_DISTRIBUTION", f"{name} = {value!r} is not an integer"
+        ) from None
+
+
+def _as_block(local: Any) -> tuple[Optional[np.ndarray], _Problem]:
+    """``local`` as a C-contiguous array: itself when it is one, else a copy (made
+    once, here); ``None`` with the problem when it cannot be made."""
+    try:
+        return np.asarray(local, order="C"), None
+    except MemoryError:
+        return None, (STATUS["DR_ERROR_OUT_OF_MEMORY"], "no memory for a C-contiguous copy of the input")
+    except (TypeError, ValueError) as e:
+        return None, (STATUS["DR_ERROR_INVALID_SHAPE"], f"the input is not an array: {e}")
+
+
+def _allocate(shape: tuple[int, ...], dtype: np.dtype) -> tuple[Optional[np.ndarray], _Problem]:
+    try:
+        return np.empty(shape, dtype), None
+    except MemoryError:
+        return None, None  # the extension reports the missing output as out of memory
+
+
+class Plan:
+    """A reshape planned on every rank of a communicator, to execute many times.
+
+    ``Plan(gshape, split, new_shape, new_split, dtype, comm)`` plans the reshape of
+    an array of global shape ``gshape`` (C order), split along axis ``split`` (each
+    rank holds a contiguous slab of it, in rank order; ``None``: every rank holds the
+    whole array), into global shape ``new_shape`` (one ``-1`` allowed, as in NumPy)
+    split along ``new_split`` (``None``: every rank gets the whole result). Negative
+    axes count from the end as in NumPy. ``dtype`` is anything ``numpy.dtype()``
+    takes: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128.
+
+    ``local_len`` is this rank's slab length along ``split`` (default: the balanced
+    distribution, Heat's, see :func:`balanced_slab`); ``new_local_len`` its length
+    along ``new_split`` (default balanced; either every rank passes one, adding up
+    to the extent, or none does).
+
+    Creation and executions are collective: every rank of ``comm`` (default
+    ``MPI.COMM_WORLD``) calls them in the same order, and an error raises the same
+    :class:`distreshape.Error` on every rank. A plan runs one execution at a time
+    (threads sharing it take turns). ``comm`` must stay valid (not freed) while
+    the plan executes: the package agrees on its checks of the arrays over it.
+    """
+
+    def __init__(
+        self,
+        gshape: Shape,
+        split: Optional[int],
+        new_shape: Shape,
+        new_split: Optional[int],
+        dtype: Any,
+        comm: Optional[MPI.Comm] = None,
+        *,
+        local_len: Optional[int] = None,
+        new_local_len: Optional[int] = None,
+    ) -> None:
+        self._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, None)
+
+    def _create(self, gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem: _Problem) -> None:
+        self._comm = _communicator(comm)
+        try:
+            self._dtype = np.dtype(dtype)
+        except (TypeError, ValueError) as e:
+            self._dtype = np.dtype(np.uint8)
+            problem = problem or (STATUS["DR_ERROR_INVALID_DTYPE"], f"dtype = {dtype!r}: {e}")
+        arguments: tuple = ([], None, 0, [], None, None)
+        try:
+            arguments = self._arguments(gshape, split, new_shape, new_split, local_len, new_local_len)
+        except _ArgumentError as e:
+            problem = problem or e.problem
+        self._native = _native.NativePlan(self._comm.py2f(), *arguments, self._dtype, problem)
+
+    def _arguments(self, gshape, split, new_shape, new_split, local_len, new_local_len) -> tuple:
+        """The library's arguments: shapes as lists, axes non-negative, lengths."""
+        gshape = _shape("gshape", gshape)
+        new_shape = _shape("new_shape", new_shape)
+        split = _axis("split", split, len(gshape))
+        new_split = _axis("new_split", new_split, len(new_shape))
+        local_len = _length("local_len", local_len)
+        if local_len is None:
+            local_len = 0
+            if split is not None and split < len(gshape) and gshape[split] >= 0:
+                size, rank = self._comm.Get_size(), self._comm.Get_rank()
+                local_len = _native.balanced_slab(gshape[split], size, rank)[1]
+        return gshape, split, local_len, new_shape, new_split, _length("new_local_len", new_local_len)
+
+    @classmethod
+    def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len) -> tuple["Plan", Any]:
+        """The plan for reshaping the block ``local`` (its slab length taken from it),
+        and ``local`` as a C-contiguous array (itself when it cannot be made one:
+        the plan's execution then reports why)."""
+        block, problem = _as_block(local)
+        local_len = 0
+        try:
+            ndim = len(_shape("gshape", gshape))
+            axis = _axis("split", split, ndim)
+            if block is not None and problem is None:
+                if block.ndim != ndim:
+                    raise _ArgumentError(
+                        "DR_ERROR_INVALID_SHAPE",
+                        f"the input array has {block.ndim} axes but gshape has {ndim}",
+                    )
+                local_len = block.shape[axis] if axis is not None and axis < ndim else 0
+        except _ArgumentError as e:
+            problem = problem or e.problem
+        plan = cls.__new__(cls)
+        dtype = block.dtype if block is not None else np.uint8
+        plan._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem)
+        return plan, (local if block is None else block)
+
+    @property
+    def comm(self) -> MPI.Comm:
+        """The communicator the plan was made on."""
+        return self._comm
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type."""
+        return self._dtype
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """The resolved global output shape (``-1`` inferred)."""
+        return tuple(self._native.output_shape)
+
+    @property
+    def local_input_shape(self) -> tuple[int, ...]:
+        """The shape of this rank's input block."""
+        return tuple(self._native.local_input_shape)
+
+    @property
+    def local_output_shape(self) -> tuple[int, ...]:
+        """The shape of this rank's output block."""
+        return tuple(self._native.local_output_shape)
+
+    @property
+    def input_slab(self) -> Optional[slice]:
+        """This rank's rows of the split axis, ``slice(offset, offset + length)``
+        (``None`` when the input is not split)."""
+        return _slice(self._native.input_slab)
+
+    @property
+    def output_slab(self) -> Optional[slice]:
+        """This rank's rows of the new split axis (``None`` when not split)."""
+        return _slice(self._native.output_slab)
+
+    @property
+    def stats(self) -> Stats:
+        """What this rank sends, receives and copies."""
+        return Stats(*self._native.stats)
+
+    def __str__(self) -> str:
+        """The library's description of the plan (path, volumes, peers)."""
+        return self._native.describe()
+
+    def __repr__(self) -> str:
+        return f"<distreshape.Plan {self.local_input_shape} -> {self.local_output_shape} {self.dtype}: {self}>"
+
+    def execute(self, local: Any, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Reshapes this rank's block ``local`` into ``out`` (collective) and returns it.
+
+        ``local`` has this rank's input block shape and the plan's dtype; one that is
+        not C-contiguous is copied once into one that is. ``out`` (default: a new
+        array) must be a writable C-contiguous array of this rank's output block
+        shape and the plan's dtype; it is written in place, with no other copy.
+        """
+        block, problem = _as_block(local)
+        if out is None:
+            out, _ = _allocate(self.local_output_shape, self._dtype)
+        self._native.execute(block, out, problem)
+        return out
+
+    def execute_begin(self, local: Any, out: Optional[np.ndarray] = None) -> "Request":
+        """Starts :meth:`execute` without waiting (collective); the arrays must not
+        be touched until the returned request completes (:meth:`Request.wait`). The
+        request keeps the plan and both arrays alive until then. Starting another
+        execution of this plan before raises ``DR_ERROR_EXECUTION_IN_PROGRESS``."""
+        block, problem = _as_block(local)
+        if out is None:
+            out, _ = _allocate(self.local_output_shape, self._dtype)
+        return Request(self, self._native.begin(block, out, problem))
+
+    def execute_in_place(self, buf: np.ndarray) -> np.ndarray:
+        """Reshapes in place (collective): ``buf``, a writable C-contiguous array of
+        the plan's dtype (any shape, e.g. 1-d) holding at least as many elements as
+        the larger of this rank's input and output blocks, has the input block in C
+        order at its start on entry; returns a view of ``buf`` with the output
+        block."""
+        self._native.execute_in_place(buf)
+        count = self._native.output_elems
+        return buf.reshape(-1)[:count].reshape(self.local_output_shape)
+
+    @property
+    def is_collective(self) -> bool:
+        """Whether the library's executions involve other ranks (some rank sends or
+        receives). Executions from Python are collective either way: they agree on
+        the checks of the arrays."""
+        return self._native.is_collective
+
+
+class Request:
+    """One execution started by :meth:`Plan.execute_begin`."""
+
+    def __init__(self, plan: Plan, native: Any) -> None:
+        self._plan = plan
+        self._native = native
+
+    @property
+    def plan(self) -> Plan:
+        """The plan executing."""
+        return self._plan
+
+    @property
+    def completed(self) -> bool:
+        """Whether the execution has completed on this rank, as far as the last
+        call (``execute_begin``, ``test``, ``wait``) found; does not move it on."""
+        return self._native.completed
+
+    def test(self) -> bool:
+        """Moves the execution on without waiting; returns whether it has completed
+        on this rank. Call it between pieces of computation: MPI moves messages
+        mostly inside MPI calls."""
+        return self._native.test()
+
+    def wait(self) -> np.ndarray:
+        """Waits until the execution has completed on this rank; returns the output
+        array. A failure (this rank's) raises :class:`distreshape.Error`, here and at
+        every later call."""
+        return self._native.wait()
+
+
+def _slice(slab: Optional[tuple[int, int]]) -> Optional[slice]:
+    return None if slab is None else slice(slab[0], slab[0] + slab[1])
+
+
+def reshape(
+    local: Any,
+    gshape: Shape,
+    split: Optional[int],
+    new_shape: Shape,
+    new_split: Optional[int],
+    comm: Optional[MPI.Comm] = None,
+    *,
+    new_local_len: Optional[int] = None,
+    out: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Reshapes a distributed array in one call (collective): returns this rank's
+    block of the array of global shape ``new_shape`` split along ``new_split``.
+
+    ``local`` is this rank's block of the array of global shape ``gshape`` split
+    along ``split`` (its slab length is ``local.shape[split]``; with ``split=None``
+    every rank holds the whole array); its dtype is the element type. The other
+    arguments are those of :class:`Plan`; ``out`` as in :meth:`Plan.execute`.
+    """
+    plan, block = Plan._for_block(local, gshape, split, new_shape, new_split, comm, new_local_len)
+    return plan.execute(block, out)
+
+
+def balanced_slab(extent: int, nranks: int, rank: int) -> slice:
+    """Rank ``rank``'s rows when ``extent`` rows are balanced over ``nranks`` ranks
+    (Heat's distribution, the default of new splits): the first ``extent % nranks``
+    ranks get one row more."""
+    return _slice(_native.balanced_slab(extent, nranks, rank))

@@ -1,0 +1,130 @@
+//! NumPy arrays as the library's buffers: the element types the library moves,
+//! and the checks that an array is the block a plan expects.
+
+use distreshape::{Error, ReshapeArgs, Result};
+use num_complex::Complex;
+use numpy::npyffi::flags::NPY_ARRAY_WRITEABLE;
+use numpy::npyffi::objects::_PyArray_GET_ITEM_DATA;
+use numpy::prelude::*;
+use numpy::{PyArrayDescr, PyUntypedArray};
+use pyo3::prelude::*;
+
+/// `args` for elements of NumPy dtype `dtype`, which records the library's dtype
+/// (compared across ranks); `InvalidDtype` for a dtype without a C counterpart.
+pub fn with_dtype(args: ReshapeArgs, dtype: &Bound<'_, PyArrayDescr>) -> Result<ReshapeArgs> {
+    let unsupported = |why: &str| {
+        Err(Error::InvalidDtype(format!(
+            "NumPy dtype {dtype} {why}; supported: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128"
+        )))
+    };
+    if dtype.is_native_byteorder() == Some(false) {
+        return unsupported("is not in the machine's byte order");
+    }
+    if dtype.has_fields() || dtype.has_subarray() {
+        return unsupported("is structured");
+    }
+    Ok(match (dtype.kind(), dtype.itemsize()) {
+        (b'b', 1) => args.with_element::<bool>(),
+        (b'i', 1) => args.with_element::<i8>(),
+        (b'i', 2) => args.with_element::<i16>(),
+        (b'i', 4) => args.with_element::<i32>(),
+        (b'i', 8) => args.with_element::<i64>(),
+        (b'u', 1) => args.with_element::<u8>(),
+        (b'u', 2) => args.with_element::<u16>(),
+        (b'u', 4) => args.with_element::<u32>(),
+        (b'u', 8) => args.with_element::<u64>(),
+        (b'f', 4) => args.with_element::<f32>(),
+        (b'f', 8) => args.with_element::<f64>(),
+        (b'c', 8) => args.with_element::<Complex<f32>>(),
+        (b'c', 16) => args.with_element::<Complex<f64>>(),
+        _ => return unsupported("has no C element type in DistReshape"),
+    })
+}
+
+/// Where an array's elements are, for the library.
+#[derive(Clone, Copy, Debug)]
+pub struct Memory {
+    /// The address of the first element (an address, so that it crosses into code
+    /// running without the GIL).
+    pub address: usize,
+    /// Bytes the array holds.
+    pub bytes: usize,
+}
+
+/// What a plan expects of one array.
+pub struct Expected<'a, 'py> {
+    /// What the array is, for messages ("the input array").
+    pub role: &'a str,
+    /// The plan's element type.
+    pub dtype: &'a Bound<'py, PyArrayDescr>,
+    /// The exact shape, or `None` for any shape holding `min_elems` elements.
+    pub shape: Option<&'a [u64]>,
+    /// Fewest elements the array must hold.
+    pub min_elems: u64,
+    /// Whether the library writes into it.
+    pub writable: bool,
+    /// This process's rank, for messages.
+    pub rank: usize,
+}
+
+/// Checks that `array` is a C-contiguous NumPy array as `expected` says; returns
+/// where its elements are.
+pub fn check(array: &Bound<'_, PyAny>, expected: &Expected<'_, '_>) -> Result<Memory> {
+    let Expected { role, rank, .. } = *expected;
+    let Ok(array) = array.cast::<PyUntypedArray>() else {
+        return Err(Error::InvalidShape(format!(
+            "{role} is a {}, not a NumPy array (rank {rank})",
+            array.get_type()
+        )));
+    };
+    let dtype = array.dtype();
+    if !dtype.is_equiv_to(expected.dtype) {
+        return Err(Error::InvalidDtype(format!(
+            "{role} has dtype {dtype} but the plan was made for {} (rank {rank})",
+            expected.dtype
+        )));
+    }
+    let shape: Vec<u64> = array.shape().iter().map(|&n| n as u64).collect();
+    if let Some(wanted) = expected.shape.filter(|wanted| *wanted != shape.as_slice()) {
+        return Err(Error::InvalidShape(format!(
+            "{role} has shape {} but rank {rank}'s block has shape {}",
+            tuple(&shape),
+            tuple(wanted)
+        )));
+    }
+    let elems = array.len() as u64;
+    if elems < expected.min_elems {
+        return Err(Error::BufferTooSmall(format!(
+            "{role} holds {elems} elements but rank {rank} needs {}",
+            expected.min_elems
+        )));
+    }
+    if !array.is_c_contiguous() {
+        return Err(Error::InvalidShape(format!(
+            "{role} is not C-contiguous (rank {rank}); pass numpy.ascontiguousarray(...) of it"
+        )));
+    }
+    // SAFETY: `array` is a live NumPy array (checked above, and borrowed for this
+    // call), so its object holds the array fields.
+    let fields = unsafe { &*_PyArray_GET_ITEM_DATA(array.as_array_ptr()) };
+    if expected.writable && fields.flags & NPY_ARRAY_WRITEABLE == 0 {
+        return Err(Error::InvalidShape(format!(
+            "{role} is read-only (rank {rank})"
+        )));
+    }
+    Ok(Memory {
+        address: fields.data as usize,
+        bytes: elems as usize * dtype.itemsize(),
+    })
+}
+
+/// `shape` as Python shows a tuple: `(2, 3)`, `(5,)`, `()`.
+pub fn tuple(shape: &[u64]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => {
+            let shown: Vec<String> = shape.iter().map(u64::to_string).collect();
+            format!("({})", shown.join(", "))
+        }
+    }
+}

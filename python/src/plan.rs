@@ -1,0 +1,425 @@
+//! `NativePlan` (a library plan over an mpi4py communicator) and `NativeRequest`
+//! (one non-blocking execution of it).
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use distreshape::{Error, Plan, PlanOptions, ReshapeArgs, Result, Route};
+use mpi::ffi::RSMPI_Fint;
+use numpy::PyArrayDescr;
+use pyo3::prelude::*;
+
+use crate::agree::{agree, from_fortran, rank_and_size};
+use crate::arrays::{Expected, Memory, check, with_dtype};
+use crate::errors::to_py_err;
+
+/// A library plan, planned on every rank of a communicator. Its methods that run
+/// MPI release the GIL; the collective ones agree on every error with all ranks.
+#[pyclass(frozen, module = "distreshape._native")]
+pub struct NativePlan {
+    /// The plan; a lock since Python threads may share the object (the library runs
+    /// one execution of a plan at a time).
+    plan: Mutex<Plan>,
+    /// The Fortran handle of the caller's communicator (mpi4py's `py2f()`), on which
+    /// the errors found outside the library are agreed.
+    comm: RSMPI_Fint,
+    /// This process's rank in it.
+    rank: usize,
+    /// The element type, as NumPy's dtype.
+    dtype: Py<PyArrayDescr>,
+    /// What the plan was made for, read without the lock.
+    shapes: Shapes,
+}
+
+/// The plan's shapes and sizes, fixed at creation (see the getters).
+struct Shapes {
+    /// The resolved global output shape.
+    output_shape: Vec<u64>,
+    /// This rank's input block shape.
+    local_input_shape: Vec<u64>,
+    /// This rank's output block shape.
+    local_output_shape: Vec<u64>,
+    /// `(offset, length)` of this rank's input rows, when split.
+    input_slab: Option<(u64, u64)>,
+    /// `(offset, length)` of this rank's output rows, when split.
+    output_slab: Option<(u64, u64)>,
+    /// Elements of this rank's input block.
+    input_elems: u64,
+    /// Elements of this rank's output block.
+    output_elems: u64,
+    /// `(path, bytes_sent, bytes_received, bytes_copied_locally, peers_sent, peers_received)`.
+    stats: (&'static str, u64, u64, u64, usize, usize),
+    /// Whether some rank sends or receives.
+    collective: bool,
+}
+
+/// An error the Python layer found before calling here: `(status code, message)`.
+type Problem = Option<(i32, String)>;
+
+/// The error of a [`Problem`], if any.
+fn problem_error(problem: Problem) -> Option<Error> {
+    problem.map(|(code, message)| Error::from_code(code, message))
+}
+
+#[pymethods]
+impl NativePlan {
+    /// Plans the reshape on every rank of the communicator whose Fortran handle is
+    /// `comm` (collective). `problem` is an error the Python layer found in the
+    /// arguments (the other values are then placeholders): it is agreed with the
+    /// other ranks like any error the library finds.
+    #[new]
+    #[pyo3(signature = (comm, gshape, split, local_len, new_shape, new_split, new_local_len, dtype, problem))]
+    #[allow(clippy::too_many_arguments)] // the reshape's arguments, as Python passes them
+    fn new(
+        py: Python<'_>,
+        comm: RSMPI_Fint,
+        gshape: Vec<i64>,
+        split: Option<usize>,
+        local_len: i64,
+        new_shape: Vec<i64>,
+        new_split: Option<usize>,
+        new_local_len: Option<i64>,
+        dtype: Bound<'_, PyArrayDescr>,
+        problem: Problem,
+    ) -> PyResult<NativePlan> {
+        let args = match problem_error(problem) {
+            Some(error) => Err(error),
+            None => {
+                let args = ReshapeArgs::new(0, &gshape, split, local_len, &new_shape, new_split);
+                with_dtype(args, &dtype).map(|args| match new_local_len {
+                    Some(len) => args.with_target_len(len),
+                    None => args,
+                })
+            }
+        };
+        let created = py.detach(|| {
+            let raw = from_fortran(comm);
+            let plan = Plan::create(raw, args, PlanOptions::default())?;
+            Ok((plan, rank_and_size(raw)?.0))
+        });
+        let (plan, rank) = created.map_err(|e: Error| to_py_err(py, e))?;
+        let stats = plan.stats();
+        let path = match stats.path {
+            Route::Local => "local",
+            Route::Exchange => "exchange",
+        };
+        let shapes = Shapes {
+            output_shape: plan.new_shape().to_vec(),
+            local_input_shape: plan.local_input_shape().to_vec(),
+            local_output_shape: plan.local_output_shape().to_vec(),
+            input_slab: plan.input_slab().map(|slab| (slab.offset, slab.len)),
+            output_slab: plan.output_slab().map(|slab| (slab.offset, slab.len)),
+            input_elems: plan.input_elems() as u64,
+            output_elems: plan.output_elems() as u64,
+            stats: (
+                path,
+                stats.bytes_sent,
+                stats.bytes_received,
+                stats.bytes_copied_locally,
+                stats.peers_sent,
+                stats.peers_received,
+            ),
+            collective: plan.is_collective(),
+        };
+        Ok(NativePlan {
+            plan: Mutex::new(plan),
+            comm,
+            rank,
+            dtype: dtype.unbind(),
+            shapes,
+        })
+    }
+
+    /// The resolved global output shape.
+    #[getter]
+    fn output_shape(&self) -> Vec<u64> {
+        self.shapes.output_shape.clone()
+    }
+
+    /// This rank's input block shape.
+    #[getter]
+    fn local_input_shape(&self) -> Vec<u64> {
+        self.shapes.local_input_shape.clone()
+    }
+
+    /// This rank's output block shape.
+    #[getter]
+    fn local_output_shape(&self) -> Vec<u64> {
+        self.shapes.local_output_shape.clone()
+    }
+
+    /// `(offset, length)` of this rank's input slab along the split axis (`None`
+    /// when not split).
+    #[getter]
+    fn input_slab(&self) -> Option<(u64, u64)> {
+        self.shapes.input_slab
+    }
+
+    /// `(offset, length)` of this rank's output slab along the new split axis
+    /// (`None` when not split).
+    #[getter]
+    fn output_slab(&self) -> Option<(u64, u64)> {
+        self.shapes.output_slab
+    }
+
+    /// Elements of this rank's output block.
+    #[getter]
+    fn output_elems(&self) -> u64 {
+        self.shapes.output_elems
+    }
+
+    /// `(path, bytes_sent, bytes_received, bytes_copied_locally, peers_sent,
+    /// peers_received)` of this rank.
+    #[getter]
+    fn stats(&self) -> (&'static str, u64, u64, u64, usize, usize) {
+        self.shapes.stats
+    }
+
+    /// Whether the library's executions involve other ranks (some rank sends or
+    /// receives).
+    #[getter]
+    fn is_collective(&self) -> bool {
+        self.shapes.collective
+    }
+
+    /// The library's description of the plan.
+    fn describe(&self, py: Python<'_>) -> String {
+        py.detach(|| self.lock().to_string())
+    }
+
+    /// Executes from `input` into `output` (collective). `None` for either, or a
+    /// `problem`, is an error the Python layer found (it could not make the array).
+    #[pyo3(signature = (input, output, problem))]
+    fn execute(
+        &self,
+        py: Python<'_>,
+        input: Option<Bound<'_, PyAny>>,
+        output: Option<Bound<'_, PyAny>>,
+        problem: Problem,
+    ) -> PyResult<()> {
+        let checked = self.check_pair(input.as_ref(), output.as_ref(), problem);
+        py.detach(|| {
+            let plan = self.lock();
+            let (input, output) = self.agreed(checked)?;
+            // SAFETY: `check_pair` checked that the input holds this rank's input
+            // elements and the output `output.bytes` writable bytes; the arrays stay
+            // alive (borrowed by this call) until the execution has completed.
+            unsafe {
+                plan.execute_raw(
+                    input.address as *const u8,
+                    output.address as *mut u8,
+                    output.bytes,
+                )
+            }
+        })
+        .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Executes in place in `buffer` (collective): it holds the input on entry and
+    /// the output on return, and at least as many elements as the larger of the two.
+    fn execute_in_place(&self, py: Python<'_>, buffer: Bound<'_, PyAny>) -> PyResult<()> {
+        let dtype = self.dtype.bind(py);
+        let expected = Expected {
+            role: "the in-place buffer",
+            dtype,
+            shape: None,
+            min_elems: self.shapes.input_elems.max(self.shapes.output_elems),
+            writable: true,
+            rank: self.rank,
+        };
+        let checked = check(&buffer, &expected);
+        py.detach(|| {
+            let plan = self.lock();
+            let buffer = self.agreed(checked)?;
+            let address = buffer.address as *mut u8;
+            // SAFETY: `check` found the buffer writable for `buffer.bytes` bytes,
+            // enough for the input and the output; it stays alive (borrowed by this
+            // call) until the execution has completed.
+            unsafe { plan.execute_raw(address, address, buffer.bytes) }
+        })
+        .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Starts an execution from `input` into `output` (collective, errors agreed as
+    /// by `execute`); the request keeps the plan and both arrays alive until the
+    /// execution has completed.
+    #[pyo3(signature = (input, output, problem))]
+    fn begin(
+        slf: &Bound<'_, Self>,
+        input: Bound<'_, PyAny>,
+        output: Bound<'_, PyAny>,
+        problem: Problem,
+    ) -> PyResult<NativeRequest> {
+        let py = slf.py();
+        let this = slf.get();
+        let checked = this.check_pair(Some(&input), Some(&output), problem);
+        let done = py
+            .detach(|| {
+                let plan = this.lock();
+                let (input, output) = this.agreed(checked)?;
+                // SAFETY: as in `execute`; the request made below holds both arrays
+                // until the execution completes (`NativeRequest` waits for it before
+                // releasing them, also when dropped).
+                unsafe {
+                    plan.begin_raw(
+                        input.address as *const u8,
+                        input.bytes,
+                        output.address as *mut u8,
+                        output.bytes,
+                    )
+                }
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(NativeRequest {
+            plan: slf.clone().unbind(),
+            arrays: (input.unbind(), output.unbind()),
+            state: Mutex::new(if done {
+                State::Completed
+            } else {
+                State::Pending
+            }),
+        })
+    }
+}
+
+impl NativePlan {
+    /// The plan, locked (a panic elsewhere cannot have left it inconsistent: the
+    /// library contains its panics).
+    fn lock(&self) -> MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Checks an input and an output array against the plan.
+    fn check_pair(
+        &self,
+        input: Option<&Bound<'_, PyAny>>,
+        output: Option<&Bound<'_, PyAny>>,
+        problem: Problem,
+    ) -> Result<(Memory, Memory)> {
+        if let Some(error) = problem_error(problem) {
+            return Err(error);
+        }
+        let (Some(input), Some(output)) = (input, output) else {
+            return Err(Error::OutOfMemory(format!(
+                "no memory for the input or output array (rank {})",
+                self.rank
+            )));
+        };
+        let dtype = self.dtype.bind(input.py());
+        let block = |role, shape, min_elems, writable| Expected {
+            role,
+            dtype,
+            shape: Some(shape),
+            min_elems,
+            writable,
+            rank: self.rank,
+        };
+        let shapes = &self.shapes;
+        let input = check(
+            input,
+            &block(
+                "the input array",
+                &shapes.local_input_shape,
+                shapes.input_elems,
+                false,
+            ),
+        )?;
+        let output = check(
+            output,
+            &block(
+                "the output array",
+                &shapes.local_output_shape,
+                shapes.output_elems,
+                true,
+            ),
+        )?;
+        Ok((input, output))
+    }
+
+    /// Agrees on the outcome of this rank's checks with every rank (collective;
+    /// called with the plan locked, so that two threads sharing the plan never
+    /// run collectives on its communicator at once).
+    fn agreed<T>(&self, checked: Result<T>) -> Result<T> {
+        match checked {
+            Ok(value) => agree(from_fortran(self.comm), None).map(|()| value),
+            Err(error) => Err(agree(from_fortran(self.comm), Some(error))
+                .err()
+                .unwrap_or_else(|| Error::Internal("the agreement lost an error".into()))),
+        }
+    }
+}
+
+/// Where a non-blocking execution is.
+enum State {
+    /// Messages are in flight.
+    Pending,
+    /// It has completed on this rank.
+    Completed,
+    /// It failed on this rank (reported by every later `test` and `wait`).
+    Failed(Error),
+}
+
+/// One non-blocking execution: holds its plan and both arrays until it completes.
+#[pyclass(frozen, module = "distreshape._native")]
+pub struct NativeRequest {
+    plan: Py<NativePlan>,
+    /// The input and output arrays, which MPI reads and writes until completion.
+    arrays: (Py<PyAny>, Py<PyAny>),
+    state: Mutex<State>,
+}
+
+#[pymethods]
+impl NativeRequest {
+    /// Moves the execution on without waiting; returns whether it has completed.
+    fn test(&self, py: Python<'_>) -> PyResult<bool> {
+        self.advance(py, false)
+    }
+
+    /// Waits until the execution has completed on this rank; returns the output array.
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.advance(py, true)?;
+        Ok(self.arrays.1.clone_ref(py))
+    }
+
+    /// Whether the execution has completed on this rank, as far as the last call
+    /// found (does not move it on).
+    #[getter]
+    fn completed(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        matches!(*state, State::Completed)
+    }
+}
+
+impl NativeRequest {
+    /// Carries the execution on (until it completes when `blocking`), without the GIL.
+    fn advance(&self, py: Python<'_>, blocking: bool) -> PyResult<bool> {
+        py.detach(|| self.progress(blocking))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Carries the execution on; returns whether it has completed.
+    fn progress(&self, blocking: bool) -> Result<bool> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*state {
+            State::Completed => Ok(true),
+            State::Failed(error) => Err(error.clone()),
+            State::Pending => {
+                let progressed = self.plan.get().lock().progress(blocking);
+                match &progressed {
+                    Ok(true) => *state = State::Completed,
+                    Ok(false) => {}
+                    Err(error) => *state = State::Failed(error.clone()),
+                }
+                progressed
+            }
+        }
+    }
+}
+
+impl Drop for NativeRequest {
+    /// Completes an execution still in flight before the arrays are released (a
+    /// failure here has nowhere to go: it is this rank's, and the arrays are then
+    /// no longer in use).
+    fn drop(&mut self) {
+        let _ = self.progress(true);
+    }
+}
