@@ -5,8 +5,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::api::plan::Plan;
 use crate::capi::boundary::{elem_size, guard, shape_arg};
+use crate::capi::handles::dr_plan;
 use crate::capi::options::{dr_plan_options, options_arg};
-use crate::capi::plans::{MPI_Comm, dr_plan, missing_plan, plan_ref, store_plan};
+use crate::capi::plans::{MPI_Comm, missing_plan, plan_ref, store_plan};
 use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridBox;

@@ -1,7 +1,8 @@
 //! The C ABI: argument conversion, the panic boundary and status codes over the
 //! Rust API. No logic of its own. The header `include/distreshape.h` is generated
 //! by cbindgen from the crate: these functions and the tables of
-//! [`crate::core::abi`] (see `tests/header.rs`). By job: [`boundary`] (the panic
+//! [`crate::core::abi`] (see `tests/header.rs`). By job: [`handles`] (the opaque plan and
+//! request), [`boundary`] (the panic
 //! boundary, the last error, the shared argument decoding), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`), [`layouts`] (grid layouts and
@@ -10,6 +11,7 @@
 #![allow(non_camel_case_types)]
 
 mod boundary;
+mod handles;
 mod layouts;
 mod library;
 mod options;
@@ -17,6 +19,8 @@ mod plans;
 mod requests;
 
 pub(crate) use boundary::{elem_size, guard, shape_arg, target_arg};
+pub(crate) use handles::dr_plan;
+pub(crate) use handles::dr_request;
 pub(crate) use options::{dr_plan_options, options_arg};
-pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, dr_plan, plan_ref};
-pub(crate) use requests::{begin_request, dr_request};
+pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, plan_ref};
+pub(crate) use requests::begin_request;

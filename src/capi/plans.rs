@@ -10,8 +10,8 @@ use std::ptr::NonNull;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::boundary::{elem_size, guard, shape_arg, split_arg, target_arg};
+use crate::capi::handles::{dr_plan, dr_request, orphan};
 use crate::capi::options::{dr_plan_options, options_arg};
-use crate::capi::requests::{dr_request, orphan};
 use crate::core::abi::{DtypeCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
@@ -22,17 +22,6 @@ use crate::planning::planner::Route;
 /// The MPI communicator type of the `mpi.h` DistReshape was built with: the C
 /// spelling of [`RawComm`](crate::mpi::comm::RawComm).
 pub type MPI_Comm = crate::mpi::comm::RawComm;
-
-/// A reshape planned on every rank of a communicator (opaque).
-pub struct dr_plan {
-    pub(crate) plan: Plan,
-    /// The handle of this plan's executions in flight, allocated with the plan so
-    /// that beginning one allocates nothing. It outlives the plan when the plan is
-    /// destroyed while it is lent (see `dr_plan_destroy`).
-    pub(crate) request: NonNull<dr_request>,
-    /// Whether `request` is lent to an execution in flight.
-    pub(crate) lent: Cell<bool>,
-}
 
 /// What a plan does on this rank.
 #[repr(C)]

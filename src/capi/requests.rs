@@ -5,50 +5,10 @@ use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
 use crate::capi::boundary::guard;
-use crate::capi::plans::{Buffers, c_buffers, c_plan_ref, dr_plan};
+use crate::capi::handles::{dr_plan, dr_request};
+use crate::capi::plans::{Buffers, c_buffers, c_plan_ref};
 use crate::core::abi::dr_status;
 use crate::core::error::{Error, Result};
-
-/// An execution in flight, started by `dr_plan_execute_begin` (opaque). Each plan
-/// has one, made with it and lent to its execution in flight (a plan runs one at
-/// a time), so beginning an execution allocates nothing. A request outlives its
-/// plan when the plan is destroyed while it is lent (see `dr_plan_destroy`).
-pub struct dr_request {
-    /// The plan the request is lent by; NULL once that plan was destroyed.
-    plan: *const dr_plan,
-    /// How the execution ended when its plan was destroyed before it completed.
-    ended: Result<()>,
-}
-
-impl dr_request {
-    /// A request not lent to any execution.
-    pub(crate) fn idle() -> dr_request {
-        dr_request {
-            plan: std::ptr::null(),
-            ended: Ok(()),
-        }
-    }
-}
-
-/// The request of a plan being destroyed: freed with the plan unless `lent`; a
-/// lent request keeps the outcome of its execution (completed by the plan's
-/// destruction) and is freed by `dr_request_test` or `dr_request_wait`.
-///
-/// # Safety
-/// `request` is the plan's, allocated by `create_plan` and not freed.
-pub(crate) unsafe fn orphan(request: NonNull<dr_request>, lent: bool, ended: Result<()>) {
-    let request = request.as_ptr();
-    match lent {
-        // SAFETY: the request is valid (allocated with its plan, not yet freed);
-        // the caller holds it, and only test or wait free it.
-        true => unsafe {
-            (*request).plan = std::ptr::null();
-            (*request).ended = ended;
-        },
-        // SAFETY: not lent, so the plan is its only owner.
-        false => drop(unsafe { Box::from_raw(request) }),
-    }
-}
 
 /// Starts executing a plan without waiting for it (collective, like
 /// `dr_plan_execute`): the same checks, the same agreement and the same status on

@@ -26,7 +26,15 @@ use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridLayout;
 use crate::distribution::groups::{Groups, Side};
 use crate::distribution::region::{Region, RegionRuns, shared_elements};
-use crate::planning::planner::PeerVolume;
+
+/// Elements exchanged with one peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerVolume {
+    /// The other rank.
+    pub peer: usize,
+    /// Elements sent to it or received from it.
+    pub elems: u64,
+}
 
 /// An input layout and an output layout of the same ranks (shapes with the same
 /// number of elements), with the reshape groups of their shapes.

@@ -11,7 +11,7 @@ use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
 use crate::distribution::grid::GridLayout;
 use crate::distribution::layout::balanced_slab;
-use crate::distribution::peers::Redistribution;
+use crate::distribution::peers::{PeerVolume, Redistribution};
 use crate::distribution::region::{Region, RegionRuns};
 use crate::distribution::runs::Run;
 use crate::planning::args::Checked;
@@ -24,15 +24,6 @@ pub enum Route {
     Local,
     /// The general exchange: each element moves once, straight to its new owner.
     Exchange,
-}
-
-/// Elements exchanged with one peer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeerVolume {
-    /// The other rank.
-    pub peer: usize,
-    /// Elements sent to it or received from it.
-    pub elems: u64,
 }
 
 /// What a plan will do on one rank.

@@ -17,7 +17,8 @@
 
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::planning::planner::{PeerVolume, RankPlan, Route};
+use crate::distribution::peers::PeerVolume;
+use crate::planning::planner::{RankPlan, Route};
 
 /// Which way a stream's messages go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 pub use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
 pub use crate::distribution::groups::Side as LayoutSide;
 pub use crate::distribution::identity::nothing_moves;
+pub use crate::distribution::peers::PeerVolume;
 pub use crate::distribution::peers::Redistribution;
 pub use crate::distribution::region::{Region, RegionRuns, shared_elements};
 pub use crate::distribution::runs::Run;
@@ -16,7 +17,7 @@ pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-pub use crate::planning::planner::{KeptCopy, PeerVolume, RankPlan, Route};
+pub use crate::planning::planner::{KeptCopy, RankPlan, Route};
 pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
 pub use network::{Endpoint, Network, NetworkReport};
 

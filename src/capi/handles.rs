@@ -1,0 +1,60 @@
+//! The C ABI's opaque handles: a plan, and the request it lends to its execution
+//! in flight, with what becomes of that request when the plan is destroyed first.
+
+use std::cell::Cell;
+use std::ptr::NonNull;
+
+use crate::api::plan::Plan;
+use crate::core::error::Result;
+
+/// A reshape planned on every rank of a communicator (opaque).
+pub struct dr_plan {
+    pub(crate) plan: Plan,
+    /// The handle of this plan's executions in flight, allocated with the plan so
+    /// that beginning one allocates nothing. It outlives the plan when the plan is
+    /// destroyed while it is lent (see `dr_plan_destroy`).
+    pub(crate) request: NonNull<dr_request>,
+    /// Whether `request` is lent to an execution in flight.
+    pub(crate) lent: Cell<bool>,
+}
+
+/// An execution in flight, started by `dr_plan_execute_begin` (opaque). Each plan
+/// has one, made with it and lent to its execution in flight (a plan runs one at
+/// a time), so beginning an execution allocates nothing. A request outlives its
+/// plan when the plan is destroyed while it is lent (see `dr_plan_destroy`).
+pub struct dr_request {
+    /// The plan the request is lent by; NULL once that plan was destroyed.
+    pub(crate) plan: *const dr_plan,
+    /// How the execution ended when its plan was destroyed before it completed.
+    pub(crate) ended: Result<()>,
+}
+
+impl dr_request {
+    /// A request not lent to any execution.
+    pub(crate) fn idle() -> dr_request {
+        dr_request {
+            plan: std::ptr::null(),
+            ended: Ok(()),
+        }
+    }
+}
+
+/// The request of a plan being destroyed: freed with the plan unless `lent`; a
+/// lent request keeps the outcome of its execution (completed by the plan's
+/// destruction) and is freed by `dr_request_test` or `dr_request_wait`.
+///
+/// # Safety
+/// `request` is the plan's, allocated by `create_plan` and not freed.
+pub(crate) unsafe fn orphan(request: NonNull<dr_request>, lent: bool, ended: Result<()>) {
+    let request = request.as_ptr();
+    match lent {
+        // SAFETY: the request is valid (allocated with its plan, not yet freed);
+        // the caller holds it, and only test or wait free it.
+        true => unsafe {
+            (*request).plan = std::ptr::null();
+            (*request).ended = ended;
+        },
+        // SAFETY: not lent, so the plan is its only owner.
+        false => drop(unsafe { Box::from_raw(request) }),
+    }
+}
