@@ -1,7 +1,10 @@
 // Grid layouts in the C++ interface (distreshape::layout, plan<T>(layout, layout,
-// comm), input_box, output_box), at 1-4 ranks, built as C++17 and C++20:
+// comm), input_box, output_box), at 1-8 ranks (2x3 and 3x2 at 6, a prime at 7,
+// 2x2x2 at 8, more ranks than rows from 6 on), built as C++17 and C++20:
 //  - x-pencils -> y-pencils on every 2-D factorization of the rank count, also with
-//    tiny options and as std::int64_t; bricks -> pencils on every 3-D factorization;
+//    tiny options and as std::int64_t; bricks -> pencils on every 3-D factorization
+//    (each with one 2-D factorization in turn),
+//    bricks -> replicated over the middle grid axis and back;
 //    a shape change with -1 and explicit lengths (zeros among them); a replicated
 //    grid axis, in the output and in the input;
 //  - every rank's boxes against an independent computation (balanced blocks
@@ -211,11 +214,20 @@ void check_pencils()
 void check_bricks()
 {
     const ivec s{6, 5, 7};
-    for (const std::vector<int>& g3 : factorizations(nranks, 3))
-        for (const std::vector<int>& g2 : factorizations(nranks, 2)) {
-            const dr::layout bricks(s, g3, {0, 1, 2}), pencils(s, g2, {ns, 0, 1});
-            run_case<double>("bricks " + str(g3) + " -> pencils " + str(g2), bricks, pencils, s);
-        }
+    // Each 3-D grid with one 2-D grid, in turn: every grid of both kinds is planned
+    // (there are at least as many 3-D factorizations as 2-D ones).
+    const std::vector<std::vector<int>> grids3 = factorizations(nranks, 3),
+                                        grids2 = factorizations(nranks, 2);
+    for (std::size_t i = 0; i < grids3.size(); ++i) {
+        const std::vector<int>&g3 = grids3[i], &g2 = grids2[i % grids2.size()];
+        const dr::layout bricks(s, g3, {0, 1, 2}), pencils(s, g2, {ns, 0, 1});
+        run_case<double>("bricks " + str(g3) + " -> pencils " + str(g2), bricks, pencils, s);
+        const dr::layout replicated(s, g3, {2, ns, 0});
+        run_case<double>("bricks " + str(g3) + " -> replicated over grid axis 1", bricks,
+                         replicated, s);
+        run_case<double>("replicated over grid axis 1 of " + str(g3) + " -> bricks", replicated,
+                         bricks, s);
+    }
 }
 
 // {4, 6, 5} with all 4 rows on the last rank -> {-1, 10} (= {12, 10}) with no
@@ -275,8 +287,9 @@ void check_errors()
     check(what.find("rank") != std::string::npos, "wrong grid size: no rank named: " + what);
     const dr::error e2 = thrown([&] { dr::plan<double> p(right, wrong, MPI_COMM_WORLD); });
     check(e2.status() == DR_ERROR_INVALID_DISTRIBUTION, "wrong output grid size");
-    // Lengths that do not add up: every rank.
-    ivec lens(static_cast<std::size_t>(nranks), 1);
+    // Lengths that do not add up (to 9, not 8): every rank.
+    ivec lens(static_cast<std::size_t>(nranks), 0);
+    lens[0] = 9;
     const dr::layout short_lens = dr::layout({8, 9}, {nranks}, {0, ns}).with_lengths(0, lens);
     const dr::error e3 = thrown([&] { dr::plan<double> p(short_lens, right, MPI_COMM_WORLD); });
     check(e3.status() != DR_SUCCESS, "lengths not adding up did not throw");

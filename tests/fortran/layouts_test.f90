@@ -66,7 +66,8 @@ contains
       print *, 'output box', lb, ext, 'expected', lo, len, 'coords', coords
     end if
     call dr_plan_allocate_output(plan, b, global_bounds=.true.)
-    if (any(lbound(b, kind=int64) /= lo) .or. any(shape(b, int64) /= len)) then
+    ! An empty dimension's lbound is 1 in Fortran, whatever the bounds allocated.
+    if (any(lbound(b, kind=int64) /= lo .and. len > 0) .or. any(shape(b, int64) /= len)) then
       failures = failures + 1
       print *, 'allocated', lbound(b), ubound(b), 'expected', lo, len
     end if
