@@ -11,7 +11,8 @@
 //    n/p + (c < n%p) at c*(n/p) + min(c, n%p), explicit lengths as prefix sums, c
 //    the rank's row-major grid coordinate), input_elems/output_elems/output_shape;
 //  - every output element checked against its global C-order flat index, out of
-//    place (vectors), in place and through execute_begin;
+//    place (vectors), in place and through execute_begin, and through the one-shot
+//    reshape between layouts (vector, pointer, C++20 span; its errors agreed);
 //  - errors: a grid of the wrong size throws DR_ERROR_INVALID_DISTRIBUTION on every
 //    rank, the message naming a rank; the local checks of layout's constructor and
 //    with_lengths; layout values copied, assigned and compared.
@@ -276,6 +277,41 @@ dr::error thrown(F f)
     return dr::error(DR_SUCCESS, "nothing thrown");
 }
 
+// The one-shot reshape between layouts from a vector, a pointer and (C++20) a span:
+// x-pencils -> (-1, 6) rows, every element; a short vector on rank 0 and a grid of
+// the wrong size throw on every rank.
+void check_one_shot()
+{
+    const ivec s{5, 7, 6}, rows_shape{35, 6};
+    const std::vector<int> g = factorizations(nranks, 2).back();
+    const dr::layout x(s, g, {ns, 0, 1}), rows({-1, 6}, {nranks}, {0, ns});
+    const std::vector<double> input = input_of<double>(expected_box(x, s), s);
+    const dr::box ob = expected_box(rows, rows_shape);
+    const std::vector<double> once = dr::reshape(input, x, rows, MPI_COMM_WORLD);
+    check(once.size() == static_cast<std::size_t>(ob.elems()) &&
+              output_ok(once.data(), ob, rows_shape),
+          "reshape(vector, layouts)");
+    const std::vector<double> from_pointer = dr::reshape(input.data(), x, rows, MPI_COMM_WORLD);
+    check(from_pointer == once, "reshape(pointer, layouts)");
+#ifdef __cpp_lib_span
+    const std::vector<double> from_span =
+        dr::reshape(std::span<const double>(input), x, rows, MPI_COMM_WORLD);
+    check(from_span == once, "reshape(span, layouts)");
+#endif
+    // Rank 0's block is never empty (balanced blocks put the remainder first).
+    std::vector<double> shorter = input;
+    if (rank == 0) shorter.pop_back();
+    const dr::error e = thrown([&] { (void)dr::reshape(shorter, x, rows, MPI_COMM_WORLD); });
+    check(e.status() == DR_ERROR_BUFFER_TOO_SMALL,
+          "reshape(vector, layouts) with a short input on rank 0: status " +
+              std::to_string(e.status()) + " (" + e.what() + ")");
+    const dr::layout wrong(s, {nranks + 1}, {0, ns, ns});
+    const dr::error e2 = thrown([&] { (void)dr::reshape(input, wrong, rows, MPI_COMM_WORLD); });
+    check(e2.status() == DR_ERROR_INVALID_DISTRIBUTION,
+          "reshape between layouts with a grid of the wrong size: status " +
+              std::to_string(e2.status()));
+}
+
 void check_errors()
 {
     // A grid of nranks + 1: every rank throws, the message names a rank.
@@ -365,6 +401,7 @@ int main(int argc, char** argv)
         check_shape_change();
         check_replicated();
         check_errors();
+        check_one_shot();
         check_values();
     } catch (const dr::error& e) {
         check(false, std::string("unexpected error: ") + e.what());
