@@ -244,7 +244,8 @@ fn specifics() -> String {
     }
     for comm in COMMS {
         for (suffix, ty, dtype, dims) in layout_molds() {
-            text += &fill(CREATE_LAYOUTS_WITH_MOLD, (&suffix, ty, dtype), comm).replace("@S", &dims);
+            text +=
+                &fill(CREATE_LAYOUTS_WITH_MOLD, (&suffix, ty, dtype), comm).replace("@S", &dims);
         }
     }
     for template in [EXECUTE, ALLOCATE] {

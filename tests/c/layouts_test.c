@@ -87,6 +87,14 @@ static void agreed_errors(void)
     dr_layout_destroy(lengths);
 }
 
+/* The number of the `n` elements of `got` that are not `want`'s. */
+static int64_t wrong_elements(const int64_t *got, const int64_t *want, int64_t n)
+{
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < n; k++) wrong += got[k] != want[k];
+    return wrong;
+}
+
 /* Rows of (NROWS, NCOLS) on a p x 1 grid -> (NCOLS, -1) = (6, 11), columns over
  * the 1-D grid: every element checked, three ways. */
 static void executions(void)
@@ -121,21 +129,15 @@ static void executions(void)
         for (int64_t j = 0; j < clen; j++, k++) want[k] = i * NROWS + coff + j;
     test_fill_i64(a, n_in, roff * NCOLS);
     CHECK_STATUS(dr_plan_execute(plan, a, b, cap), DR_SUCCESS);
-    int64_t wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += b[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements out of place");
+    CHECK_EQ(wrong_elements(b, want, out_elems), 0, "wrong elements out of place");
     test_fill_i64(a, n_in, roff * NCOLS);
     CHECK_STATUS(dr_plan_execute(plan, a, a, cap), DR_SUCCESS);
-    wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += a[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements in place");
+    CHECK_EQ(wrong_elements(a, want, out_elems), 0, "wrong elements in place");
     test_fill_i64(a, n_in, roff * NCOLS);
     dr_request *request = NULL;
     CHECK_STATUS(dr_plan_execute_begin(plan, a, b, cap, &request), DR_SUCCESS);
     CHECK_STATUS(dr_request_wait(&request), DR_SUCCESS);
-    wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += b[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements non-blocking");
+    CHECK_EQ(wrong_elements(b, want, out_elems), 0, "wrong elements non-blocking");
     dr_plan_destroy(plan);
     free(a);
     free(b);
@@ -203,9 +205,7 @@ static void pencils(void)
     box_indices(out_off, out_len, want);
     for (int64_t k = 0; k < n_out; k++) b[k] = -1;
     CHECK_STATUS(dr_plan_execute(plan, a, b, n_out), DR_SUCCESS);
-    int64_t wrong = 0;
-    for (int64_t k = 0; k < n_out; k++) wrong += b[k] != want[k];
-    CHECK_EQ(wrong, 0, "pencils: wrong elements");
+    CHECK_EQ(wrong_elements(b, want, n_out), 0, "pencils: wrong elements");
     dr_plan_destroy(plan);
     free(a);
     free(b);
