@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace dr = distreshape;
+
 namespace {
 int rank = 0, nranks = 1, py = 1, pz = 1;
 std::int64_t n = 0, nx = 0, ny = 0, nz = 0;

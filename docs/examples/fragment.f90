@@ -8,6 +8,7 @@ module doc_fragment_context
   use distreshape
   implicit none
   integer(int64) :: n = 0, len = 0, new_len = 0, new_elems = 0, my_len = 0, nx = 0, ny = 0, nz = 0
+  integer(int64) :: n_in = 0, n_out = 0
   integer(int64), allocatable :: resolved(:)
   integer :: ierr = 0, nranks = 1
   logical :: done = .false.
