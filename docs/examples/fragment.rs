@@ -5,7 +5,7 @@
 #![allow(unused, clippy::all)]
 use mpi::topology::SimpleCommunicator;
 
-fn doc_fragment(world: &SimpleCommunicator) -> distreshape::Result<()> {
+fn doc_fragment(world: SimpleCommunicator) -> distreshape::Result<()> {
     let (n, local_len, nx, ny, nz, p_row, p_col) = (0i64, 0i64, 0i64, 0i64, 0i64, 1i64, 1i64);
     let input: Vec<f64> = Vec::new();
     let mut output: Vec<f64> = Vec::new();
