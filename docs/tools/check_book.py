@@ -30,6 +30,11 @@ def build(opts):
     return 0
 
 
+# mdbook's own pages: print.html repeats every page (its links rewritten), the
+# others are generated. Links to them count; links in them are not checked.
+MDBOOK_PAGES = ("print.html", "404.html", "toc.html")
+
+
 class Page(html.parser.HTMLParser):
     """The ids and the links of one built page."""
 
@@ -49,8 +54,6 @@ def pages(out):
     parsed = {}
     for path in out.rglob("*.html"):
         rel = path.relative_to(out).as_posix()
-        if rel in ("print.html", "404.html", "toc.html"):
-            continue  # print.html repeats every page; the others are mdbook's own.
         page = Page()
         page.feed(path.read_text())
         parsed[rel] = page
@@ -89,6 +92,8 @@ def links(opts):
         return 1
     errors = []
     for name, page in sorted(parsed.items()):
+        if name in MDBOOK_PAGES:
+            continue
         for target in page.links:
             resolve(parsed, name, target, name, errors)
     # Links of the sources that the HTML cannot show: .md links mdbook could not
@@ -108,7 +113,7 @@ def links(opts):
         path, _, anchor = target.partition("#")
         if path.startswith("docs/src/") and path.endswith(".md"):
             page = path[len("docs/src/"):-3] + ".html"
-            resolve(parsed, page, page + ("#" + anchor if anchor else ""), "README.md", errors)
+            resolve(parsed, "index.html", page + ("#" + anchor if anchor else ""), "README.md", errors)
         elif path and not (root / path).exists():
             errors.append(f"README.md: link {target!r}: no file {path}")
         elif not path and anchor:
