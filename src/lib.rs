@@ -16,7 +16,7 @@
 //! large runs go directly between the caller's buffers and small ones through a
 //! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
-//! The layers, each a folder, from the bottom up (README, "Code layout"); imports
+//! The layers, each a folder, from the bottom up (docs/src/contributing/code-layout.md); imports
 //! only point down:
 //! - `core`: the C ABI's tables (statuses, dtypes, paths), the [`Error`] type
 //!   generated from them, [`Element`], fallible allocation and fault injection;
