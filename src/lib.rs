@@ -28,7 +28,7 @@
 //! - `capi`: the C ABI (`include/distreshape.h` is generated from the crate);
 //! - `fortran`: the entry points of the Fortran module.
 //!
-//! With the `testing` feature, [`testing`] exposes the internals that the
+//! With the `testing` feature, `distreshape::testing` exposes the internals that the
 //! simulation tests and the benchmarks drive.
 
 #![warn(clippy::undocumented_unsafe_blocks)]

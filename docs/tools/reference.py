@@ -142,6 +142,41 @@ def fortran_generics(source):
     return generics
 
 
+def fortran_usage(source):
+    """name -> the module's usage notes for it (the comment before the generated
+    interfaces: `call name(...)` lines, each followed by its explanation)."""
+    block = source[: source.index("! BEGIN GENERATED interfaces")]
+    block = block[block.rindex("type, bind(c), public :: dr_plan_stats"):]
+    notes, current = {}, None
+    for line in block.split("\n"):
+        text = line.strip()
+        if not text.startswith("!>"):
+            continue
+        text = text[2:].strip()
+        m = re.match(r"call (\w+)\(", text)
+        if m:
+            current = m.group(1)
+            notes.setdefault(current, []).append([text])
+        elif not text or text.endswith(":") and not current:
+            current = None
+        elif current:
+            notes[current][-1].append(text)
+    def render(note):
+        # The call (until its parentheses close) as code, then its explanation.
+        text = " ".join(note)
+        depth, end = 0, len(text)
+        for i, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == ")" and depth == 0:
+                end = i + 1
+                break
+        call = re.sub(r"\s+", " ", text[:end])
+        rest = text[end:].lstrip(";").strip()
+        return f"`{call}`" + (f"\n{rest}" if rest else "")
+
+    return {name: "\n\n".join(render(note) for note in entries) for name, entries in notes.items()}
+
+
 def element_type(decl_lines, args):
     """The declared type of the first data argument (a, buf, mold), if any."""
     for d in decl_lines:
@@ -157,15 +192,22 @@ def fortran_page(root):
     names = re.findall(r"\w+", public.replace("&", " "))
     procs = fortran_procedures(source)
     generics = fortran_generics(source)
+    usage = fortran_usage(source)
     out = ["# Fortran module reference\n", "\n", NOTE.format(source=f"`{MODULE}`"), "\n"]
     out.append(
         "The public procedures of `module distreshape`, with their arguments as declared. A generic "
         "procedure lists each of its forms once, with the element types its specifics take and the "
         "kinds of communicator (`type(MPI_Comm)` from `mpi_f08`, or an `integer` handle from `use mpi`). "
-        "The [Fortran page](../languages/fortran.md) explains the conventions.\n\n"
+        "The [Fortran page](../languages/fortran.md) explains the conventions; the module's own summary:\n\n"
     )
+    header = source[: source.index("module distreshape")]
+    summary = "\n".join(line.strip()[2:].strip() for line in header.split("\n") if line.strip().startswith("!>"))
+    summary = re.sub(r"^\* ", "- ", summary, flags=re.M)
+    out.append("\n".join(line if line.startswith("- ") or not line else line for line in summary.split("\n")) + "\n\n")
     for name in names:
         out.append(f"## `{name}`\n\n")
+        if name in usage:
+            out.append(usage[name] + "\n\n")
         specifics = generics.get(name, [name])
         forms = {}
         for specific in specifics:
@@ -198,7 +240,7 @@ def fortran_page(root):
             if notes:
                 text = "; ".join(notes)
                 out.append(text[0].upper() + text[1:] + ".\n\n")
-            if doc:
+            if doc and name not in usage:
                 out.append(doc + "\n\n")
     return "".join(out)
 
