@@ -2,18 +2,19 @@
 # when configuring (docs/CMakeLists.txt calls distreshape_doc_examples).
 #
 # A fenced code block in C, C++, Fortran, Rust or Python, its fence at the start
-# of a line, is marked in its info string (docs/src/contributing/docs.md):
-#   ```c,program[,np=N[+M...]][,name=NAME]   a complete program: built, then run
+# of a line, is marked in its info string, the marks separated by spaces (or
+# commas) after the language (docs/src/contributing/docs.md):
+#   ```c program [np=N[+M...]] [name=NAME]   a complete program: built, then run
 #                                            under mpiexec on N (and M...) ranks
 #                                            (default DISTRESHAPE_TEST_RANKS)
-#   ```c,fragment[,wrap=NAME]                a snippet: pasted into the wrapper
+#   ```c fragment [wrap=NAME]                a snippet: pasted into the wrapper
 #                                            docs/examples/NAME.<ext> (default
 #                                            NAME "fragment") at its @FRAGMENT@
 #                                            line, and compiled, not run
-#   ```c,declaration                         in docs/src/reference/ only: copied
+#   ```c declaration                         in docs/src/reference/ only: copied
 #                                            from the code by docs/tools/reference.py
 #                                            (ctest docs_reference checks it)
-#   ```text,output                           right after a program: what the
+#   ```text output                           right after a program: what the
 #                                            program prints (checked exactly,
 #                                            trailing blanks aside)
 # Languages: c, cpp, fortran, rust, python. A block in one of them with neither
@@ -65,7 +66,7 @@ function(distreshape_doc_examples)
     string(TOLOWER "${stem}" stem)
     file(READ "${file}" text)
     foreach(lang IN LISTS _DR_DOC_LANGUAGES)
-      if(text MATCHES "\n[ \t>]+```${lang}[,\n]")
+      if(text MATCHES "\n[ \t>]+```${lang}[ ,\n]")
         message(FATAL_ERROR "${rel}: a ```${lang} block with an indented fence; "
                             "examples start at column 0 (cmake/DocExamples.cmake)")
       endif()
@@ -103,9 +104,11 @@ function(distreshape_doc_examples)
       math(EXPR consumed "${consumed} + ${skip}")
       string(SUBSTRING "${rest}" ${skip} -1 rest)
 
-      string(REPLACE "," ";" words "${info}")
+      # Marks are separated by spaces (GitHub then highlights the language) or commas.
+      string(STRIP "${info}" info)
+      string(REGEX REPLACE "[, \t]+" ";" words "${info}")
       list(POP_FRONT words lang)
-      if(info STREQUAL "text,output")
+      if(lang STREQUAL "text" AND words STREQUAL "output")
         if(NOT pending)
           message(FATAL_ERROR "${rel}:${line}: an output block that follows no program")
         endif()

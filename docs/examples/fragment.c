@@ -1,4 +1,4 @@
-/* The wrapper of the docs' C fragments (```c,fragment): the names a fragment
+/* The wrapper of the docs' C fragments (```c fragment): the names a fragment
  * uses without declaring them, at file scope, so that the fragment's own
  * declarations (in the function below) shadow them. Compiled, never run. */
 #include <distreshape.h>

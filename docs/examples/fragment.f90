@@ -1,4 +1,4 @@
-! The wrapper of the docs' Fortran fragments (```fortran,fragment): the names a
+! The wrapper of the docs' Fortran fragments (```fortran fragment): the names a
 ! fragment uses without declaring them are the module's, and the fragment is
 ! the body of a procedure of it (its own declarations hide them). Compiled,
 ! never run.

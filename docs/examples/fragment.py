@@ -1,4 +1,4 @@
-# The wrapper of the docs' Python fragments (```python,fragment): the names a
+# The wrapper of the docs' Python fragments (```python fragment): the names a
 # fragment uses without defining them, then the fragment, compiled (not run).
 import numpy as np
 from mpi4py import MPI

@@ -1,4 +1,4 @@
-// The wrapper of the docs' Rust fragments (```rust,fragment): the names a
+// The wrapper of the docs' Rust fragments (```rust fragment): the names a
 // fragment uses without declaring them, bound before it (its own `let`s shadow
 // them), in a function returning distreshape's Result so that `?` works.
 // Compiled, never run.

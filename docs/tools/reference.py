@@ -93,7 +93,7 @@ def c_page(root):
             continue
         out.append(f"## {titles[kind]}\n\n")
         for _, name, comment, decl in chosen:
-            out.append(f"### `{name}`\n\n```c,declaration\n{decl}\n```\n\n{comment}\n\n")
+            out.append(f"### `{name}`\n\n```c declaration\n{decl}\n```\n\n{comment}\n\n")
     return "".join(out)
 
 
@@ -234,7 +234,7 @@ def fortran_page(root):
                 doc = doc or procs.get(core, ("",))[0]
             signature = head.replace(form["specific"], name, 1) if form["count"] > 1 else head
             body = "\n".join("  " + d for d in decls)
-            out.append(f"```fortran,declaration\n{signature}\n{body}\n```\n\n")
+            out.append(f"```fortran declaration\n{signature}\n{body}\n```\n\n")
             notes = []
             if form["count"] > 1:
                 notes.append(f"{form['count']} specifics (`{form['specific']}`, ...)")
