@@ -17,7 +17,7 @@
 
 /*
  The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
- change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+ change whenever the ABI breaks (docs/src/abi.md). Before 1.0 the minor
  version plays that role (SONAME `libdistreshape.so.0.MINOR`).
  */
 #define DR_VERSION_MAJOR 0
