@@ -230,7 +230,8 @@ typedef struct dr_plan_options {
    */
   int64_t run_budget;
   /*
-   Pairwise distances per window on the exchange path, at least 1 (default 64).
+   Peers per window on the exchange path, at least 1 (default 64): a window spans
+   the pairwise distances that hold this many peers of a rank, agreed by the ranks.
    */
   int64_t window;
   /*
