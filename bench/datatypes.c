@@ -1,5 +1,5 @@
 /* How to move scattered runs between 2 ranks: the measurement behind the exchange's
- * choice of messages (README, "Performance").
+ * choice of messages (docs/src/performance/analysis.md).
  *
  *   mpicc.mpich -O2 bench/datatypes.c -o datatypes && mpiexec.mpich -n 2 ./datatypes BLK ROWS
  *

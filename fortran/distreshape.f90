@@ -158,7 +158,7 @@ module distreshape
   !> needs max(input, output) elements (see dr_plan_input / dr_plan_output);
   !> view it with either shape by pointer bounds remapping. Where the data
   !> changes owner, it moves in rounds staging at most the larger of 64 MiB and a
-  !> tenth of the buffer (README, "In place").
+  !> tenth of the buffer (docs/src/concepts/in-place.md).
   !>
   !> call dr_plan_execute_begin(plan, a, b, request [, stat]); collective, as
   !> dr_plan_execute, but returns with the messages in flight: call

@@ -17,7 +17,7 @@
 
 /*
  The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
- change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+ change whenever the ABI breaks (docs/src/abi.md). Before 1.0 the minor
  version plays that role (SONAME `libdistreshape.so.0.MINOR`).
  */
 #define DR_VERSION_MAJOR 0
@@ -230,7 +230,8 @@ typedef struct dr_plan_options {
    */
   int64_t run_budget;
   /*
-   Pairwise distances per window on the exchange path, at least 1 (default 64).
+   Peers per window on the exchange path, at least 1 (default 64): a window spans
+   the pairwise distances that hold this many peers of a rank, agreed by the ranks.
    */
   int64_t window;
   /*

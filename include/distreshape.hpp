@@ -260,7 +260,7 @@ struct options {
     std::int64_t slot_bytes = -1;
     /// Most runs cut into one round's messages, and segments a plan lists (default 262144).
     std::int64_t run_budget = -1;
-    /// Pairwise distances per window on the exchange path (default 64).
+    /// Peers per window on the exchange path (default 64).
     std::int64_t window = -1;
     /// Most bytes in place on the exchange path stages on a rank (default: the
     /// larger of 64 MiB and a tenth of the rank's buffer).

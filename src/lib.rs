@@ -16,7 +16,7 @@
 //! large runs go directly between the caller's buffers and small ones through a
 //! bounded staging slot, so the extra memory stays bounded whatever the array size.
 //!
-//! The layers, each a folder, from the bottom up (README, "Code layout"); imports
+//! The layers, each a folder, from the bottom up (docs/src/contributing/code-layout.md); imports
 //! only point down:
 //! - `core`: the C ABI's tables (statuses, dtypes, paths), the [`Error`] type
 //!   generated from them, [`Element`], fallible allocation and fault injection;
@@ -28,7 +28,7 @@
 //! - `capi`: the C ABI (`include/distreshape.h` is generated from the crate);
 //! - `fortran`: the entry points of the Fortran module.
 //!
-//! With the `testing` feature, [`testing`] exposes the internals that the
+//! With the `testing` feature, `distreshape::testing` exposes the internals that the
 //! simulation tests and the benchmarks drive.
 
 #![warn(clippy::undocumented_unsafe_blocks)]

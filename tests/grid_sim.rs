@@ -8,15 +8,23 @@
 // The oracles spell out `%` and index loops on purpose, independent of the library.
 #![allow(clippy::manual_is_multiple_of, clippy::needless_range_loop)]
 
+mod common;
+
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use distreshape::testing::{
-    BlockLengths, GridBox, GridLayout, LayoutSide as Side, Redistribution, RegionRuns, Run,
-    nothing_moves,
+    BlockLengths, GridBox, GridLayout, LayoutSide as Side, MessageLimits, RankPlan, Redistribution,
+    RegionRuns, Run, nothing_moves,
 };
+
+use common::engine::{Engine, RankRun, run_real_exchange};
 
 /// Simulated cases; each builds and applies every rank's lists.
 const CASES: u64 = 4000;
+
+/// Cases run through every rank's real exchange engine (a thread each).
+const ENGINE_CASES: u64 = 600;
 
 /// A small deterministic generator (seeded: every run checks the same cases).
 struct Rng(u64);
@@ -291,6 +299,63 @@ fn random_grid_redistributions_deliver_every_element_once() {
     assert!(seen.transfers > CASES && seen.nothing_moves > CASES / 50);
     assert!(seen.replicated_inputs > CASES / 4 && seen.reshapes > CASES / 2);
     assert!(seen.many_to_many > CASES / 50 && seen.empty_blocks > CASES / 4);
+}
+
+/// Small random message limits (8-byte elements), so that streams cut many messages,
+/// direct and packed, over several rounds.
+fn small_limits(rng: &mut Rng) -> MessageLimits {
+    let max_bytes = 8 * (1 + rng.below(12) as usize);
+    MessageLimits {
+        max_bytes,
+        direct_bytes: max_bytes.min(8 * (1 + rng.below(3) as usize)),
+        packed_bytes: max_bytes,
+        max_runs: 1 + rng.below(4) as usize,
+    }
+}
+
+/// A random engine for `p` ranks: windows of 1-3 peers, 1-3 messages per round,
+/// kept or cut lists, two executions with each rank's own choice of in place and
+/// non-blocking.
+fn random_engine(rng: &mut Rng, p: usize) -> Engine {
+    let mut run = || RankRun {
+        in_place: rng.chance(2),
+        nonblocking: rng.chance(2),
+    };
+    let executions = (0..2).map(|_| (0..p).map(|_| run()).collect()).collect();
+    Engine {
+        window: 1 + rng.below(3) as usize,
+        per_round: 1 + rng.below(3) as usize,
+        keep_budget: [0, 3, 1 << 20][rng.below(3) as usize],
+        executions,
+    }
+}
+
+/// Every rank's real exchange engine (the library's, over an in-memory network) on
+/// random grid redistributions: no execution deadlocks, whatever window, round
+/// size and mix of in place and non-blocking the ranks use, and every output
+/// element arrives exactly once and right.
+#[test]
+fn real_exchange_delivers_random_grid_redistributions() {
+    let mut rng = Rng(0x9e1d);
+    for case in 0..ENGINE_CASES {
+        let p = 1 + rng.below(8);
+        let shape = input_shape(&mut rng);
+        let new_shape = reshaped(&mut rng, &shape);
+        let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
+        let members = |l: &GridLayout| -> Vec<Vec<u64>> {
+            (0..l.nranks())
+                .map(|r| box_members(l.shape(), &l.rank_box(r)))
+                .collect()
+        };
+        let (inputs, outputs) = (members(&input), members(&output));
+        let ctx = format!("case {case}: {input:?} -> {output:?}");
+        let layouts = Arc::new(Redistribution::new(input, output).unwrap());
+        let plans: Vec<RankPlan> = (0..p as usize)
+            .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+            .collect();
+        let (limits, engine) = (small_limits(&mut rng), random_engine(&mut rng, p as usize));
+        run_real_exchange(&plans, &inputs, &outputs, limits, &engine, &|| ctx.clone());
+    }
 }
 
 #[test]

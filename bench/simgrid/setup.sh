@@ -70,7 +70,7 @@ cp "$WORK/target/release/libdistreshape.so" "$WORK/lib/"
 soname=$(objdump -p "$WORK/lib/libdistreshape.so" | awk '/SONAME/ {print $2}')
 ln -sf libdistreshape.so "$WORK/lib/$soname"
 for driver in drsim drgrid; do
-  smpicc -O2 -Wall -I"$ROOT/include" "$KIT/$driver.c" -o "$WORK/$driver" -L"$WORK/lib" -ldistreshape -Wl,-rpath,"$WORK/lib"
+  smpicc -O2 -Wall -I"$ROOT/include" "$KIT/$driver.c" "$KIT/smpi_main_thread.c" -o "$WORK/$driver" -L"$WORK/lib" -ldistreshape -Wl,-rpath,"$WORK/lib"
 done
 for i in $(seq 0 1023); do echo "node-$i"; done > "$WORK/hostfile"
 echo "built $WORK/drsim and $WORK/drgrid against SMPI; run bench/simgrid/run.sh"

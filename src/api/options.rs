@@ -21,10 +21,12 @@ pub struct PlanOptions {
     /// instead of cutting the runs again, and the most pieces of an in-place
     /// schedule.
     pub run_budget: usize,
-    /// Pairwise distances per window on the exchange path (default
-    /// [`PlanOptions::DEFAULT_WINDOW`]): a rank has streams with at most this many
+    /// Peers per window on the exchange path (default
+    /// [`PlanOptions::DEFAULT_WINDOW`]): a rank has streams with about this many
     /// peers per direction in flight, like the throttled all-to-alls of MPI
-    /// libraries (see `planning::schedule`).
+    /// libraries. A window spans a range of pairwise distances, agreed by the ranks:
+    /// the narrowest that holds this many peers of a rank in its first window (see
+    /// `planning::schedule`).
     pub window: usize,
     /// Most bytes an execution in place on the exchange path stages on a rank
     /// (default `None`: the larger of [`PlanOptions::IN_PLACE_BUDGET_FLOOR`] and the
@@ -55,7 +57,7 @@ impl PlanOptions {
     /// The default [`PlanOptions::run_budget`]: 2^18 runs.
     pub const DEFAULT_RUN_BUDGET: usize = 1 << 18;
 
-    /// The default [`PlanOptions::window`]: 64 distances (MPICH's own throttle is
+    /// The default [`PlanOptions::window`]: 64 peers (MPICH's own throttle is
     /// 32).
     pub const DEFAULT_WINDOW: usize = 64;
 

@@ -23,7 +23,8 @@ pub struct dr_plan_options {
     /// Most runs cut into the messages of one round, and most segments a plan
     /// lists at creation (16-24 bytes each), at least 1 (default 262144).
     pub run_budget: i64,
-    /// Pairwise distances per window on the exchange path, at least 1 (default 64).
+    /// Peers per window on the exchange path, at least 1 (default 64): a window spans
+    /// the pairwise distances that hold this many peers of a rank, agreed by the ranks.
     pub window: i64,
     /// Most bytes an execution in place on the exchange path stages on a rank, 0
     /// or more; -1 (the default) for the larger of 64 MiB and a tenth of the

@@ -18,7 +18,7 @@ use crate::core::element::Element;
 /// (Written into the header by cbindgen.toml as `(-1)`, parenthesized for macro safety.)
 pub const DR_SPLIT_NONE: i32 = -1;
 /// The library's major version: it and the SONAME (`libdistreshape.so.MAJOR`)
-/// change whenever the ABI breaks (README, "Versions and ABI"). Before 1.0 the minor
+/// change whenever the ABI breaks (docs/src/abi.md). Before 1.0 the minor
 /// version plays that role (SONAME `libdistreshape.so.0.MINOR`).
 pub const DR_VERSION_MAJOR: i32 = 0;
 /// The library's minor version: new functions or enumerators, nothing removed.

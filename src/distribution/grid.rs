@@ -127,7 +127,7 @@ impl GridLayout {
 
     /// Today's slab layout: `shape` split along `axis` over a 1-d grid, rank `r`
     /// holding rows `[offsets[r], offsets[r + 1])` (`offsets` has one entry more than
-    /// ranks, like [`crate::distribution::layout::Layout::from_offsets`]).
+    /// ranks: 0 first, the axis's extent last).
     pub fn slab(shape: &[u64], axis: usize, offsets: &[u64]) -> Result<GridLayout> {
         if axis >= shape.len() {
             return Err(Error::InvalidSplit(format!(

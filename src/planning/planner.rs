@@ -52,7 +52,6 @@ pub struct RankPlan {
     pub elem_size: usize,
     /// The path taken.
     pub path: Route,
-    /// How the input is spread.
     /// How the input and the output are spread over the ranks.
     pub layouts: Arc<Redistribution>,
     /// Peers this rank sends to, in rank order.

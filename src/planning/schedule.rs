@@ -55,6 +55,37 @@ impl Progress {
     }
 }
 
+/// This rank's proposal for the width of the pairwise windows, in distances: every
+/// distance when it has at most `peers_per_window` peers in each direction,
+/// otherwise the distance of its `peers_per_window`-th nearest peer in the
+/// direction where that is nearest, so that its first window holds at most
+/// `peers_per_window` streams per direction. The ranks agree on the narrowest
+/// proposal (both ends of a stream must place it in the same window), so a pattern
+/// whose peers lie far apart (the ranks of one grid column, say, `q` apart) runs in
+/// one window rather than one window per `peers_per_window` distances.
+pub fn proposed_window_width(
+    plan: &RankPlan,
+    nranks: usize,
+    peers_per_window: usize,
+) -> Result<usize> {
+    let per_window = peers_per_window.max(1);
+    let mut width = nranks.max(1);
+    for (transfers, side) in [(&plan.sends, Side::Send), (&plan.recvs, Side::Receive)] {
+        if transfers.len() <= per_window {
+            continue;
+        }
+        let mut distances = try_vec(transfers.len(), "the peer distances", plan.rank)?;
+        distances.extend(
+            transfers
+                .iter()
+                .map(|t| distance(plan.rank, t.peer, side, nranks)),
+        );
+        let (_, &mut nearest, _) = distances.select_nth_unstable(per_window - 1);
+        width = width.min(nearest);
+    }
+    Ok(width)
+}
+
 /// One direction of the traffic with one peer, placed in the schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScheduledStream {

@@ -18,7 +18,9 @@ pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
 pub use crate::planning::planner::{KeptCopy, RankPlan, Route};
-pub use crate::planning::schedule::{Progress, ScheduledStream, Side, schedule};
+pub use crate::planning::schedule::{
+    Progress, ScheduledStream, Side, proposed_window_width, schedule,
+};
 pub use network::{Endpoint, Network, NetworkReport};
 
 mod network;

@@ -14,6 +14,7 @@ use crate::planning::args::{
 };
 use crate::planning::layouts::{LAYOUT_FINGERPRINT_LEN, LayoutArgs};
 use crate::planning::planner::RankPlan;
+use crate::planning::schedule::proposed_window_width;
 
 /// Validates the arguments on every rank and agrees on the outcome in one
 /// collective that also compares the global arguments across ranks exactly (their
@@ -52,6 +53,8 @@ pub(super) struct AgreedPlan {
     /// The largest peer count of any rank, per direction (at least 1): it sizes the
     /// messages, the same on every rank.
     pub(super) busiest_peers: usize,
+    /// The width of the pairwise windows in distances, the same on every rank.
+    pub(super) window_width: usize,
     /// True when some rank sends or receives anything (decided from the layouts).
     pub(super) communicates: bool,
 }
@@ -65,17 +68,28 @@ pub(super) struct Agreed {
     pub(super) gathered: Gathered,
 }
 
-/// Agrees on the planning outcome and on what sizes every rank's exchange.
-pub(super) fn agree_on_plan(comm: &Comm, planned: Result<RankPlan>) -> Result<AgreedPlan> {
-    let peers = planned
-        .as_ref()
-        .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
-    let mut piggyback = [peers as i64];
-    agree(comm, planned.as_ref().err(), &mut piggyback)?;
-    let plan = planned?;
+/// Agrees on the planning outcome and on what sizes every rank's exchange: the
+/// busiest rank's peer count and the narrowest window width any rank proposes for
+/// `peers_per_window` peers per window (agreed as the maximum of its complement).
+pub(super) fn agree_on_plan(
+    comm: &Comm,
+    planned: Result<RankPlan>,
+    peers_per_window: usize,
+) -> Result<AgreedPlan> {
+    let proposals = planned.and_then(|plan| {
+        let width = proposed_window_width(&plan, comm.size(), peers_per_window)?;
+        Ok((plan, width))
+    });
+    let (peers, width) = proposals.as_ref().map_or((1, comm.size()), |(p, width)| {
+        (p.sends.len().max(p.recvs.len()).max(1), *width)
+    });
+    let mut piggyback = [peers as i64, !(width as i64)];
+    agree(comm, proposals.as_ref().err(), &mut piggyback)?;
+    let (plan, _) = proposals?;
     Ok(AgreedPlan {
         communicates: !nothing_moves(&plan.layouts),
         busiest_peers: piggyback[0] as usize,
+        window_width: !piggyback[1] as usize,
         plan,
     })
 }

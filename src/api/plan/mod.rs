@@ -212,15 +212,16 @@ impl Plan {
         let AgreedPlan {
             plan,
             busiest_peers,
+            window_width,
             communicates,
-        } = agree_on_plan(&comm, planned)?;
+        } = agree_on_plan(&comm, planned, options.window)?;
         let exchange = contain_panic(|| {
             Exchange::new(
                 &plan,
                 comm.size(),
                 options.limits(busiest_peers),
                 messages_per_round(busiest_peers),
-                Progress::for_path(plan.path, options.window),
+                Progress::for_path(plan.path, window_width),
                 options.run_budget,
             )
         });

@@ -15,7 +15,7 @@
 //! receive). MPI derived datatypes would avoid that copy, but
 //! measured with `bench/datatypes.c` a vector datatype is no faster than a pack and a
 //! contiguous send on MPICH 4.0 (up to 1.25x slower for small runs), and at most 10 %
-//! faster on Open MPI 4.1 (README, "Performance").
+//! faster on Open MPI 4.1 (docs/src/performance/analysis.md).
 //! Packed messages are capped so the slots stay within the plan's budget
 //! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
 //! array.

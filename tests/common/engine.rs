@@ -1,0 +1,196 @@
+//! The real exchange engine of every rank run in one process: one thread per rank
+//! over one in-memory network, so that the pure simulations (slabs and grid
+//! layouts) prove the engine itself, not a model of it, deadlock-free and exact.
+
+use distreshape::testing::{
+    Endpoint, Exchange, MessageLimits, Mode, Network, Participant, Progress, RankPlan, Route,
+    proposed_window_width,
+};
+use proptest::prelude::*;
+
+/// The native bytes of `values`.
+pub fn to_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+/// How one rank runs one execution of the real exchange engine in the simulation.
+#[derive(Clone, Copy, Debug)]
+pub struct RankRun {
+    /// In place (each rank's own choice): [`Mode::InPlaceOrdered`] on the local
+    /// path, [`Mode::InPlacePacked`] on the exchange path, as the plan chooses them.
+    pub in_place: bool,
+    /// Started with `begin` and carried on with non-blocking `advance`, else run
+    /// to completion with `run`.
+    pub nonblocking: bool,
+}
+
+/// How the ranks' exchanges are built and executed in one simulation.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    /// Peers per window (the ranks agree on the window width it gives).
+    pub window: usize,
+    /// Messages each stream posts per round.
+    pub per_round: usize,
+    /// Segments and copies kept at creation (0: every message cut on the fly).
+    pub keep_budget: usize,
+    /// Each execution's runs, one per rank.
+    pub executions: Vec<Vec<RankRun>>,
+}
+
+/// Random engines for `p` ranks: small windows and rounds, kept or cut lists, and
+/// two executions with each rank's own choice of in place and non-blocking.
+pub fn engine(p: usize) -> impl Strategy<Value = Engine> {
+    let run = (any::<bool>(), any::<bool>()).prop_map(|(in_place, nonblocking)| RankRun {
+        in_place,
+        nonblocking,
+    });
+    (
+        1usize..4,
+        1usize..4,
+        prop::sample::select(vec![0usize, 3, 1 << 20]),
+        prop::collection::vec(prop::collection::vec(run, p), 2),
+    )
+        .prop_map(|(window, per_round, keep_budget, executions)| Engine {
+            window,
+            per_round,
+            keep_budget,
+            executions,
+        })
+}
+
+/// One rank's execution of its real [`Exchange`] over the in-memory network,
+/// started on `buffer` (its input, sized for in place too); returns the output.
+fn execute_rank<'n>(
+    plan: &RankPlan,
+    exchange: &mut Exchange<Endpoint<'n>>,
+    endpoint: &Endpoint<'n>,
+    run: RankRun,
+    input: &[u8],
+) -> Result<Vec<u8>, String> {
+    let out_bytes = plan.output_elems() as usize * 8;
+    let mut buffer = input.to_vec();
+    buffer.resize(input.len().max(out_bytes), 0xEE);
+    let mut output = vec![0xEE; out_bytes];
+    let on = Participant {
+        plan,
+        transport: endpoint,
+    };
+    let (mode, packed) = match (run.in_place, plan.path) {
+        (false, _) => (Mode::OutOfPlace, Vec::new()),
+        // A rank whose output equals its input does nothing in place (the plan's
+        // rule): nothing moves to or from it.
+        (true, _) if plan.is_identity() => return Ok(buffer[..out_bytes].to_vec()),
+        (true, Route::Local) => (Mode::InPlaceOrdered, Vec::new()),
+        (true, Route::Exchange) => (
+            Mode::InPlacePacked,
+            Vec::with_capacity(plan.stats().bytes_sent as usize),
+        ),
+    };
+    let (src, dst) = match mode {
+        Mode::OutOfPlace => (input.as_ptr(), output.as_mut_ptr()),
+        _ => (buffer.as_ptr(), buffer.as_mut_ptr()),
+    };
+    // SAFETY: the buffers hold the plan's input and output sizes (in place, one
+    // buffer of the larger), out of place they are distinct, and they outlive
+    // the execution, which completes (or is abandoned) before this returns.
+    let result = unsafe {
+        match run.nonblocking {
+            false => exchange.run(on, mode, packed, src, dst),
+            true => exchange
+                .begin(on, mode, packed, src, dst)
+                .and_then(|mut done| {
+                    while !done {
+                        endpoint.wait_for_progress()?;
+                        done = exchange.advance(on, false)?;
+                    }
+                    Ok(())
+                }),
+        }
+    };
+    if let Err(e) = result {
+        exchange.abandon(endpoint);
+        return Err(format!("rank {}: {e}", plan.rank));
+    }
+    Ok(match mode {
+        Mode::OutOfPlace => output,
+        _ => buffer[..out_bytes].to_vec(),
+    })
+}
+
+/// Runs every rank's real exchange engine, one thread per rank over one in-memory
+/// network, for each execution of `engine`, and checks that no execution
+/// deadlocks and that every output element arrives exactly once: the outputs
+/// (sentinel-filled first) hold exactly the global indices the oracle says, the
+/// network delivered exactly the bytes each rank does not keep (so, with the local
+/// copies writing exactly the kept elements, no element arrives twice), and every
+/// send matched a receive of its size.
+pub fn run_real_exchange(
+    plans: &[RankPlan],
+    inputs: &[Vec<u64>],
+    outputs: &[Vec<u64>],
+    limits: MessageLimits,
+    engine: &Engine,
+    case: &dyn Fn() -> String,
+) {
+    let p = plans.len();
+    let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
+    let network = Network::new(p);
+    let width = plans
+        .iter()
+        .map(|plan| proposed_window_width(plan, p, engine.window).expect("distances"))
+        .min()
+        .expect("one rank at least");
+    let mut exchanges: Vec<Exchange<Endpoint>> = plans
+        .iter()
+        .map(|plan| {
+            let progress = Progress::for_path(plan.path, width);
+            let (per_round, keep) = (engine.per_round, engine.keep_budget);
+            Exchange::new(plan, p, limits, per_round, progress, keep).expect("exchange")
+        })
+        .collect();
+    for runs in &engine.executions {
+        network.start_execution();
+        let results: Vec<Result<Vec<u8>, String>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (plans.iter().zip(&mut exchanges))
+                .zip(runs.iter().zip(&in_bufs))
+                .map(|((plan, exchange), (&run, input))| {
+                    let endpoint = network.endpoint(plan.rank);
+                    scope.spawn(move || {
+                        let output = execute_rank(plan, exchange, &endpoint, run, input);
+                        endpoint.finish();
+                        output
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("rank thread"))
+                .collect()
+        });
+        let report = network.report();
+        let context = || format!("{runs:?} {engine:?} {}", case());
+        assert!(!report.deadlocked, "the exchange deadlocked: {}", context());
+        assert!(
+            report.size_mismatches.is_empty(),
+            "{report:?}: {}",
+            context()
+        );
+        assert_eq!(report.unmatched, 0, "unmatched messages: {}", context());
+        for (r, result) in results.into_iter().enumerate() {
+            let output = result.unwrap_or_else(|e| panic!("{e}: {}", context()));
+            assert_eq!(
+                output,
+                to_bytes(&outputs[r]),
+                "rank {r} output: {}",
+                context()
+            );
+            let stats = plans[r].stats();
+            assert_eq!(
+                report.received[r], stats.bytes_received,
+                "rank {r} received"
+            );
+            let kept = stats.bytes_copied_locally;
+            assert_eq!(stats.bytes_received + kept, output.len() as u64, "rank {r}");
+        }
+    }
+}
