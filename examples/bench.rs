@@ -44,6 +44,14 @@ use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
+#[path = "common/bench_support.rs"]
+mod support;
+
+use support::{
+    InPlaceCost, PeakGrowth, Runs, all_true, in_place_cost, json_num, max_f64, max_u64, median,
+    peak_growth, timed,
+};
+
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// One benchmark case.
@@ -313,56 +321,12 @@ fn input_lens(case: &Case, p: u64) -> Vec<u64> {
 // Measurement helpers
 // ---------------------------------------------------------------------------------
 
-/// A field of /proc/self/status in bytes (0 when unreadable).
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
-}
-
-/// Runs `f` and returns the growth of the peak resident set it caused, in bytes, and
-/// whether the peak could be reset first.
-fn peak_growth(f: impl FnOnce()) -> (u64, bool) {
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
-    let before = if reset {
-        status_bytes("VmHWM").max(status_bytes("VmRSS"))
-    } else {
-        status_bytes("VmHWM")
-    };
-    f();
-    let after = status_bytes("VmHWM");
-    (after.saturating_sub(before), reset)
-}
-
-fn max_f64(world: &SimpleCommunicator, local: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0; local.len()];
-    world.all_reduce_into(local, &mut out[..], SystemOperation::max());
-    out
-}
-
 fn sum_u64(world: &SimpleCommunicator, x: u64) -> u64 {
     let mut out = 0u64;
     world.all_reduce_into(&x, &mut out, SystemOperation::sum());
     out
 }
 
-fn max_u64(world: &SimpleCommunicator, x: u64) -> u64 {
-    let mut out = 0u64;
-    world.all_reduce_into(&x, &mut out, SystemOperation::max());
-    out
-}
-
-fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
-    let mut out = 0u64;
-    world.all_reduce_into(&u64::from(!x), &mut out, SystemOperation::max());
-    out == 0
-}
-
-/// Times `f` over `warmup + repeat` runs, each between barriers, `pre` (untimed)
-/// before each; returns the per-repeat max-over-ranks times, warm-up excluded.
 /// The compute kernel overlapped with an execution: `passes` sweeps over `work`,
 /// calling `between` after every 64 Ki elements.
 fn kernel(work: &mut [f64], passes: usize, between: &mut dyn FnMut()) {
@@ -388,30 +352,29 @@ fn overlap_times(
     let mut work = vec![1.0f64; 1 << 22];
     let exec = median(&timed(
         world,
-        1,
-        repeat,
+        Runs { warmup: 1, repeat },
         || {},
         || plan.execute(input, output).expect("execute"),
     ));
     let sweep = median(&timed(
         world,
-        1,
-        3,
+        Runs {
+            warmup: 1,
+            repeat: 3,
+        },
         || {},
         || kernel(&mut work, 1, &mut || {}),
     ));
     let passes = ((exec / sweep).round() as usize).max(1);
     let compute = median(&timed(
         world,
-        1,
-        repeat,
+        Runs { warmup: 1, repeat },
         || {},
         || kernel(&mut work, passes, &mut || {}),
     ));
     let overlapped = median(&timed(
         world,
-        1,
-        repeat,
+        Runs { warmup: 1, repeat },
         || {},
         || {
             plan.execute_overlapped(input, output, |execution| {
@@ -423,41 +386,6 @@ fn overlap_times(
         },
     ));
     (overlapped, exec + compute)
-}
-
-fn timed(
-    world: &SimpleCommunicator,
-    warmup: usize,
-    repeat: usize,
-    mut pre: impl FnMut(),
-    mut f: impl FnMut(),
-) -> Vec<f64> {
-    let mut local = Vec::with_capacity(repeat);
-    for i in 0..warmup + repeat {
-        pre();
-        world.barrier();
-        let t = Instant::now();
-        f();
-        let dt = t.elapsed().as_secs_f64();
-        world.barrier();
-        if i >= warmup {
-            local.push(dt);
-        }
-    }
-    max_f64(world, &local)
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
 }
 
 /// Raw MPI_Alltoallv over MPI_COMM_WORLD of float64 counts, contiguous buffers.
@@ -519,14 +447,6 @@ fn library_version() -> String {
         .unwrap_or("")
         .trim()
         .to_string()
-}
-
-fn json_num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x}")
-    } else {
-        "null".into()
-    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -649,8 +569,10 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         // Small cases get more repeats: their medians are cheap and noisier.
         let warm = timed(
             world,
-            o.warmup.max(1),
-            1,
+            Runs {
+                warmup: o.warmup.max(1),
+                repeat: 1,
+            },
             || {},
             || {
                 plan.execute(&input, &mut output).expect("execute");
@@ -698,7 +620,10 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         (series(0), series(1), series(2), series(3));
     output.fill(f64::NAN);
     world.barrier();
-    let (extra, reset) = peak_growth(|| plan.execute(&input, &mut output).expect("execute"));
+    let PeakGrowth {
+        bytes: extra,
+        reset,
+    } = peak_growth(|| plan.execute(&input, &mut output).expect("execute"));
     let correct = verify(&output, case.new_shape, case.new_split, out_off, out_len);
     let overlap = case
         .overlap
@@ -714,37 +639,14 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
             fill(b, case.gshape, case.split, in_off, in_len);
         }
     };
-    // The first execution in place makes the plan's in-place schedule and staging.
-    world.barrier();
-    let (first_inplace, _) = peak_growth(|| {
-        plan.execute_in_place(&mut buffer)
-            .expect("execute in place")
-    });
-    refill(&mut buffer);
-    let inplace_times = {
-        let buf = std::cell::RefCell::new(&mut buffer);
-        timed(
-            world,
-            o.warmup,
-            repeat,
-            || refill(&mut buf.borrow_mut()),
-            || {
-                plan.execute_in_place(&mut buf.borrow_mut()[..])
-                    .expect("execute in place")
-            },
-        )
+    let runs = Runs {
+        warmup: o.warmup,
+        repeat,
     };
-    refill(&mut buffer);
-    world.barrier();
-    let (transient_inplace, _) = peak_growth(|| {
-        plan.execute_in_place(&mut buffer)
-            .expect("execute in place")
-    });
-    // The staging a bounded in-place schedule keeps was allocated by the first
-    // execution in place, before this measurement: it counts as extra memory too,
-    // as does the first execution's own peak (the schedule, then the staging).
-    let kept = plan.in_place_staging_bytes().unwrap_or(0) as u64;
-    let extra_inplace = (transient_inplace + kept).max(first_inplace);
+    let InPlaceCost {
+        times: inplace_times,
+        extra_bytes: extra_inplace,
+    } = in_place_cost(world, &plan, &mut buffer, runs, refill);
     let inplace_correct = verify(&buffer, case.new_shape, case.new_split, out_off, out_len);
     drop(buffer);
     drop(input);

@@ -58,6 +58,11 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
+#[path = "common/bench_support.rs"]
+mod support;
+
+use support::{Runs, all_true, in_place_cost, json_num, max_f64, max_u64, median, peak_growth};
+
 /// Bytes per MiB.
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -478,86 +483,11 @@ impl HandTranspose {
 // Measurement helpers
 // ---------------------------------------------------------------------------------
 
-/// A field of /proc/self/status in bytes (0 when unreadable).
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
-}
-
-/// The growth of the peak resident set that `f` caused, in bytes.
-fn peak_growth(f: impl FnOnce()) -> u64 {
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
-    let before = if reset {
-        status_bytes("VmHWM").max(status_bytes("VmRSS"))
-    } else {
-        status_bytes("VmHWM")
-    };
-    f();
-    status_bytes("VmHWM").saturating_sub(before)
-}
-
-/// Element-wise max over the ranks.
-fn max_f64(world: &SimpleCommunicator, local: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0; local.len()];
-    world.all_reduce_into(local, &mut out[..], SystemOperation::max());
-    out
-}
-
-/// Max over the ranks.
-fn max_u64(world: &SimpleCommunicator, x: u64) -> u64 {
-    let mut out = 0u64;
-    world.all_reduce_into(&x, &mut out, SystemOperation::max());
-    out
-}
-
 /// Min over the ranks.
 fn min_u64(world: &SimpleCommunicator, x: u64) -> u64 {
     let mut out = 0u64;
     world.all_reduce_into(&x, &mut out, SystemOperation::min());
     out
-}
-
-/// True when `x` holds on every rank.
-fn all_true(world: &SimpleCommunicator, x: bool) -> bool {
-    max_u64(world, u64::from(!x)) == 0
-}
-
-/// The median (NaN when empty).
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
-}
-
-/// Times `f` over `o.warmup + o.repeat` runs, each between barriers, `pre` (untimed)
-/// before each; the per-repeat max-over-ranks times, warm-up excluded.
-fn timed(
-    world: &SimpleCommunicator,
-    o: &Options,
-    mut pre: impl FnMut(),
-    mut f: impl FnMut(),
-) -> Vec<f64> {
-    let mut local = Vec::with_capacity(o.repeat);
-    for i in 0..o.warmup + o.repeat {
-        pre();
-        world.barrier();
-        let t = Instant::now();
-        f();
-        let dt = t.elapsed().as_secs_f64();
-        world.barrier();
-        if i >= o.warmup {
-            local.push(dt);
-        }
-    }
-    max_f64(world, &local)
 }
 
 // ---------------------------------------------------------------------------------
@@ -720,28 +650,14 @@ fn in_place(world: &SimpleCommunicator, o: &Options, plan: &Plan, b: &Buffers) -
     let mut buffer = vec![f64::NAN; b.input.len().max(b.output.len())];
     let refill = |buf: &mut Vec<f64>| fill(buf, &b.gshape, &b.in_box);
     refill(&mut buffer);
-    // The first execution in place makes the plan's in-place schedule and staging.
-    world.barrier();
-    let first = peak_growth(|| plan.execute_in_place(&mut buffer).expect("in place"));
-    let times = {
-        let buf = std::cell::RefCell::new(&mut buffer);
-        timed(
-            world,
-            o,
-            || refill(&mut buf.borrow_mut()),
-            || {
-                plan.execute_in_place(&mut buf.borrow_mut()[..])
-                    .expect("in place")
-            },
-        )
+    let runs = Runs {
+        warmup: o.warmup,
+        repeat: o.repeat,
     };
-    refill(&mut buffer);
-    world.barrier();
-    let transient = peak_growth(|| plan.execute_in_place(&mut buffer).expect("in place"));
-    let kept = plan.in_place_staging_bytes().unwrap_or(0) as u64;
+    let cost = in_place_cost(world, plan, &mut buffer, runs, refill);
     InPlace {
-        median_s: median(&times),
-        extra_bytes: (transient + kept).max(first),
+        median_s: median(&cost.times),
+        extra_bytes: cost.extra_bytes,
         correct: verify(&buffer, &b.new_shape, &b.out_box),
     }
 }
@@ -829,7 +745,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     drop(contiguous);
     b.output.fill(f64::NAN);
     world.barrier();
-    let extra = peak_growth(|| plan.execute(&b.input, &mut b.output).expect("execute"));
+    let extra = peak_growth(|| plan.execute(&b.input, &mut b.output).expect("execute")).bytes;
     let correct = verify(&b.output, &b.new_shape, &b.out_box);
     let matches = hand.as_ref().is_none_or(|h| h.output == b.output);
     drop(hand);
@@ -881,15 +797,6 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
 // ---------------------------------------------------------------------------------
 // Output
 // ---------------------------------------------------------------------------------
-
-/// A JSON number, `null` when not finite.
-fn json_num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x}")
-    } else {
-        "null".into()
-    }
-}
 
 /// A JSON number, `null` when absent.
 fn json_opt(x: Option<f64>) -> String {

@@ -181,6 +181,7 @@ module distreshape
   !> call dr_layout_set_lengths(layout, axis, lengths [, stat]); local.
   !> call dr_layout_destroy(layout)
   !> call dr_plan_create(plan, in_layout, out_layout, comm, dtype [, options] [, stat])
+  !> call dr_plan_create(plan, in_layout, out_layout, comm, mold=array [, options] [, stat])
   !> call dr_plan_input_box(plan, lbounds, extents [, stat]); local.
   !> call dr_plan_output_box(plan, lbounds, extents [, stat]); local.
   !>
@@ -198,7 +199,10 @@ module distreshape
   !> array axis `axis` explicit lengths, one per coordinate 0, 1, ... of its
   !> grid axis (size(lengths) = grid_dims(axis_grid(axis))).
   !> dr_plan_create with layouts is collective over `comm` (integer or
-  !> type(MPI_Comm), Cartesian or not; its size must be product(grid_dims));
+  !> type(MPI_Comm), Cartesian or not; its size must be product(grid_dims)); the
+  !> element type is `dtype`, or the type of `mold` (an array of a supported
+  !> kind, as for slab plans; only its type matters; a default-integer mold must
+  !> be an array of rank 1 to 7, not a scalar, which would be a `dtype`);
   !> execute the plan with dr_plan_execute (and the other executions) on arrays
   !> of this rank's box shape, or flat buffers. The boxes give, per Fortran
   !> axis, the global index of the box's first element (1-based) and its
@@ -219,7 +223,21 @@ module distreshape
                      plan_create_i8, plan_create_i16, plan_create_bool, plan_create_r32_int, &
                      plan_create_r64_int, plan_create_i32_int, plan_create_i64_int, &
                      plan_create_c64_int, plan_create_c128_int, plan_create_i8_int, &
-                     plan_create_i16_int, plan_create_bool_int
+                     plan_create_i16_int, plan_create_bool_int, plan_create_layouts_r32, &
+                     plan_create_layouts_r64, plan_create_layouts_i32_r1, &
+                     plan_create_layouts_i32_r2, plan_create_layouts_i32_r3, &
+                     plan_create_layouts_i32_r4, plan_create_layouts_i32_r5, &
+                     plan_create_layouts_i32_r6, plan_create_layouts_i32_r7, &
+                     plan_create_layouts_i64, plan_create_layouts_c64, plan_create_layouts_c128, &
+                     plan_create_layouts_i8, plan_create_layouts_i16, plan_create_layouts_bool, &
+                     plan_create_layouts_r32_int, plan_create_layouts_r64_int, &
+                     plan_create_layouts_i32_r1_int, plan_create_layouts_i32_r2_int, &
+                     plan_create_layouts_i32_r3_int, plan_create_layouts_i32_r4_int, &
+                     plan_create_layouts_i32_r5_int, plan_create_layouts_i32_r6_int, &
+                     plan_create_layouts_i32_r7_int, plan_create_layouts_i64_int, &
+                     plan_create_layouts_c64_int, plan_create_layouts_c128_int, &
+                     plan_create_layouts_i8_int, plan_create_layouts_i16_int, &
+                     plan_create_layouts_bool_int
   end interface dr_plan_create
 
   interface dr_plan_execute
@@ -245,7 +263,8 @@ module distreshape
   end interface dr_plan_allocate_output
   ! END GENERATED interfaces
 
-  ! dr_plan_create from layouts (hand-written: the element type is `dtype`).
+  ! dr_plan_create from layouts with `dtype` (hand-written; the mold= specifics
+  ! are generated above).
   interface dr_plan_create
     module procedure plan_create_layouts_f08, plan_create_layouts_int
   end interface dr_plan_create
@@ -1450,6 +1469,336 @@ contains
     call plan_create_core(DR_DTYPE_BOOL, gshape, split, comm, local_len, new_gshape, new_split, &
                           plan, new_local_len, options, stat)
   end subroutine plan_create_bool_int
+
+  subroutine plan_create_layouts_r32(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    real(real32), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_FLOAT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_r32
+
+  subroutine plan_create_layouts_r64(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    real(real64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_FLOAT64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_r64
+
+  subroutine plan_create_layouts_i32_r1(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r1
+
+  subroutine plan_create_layouts_i32_r2(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r2
+
+  subroutine plan_create_layouts_i32_r3(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r3
+
+  subroutine plan_create_layouts_i32_r4(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r4
+
+  subroutine plan_create_layouts_i32_r5(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r5
+
+  subroutine plan_create_layouts_i32_r6(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r6
+
+  subroutine plan_create_layouts_i32_r7(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r7
+
+  subroutine plan_create_layouts_i64(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i64
+
+  subroutine plan_create_layouts_c64(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    complex(real32), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_COMPLEX64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_c64
+
+  subroutine plan_create_layouts_c128(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    complex(real64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_COMPLEX128, &
+                                  options, stat)
+  end subroutine plan_create_layouts_c128
+
+  subroutine plan_create_layouts_i8(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int8), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT8, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i8
+
+  subroutine plan_create_layouts_i16(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    integer(int16), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_INT16, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i16
+
+  subroutine plan_create_layouts_bool(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    type(MPI_Comm), intent(in) :: comm
+    logical(c_bool), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm%MPI_VAL, DR_DTYPE_BOOL, &
+                                  options, stat)
+  end subroutine plan_create_layouts_bool
+
+  subroutine plan_create_layouts_r32_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    real(real32), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_FLOAT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_r32_int
+
+  subroutine plan_create_layouts_r64_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    real(real64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_FLOAT64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_r64_int
+
+  subroutine plan_create_layouts_i32_r1_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r1_int
+
+  subroutine plan_create_layouts_i32_r2_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r2_int
+
+  subroutine plan_create_layouts_i32_r3_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r3_int
+
+  subroutine plan_create_layouts_i32_r4_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r4_int
+
+  subroutine plan_create_layouts_i32_r5_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r5_int
+
+  subroutine plan_create_layouts_i32_r6_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r6_int
+
+  subroutine plan_create_layouts_i32_r7_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int32), dimension(:, :, :, :, :, :, :), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT32, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i32_r7_int
+
+  subroutine plan_create_layouts_i64_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i64_int
+
+  subroutine plan_create_layouts_c64_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    complex(real32), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_COMPLEX64, &
+                                  options, stat)
+  end subroutine plan_create_layouts_c64_int
+
+  subroutine plan_create_layouts_c128_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    complex(real64), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_COMPLEX128, &
+                                  options, stat)
+  end subroutine plan_create_layouts_c128_int
+
+  subroutine plan_create_layouts_i8_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int8), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT8, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i8_int
+
+  subroutine plan_create_layouts_i16_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    integer(int16), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_INT16, &
+                                  options, stat)
+  end subroutine plan_create_layouts_i16_int
+
+  subroutine plan_create_layouts_bool_int(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    integer, intent(in) :: comm
+    logical(c_bool), dimension(..), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, comm, DR_DTYPE_BOOL, &
+                                  options, stat)
+  end subroutine plan_create_layouts_bool_int
 
   subroutine execute_r32(plan, a, b, stat)
     type(dr_plan), intent(in) :: plan

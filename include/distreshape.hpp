@@ -9,6 +9,7 @@
  *   distreshape::layout xp({nx, ny, nz}, {py, pz}, {distreshape::not_split, 0, 1});
  *   distreshape::layout yp({nx, ny, nz}, {py, pz}, {0, distreshape::not_split, 1});
  *   distreshape::plan<double> t(xp, yp, MPI_COMM_WORLD);   // t.input_box(), t.output_box()
+ *   std::vector<double> y = distreshape::reshape(x, xp, yp, MPI_COMM_WORLD); // one-shot
  *
  * Split axes are 0-based and shapes are C order, as in the C API. BEWARE when
  * porting NumPy or Heat code: there a split (axis) of -1 means the LAST axis; here
@@ -987,6 +988,44 @@ reshape(std::span<T, N> in, const shape& gshape, std::int32_t split, MPI_Comm co
 {
     plan<std::remove_const_t<T>> p(gshape, split, comm, local_len, new_gshape, new_split,
                                    new_local_len);
+    return detail::run_once(p, comm, in.data(), in.size());
+}
+#endif
+
+/// Redistributes (and reshapes) in one call (collective over `comm`) from the
+/// layout `in_layout` to `out_layout`: arguments as for `plan`'s constructor from
+/// layouts, `in` this rank's input box (`input_box().elems()` elements, C order,
+/// taken on trust as in C). Returns this rank's output box, exactly its size. Not
+/// for bool: use `plan<bool>` with a bool array. It plans, allocates and executes
+/// as the slab one-shot does, and fails as it does: on every rank alike, a short
+/// input (of a vector or span) or a failed allocation on one rank agreed with one
+/// `MPI_Allreduce` of one int over `comm` before anything moves.
+template <class T>
+[[nodiscard]] std::vector<T> reshape(const T* in, const layout& in_layout,
+                                     const layout& out_layout, MPI_Comm comm)
+{
+    plan<T> p(in_layout, out_layout, comm);
+    return detail::run_once(p, comm, in, detail::unchecked);
+}
+
+/// Redistributes in one call (as above) from a vector, whose length is checked
+/// (`DR_ERROR_BUFFER_TOO_SMALL` when shorter than this rank's input box).
+template <class T, class Alloc>
+[[nodiscard]] std::vector<T> reshape(const std::vector<T, Alloc>& in, const layout& in_layout,
+                                     const layout& out_layout, MPI_Comm comm)
+{
+    plan<T> p(in_layout, out_layout, comm);
+    return detail::run_once(p, comm, detail::vector_data(in), in.size());
+}
+
+#ifdef __cpp_lib_span
+/// Redistributes in one call (C++20, as above) from a span, whose length is checked.
+template <class T, std::size_t N>
+[[nodiscard]] std::vector<std::remove_const_t<T>> reshape(std::span<T, N> in,
+                                                          const layout& in_layout,
+                                                          const layout& out_layout, MPI_Comm comm)
+{
+    plan<std::remove_const_t<T>> p(in_layout, out_layout, comm);
     return detail::run_once(p, comm, in.data(), in.size());
 }
 #endif

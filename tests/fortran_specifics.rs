@@ -62,6 +62,58 @@ const CREATE_WITH_MOLD: &str = "
   end subroutine plan_create_@K@C
 ";
 
+const CREATE_LAYOUTS_WITH_MOLD: &str = "
+  subroutine plan_create_layouts_@K@C(plan, in_layout, out_layout, comm, mold, options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    @M, intent(in) :: comm
+    @T, dimension(@S), intent(in) :: mold  ! only its type matters
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_layouts_core(plan, in_layout, out_layout, @H, @D, &
+                                  options, stat)
+  end subroutine plan_create_layouts_@K@C
+";
+
+/// The suffix of the element kind whose `mold` is the default integer: an
+/// assumed-rank mold of it could not be told from the scalar `dtype` of the
+/// layout plans' dtype form, so its molds are arrays of ranks 1 to [`MAX_RANK`],
+/// one specific each.
+const DEFAULT_INTEGER: &str = "i32";
+
+/// The kinds and mold shapes of the layout plans' mold specifics: suffix (with
+/// the rank for the default integer's), Fortran type, `dr_dtype` and the mold's
+/// `dimension(...)`.
+fn layout_molds() -> Vec<(String, &'static str, &'static str, String)> {
+    KINDS
+        .iter()
+        .flat_map(|&(suffix, ty, dtype)| {
+            let shapes: Vec<(String, String)> = if suffix == DEFAULT_INTEGER {
+                (1..=MAX_RANK)
+                    .map(|r| (format!("{suffix}_r{r}"), vec![":"; r].join(", ")))
+                    .collect()
+            } else {
+                vec![(suffix.to_string(), String::from(".."))]
+            };
+            shapes
+                .into_iter()
+                .map(move |(name, dims)| (name, ty, dtype, dims))
+        })
+        .collect()
+}
+
+/// The names of the layout plans' mold specifics, both communicator kinds.
+fn layout_mold_names() -> Vec<String> {
+    COMMS
+        .iter()
+        .flat_map(|c| {
+            layout_molds()
+                .into_iter()
+                .map(move |(k, ..)| format!("plan_create_layouts_{k}{}", c.0))
+        })
+        .collect()
+}
+
 const EXECUTE: &str = "
   subroutine execute_@K(plan, a, b, stat)
     type(dr_plan), intent(in) :: plan
@@ -166,6 +218,7 @@ fn interfaces() -> String {
         String::from("plan_create_int"),
     ];
     create.extend(names("plan_create_", true));
+    create.extend(layout_mold_names());
     [
         interface("dr_reshape", &names("reshape_", true)),
         interface("dr_plan_create", &create),
@@ -187,6 +240,12 @@ fn specifics() -> String {
             for kind in KINDS {
                 text += &fill(template, kind, comm);
             }
+        }
+    }
+    for comm in COMMS {
+        for (suffix, ty, dtype, dims) in layout_molds() {
+            text +=
+                &fill(CREATE_LAYOUTS_WITH_MOLD, (&suffix, ty, dtype), comm).replace("@S", &dims);
         }
     }
     for template in [EXECUTE, ALLOCATE] {

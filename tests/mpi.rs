@@ -1,9 +1,11 @@
 //! MPI integration test of distributed reshapes (`harness = false`).
 //!
 //! Run without `DISTRESHAPE_MPI_WORKER`, this binary is the launcher: it starts itself
-//! under `mpiexec` on 1 to 5 ranks and reports one test per rank count. Run with it,
-//! it is an MPI worker that executes every case below and exits with code 1 on the
-//! first wrong value, so that mpiexec aborts the other ranks.
+//! under `mpiexec` on 1 to 5 ranks, and with the grid-layout cases only
+//! (tests/mpi/grids.rs) on 6 to 8 ranks (oversubscribed on small machines), and
+//! reports one test per run. Run with it, it is an MPI worker that executes every
+//! case below and exits with code 1 on the first wrong value, so that mpiexec
+//! aborts the other ranks.
 //!
 //! Every case fills the input with the global C-order flat index of each element and
 //! checks every output element against indices computed here, independently of the
@@ -52,9 +54,52 @@ const RANK_COUNTS: [usize; 5] = [1, 2, 3, 4, 5];
 /// `MPI_THREAD_MULTIPLE` (every other run asks for `MPI_THREAD_FUNNELED`).
 const MULTIPLE_RANK_COUNTS: [usize; 2] = [1, 3];
 
-/// The environment variable that tells a worker to ask for `MPI_THREAD_MULTIPLE`
-/// and run the thread test only.
-const MULTIPLE_VAR: &str = "DISTRESHAPE_MPI_THREAD_MULTIPLE";
+/// Rank counts the launcher runs the grid-layout cases only with: grids of 2x3,
+/// 3x2, a prime, 2x2x2, replication and more ranks than rows, without the slab
+/// cases' minutes of oversubscribed collectives.
+const GRID_RANK_COUNTS: [usize; 3] = [6, 7, 8];
+
+/// The environment variable that tells a worker which cases to run
+/// ([`Cases::var_value`]); every case when unset.
+const CASES_VAR: &str = "DISTRESHAPE_MPI_CASES";
+
+/// What one worker run executes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cases {
+    /// Every case, at `MPI_THREAD_FUNNELED`.
+    All,
+    /// The thread test only, at `MPI_THREAD_MULTIPLE`.
+    ThreadMultiple,
+    /// The grid-layout cases only, at `MPI_THREAD_FUNNELED`.
+    Grids,
+}
+
+impl Cases {
+    /// The value of [`CASES_VAR`] that selects these cases.
+    fn var_value(self) -> &'static str {
+        match self {
+            Cases::All => "all",
+            Cases::ThreadMultiple => "thread-multiple",
+            Cases::Grids => "grids",
+        }
+    }
+
+    /// The cases [`CASES_VAR`] selects in this process.
+    fn from_env() -> Cases {
+        let value = std::env::var(CASES_VAR).unwrap_or_default();
+        [Cases::ThreadMultiple, Cases::Grids]
+            .into_iter()
+            .find(|c| c.var_value() == value)
+            .unwrap_or(Cases::All)
+    }
+}
+
+/// One launch of the workers: its test name, rank count and cases.
+struct Run {
+    name: String,
+    ranks: usize,
+    cases: Cases,
+}
 
 fn main() -> ExitCode {
     if std::env::var_os("DISTRESHAPE_MPI_WORKER").is_some() {
@@ -78,27 +123,38 @@ fn launcher() -> ExitCode {
         .and_then(|s| s.trim().parse().ok())
         .map_or(Duration::from_secs(300), Duration::from_secs);
     let exe = std::env::current_exe().expect("the path of this test binary");
-    let runs: Vec<(String, usize, bool)> = RANK_COUNTS
-        .iter()
-        .map(|&p| (format!("mpi_ranks_{p}"), p, false))
-        .chain(
-            MULTIPLE_RANK_COUNTS
-                .iter()
-                .map(|&p| (format!("mpi_thread_multiple_ranks_{p}"), p, true)),
-        )
-        .collect();
+    let runs_of = |counts: &[usize], prefix: &str, cases: Cases| -> Vec<Run> {
+        counts
+            .iter()
+            .map(|&ranks| Run {
+                name: format!("{prefix}_{ranks}"),
+                ranks,
+                cases,
+            })
+            .collect()
+    };
+    let runs: Vec<Run> = [
+        runs_of(&RANK_COUNTS, "mpi_ranks", Cases::All),
+        runs_of(
+            &MULTIPLE_RANK_COUNTS,
+            "mpi_thread_multiple_ranks",
+            Cases::ThreadMultiple,
+        ),
+        runs_of(&GRID_RANK_COUNTS, "mpi_grids_ranks", Cases::Grids),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     println!("\nrunning {} tests", runs.len());
     let mut failed = 0;
-    for (name, p, multiple) in &runs {
+    for Run { name, ranks, cases } in &runs {
         let mut cmd = Command::new(&mpiexec);
         cmd.args(preflags.split_whitespace())
             .arg("-n")
-            .arg(p.to_string())
+            .arg(ranks.to_string())
             .arg(&exe)
-            .env("DISTRESHAPE_MPI_WORKER", p.to_string());
-        if *multiple {
-            cmd.env(MULTIPLE_VAR, "1");
-        }
+            .env("DISTRESHAPE_MPI_WORKER", ranks.to_string())
+            .env(CASES_VAR, cases.var_value());
         match run_with_timeout(cmd, timeout, name) {
             Ok(()) => println!("test {name} ... ok"),
             Err(output) => {
@@ -184,11 +240,12 @@ impl World {
     }
 }
 
-/// Runs every case on this rank, with MPI initialized at `MPI_THREAD_FUNNELED`
-/// (or, asked by the launcher, only the thread test at `MPI_THREAD_MULTIPLE`).
+/// Runs the cases the launcher asked for on this rank: every case, or the grid
+/// cases only, with MPI initialized at `MPI_THREAD_FUNNELED`, or only the thread
+/// test at `MPI_THREAD_MULTIPLE`.
 fn worker() {
-    let multiple = std::env::var_os(MULTIPLE_VAR).is_some();
-    let asked = if multiple {
+    let cases_asked = Cases::from_env();
+    let asked = if cases_asked == Cases::ThreadMultiple {
         Threading::Multiple
     } else {
         Threading::Funneled
@@ -206,8 +263,12 @@ fn worker() {
         "rank {rank} sees {size} ranks but was launched on {launched}: the test binary and DISTRESHAPE_MPIEXEC use different MPIs (build with MPICC naming the launcher's MPI)"
     );
     let w = World { comm, rank, size };
+    if cases_asked == Cases::Grids {
+        grids::run(&w, grids::Breadth::NoOneByP);
+        return;
+    }
     plan_on_another_thread(&w, provided);
-    if multiple {
+    if cases_asked == Cases::ThreadMultiple {
         return;
     }
     for case in cases() {
@@ -218,7 +279,7 @@ fn worker() {
     ignored_new_local_len(&w);
     ndarray_api(&w);
     error_agreement(&w);
-    grids::run(&w);
+    grids::run(&w, grids::Breadth::EveryGrid);
 }
 
 // ---------------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 //! The panic boundary and this thread's last error, with the decoding of the
-//! arguments every C function shares (dtypes, shapes, splits, slab targets).
+//! arguments every C function shares (dtypes, shapes).
 
 use std::cell::RefCell;
 use std::ffi::{CString, c_char};
 
-use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, StatusCode, dr_dtype, dr_status};
+use crate::core::abi::{DtypeCode, StatusCode, dr_dtype, dr_status};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::contain_panic;
-use crate::planning::args::{MAX_DIMS, Target};
+use crate::planning::args::MAX_DIMS;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -54,25 +54,6 @@ pub(crate) unsafe fn shape_arg<T: Copy>(name: &str, ndims: i32, shape: *const T)
     }
 }
 
-/// A `split` argument: an axis, or `DR_SPLIT_NONE`.
-pub(crate) fn split_arg(name: &str, split: i32) -> Result<Option<usize>> {
-    match split {
-        DR_SPLIT_NONE => Ok(None),
-        s if s >= 0 => Ok(Some(s as usize)),
-        s => Err(Error::InvalidSplit(format!(
-            "{name} = {s} is negative and not DR_SPLIT_NONE"
-        ))),
-    }
-}
-
-/// A `new_local_len` argument: -1 for the balanced distribution.
-pub(crate) fn target_arg(new_local_len: i64) -> Target {
-    match new_local_len {
-        -1 => Target::Balanced,
-        n => Target::Len(n),
-    }
-}
-
 /// A static description of a status (never NULL).
 #[unsafe(no_mangle)]
 pub extern "C" fn dr_status_string(status: StatusCode) -> *const c_char {
@@ -97,7 +78,7 @@ pub extern "C" fn dr_last_error_message() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::abi::DR_MAX_DIMS;
+    use crate::core::abi::{DR_MAX_DIMS, DR_SPLIT_NONE};
 
     #[test]
     fn constants_match_the_engine() {

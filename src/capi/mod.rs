@@ -3,7 +3,8 @@
 //! by cbindgen from the crate: these functions and the tables of
 //! [`crate::core::abi`] (see `tests/header.rs`). By job: [`handles`] (the opaque plan and
 //! request), [`boundary`] (the panic
-//! boundary, the last error, the shared argument decoding), [`plans`] (one-shots,
+//! boundary, the last error, the shared argument decoding), [`slab_args`] (a slab
+//! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`), [`layouts`] (grid layouts and
 //! the plans between them), [`library`] (version, balanced
@@ -17,10 +18,12 @@ mod library;
 mod options;
 mod plans;
 mod requests;
+mod slab_args;
 
-pub(crate) use boundary::{elem_size, guard, shape_arg, target_arg};
+pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::dr_plan;
 pub(crate) use handles::dr_request;
 pub(crate) use options::{dr_plan_options, options_arg};
 pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, plan_ref};
 pub(crate) use requests::begin_request;
+pub(crate) use slab_args::{SlabArgs, SlabSide};

@@ -9,9 +9,10 @@ use std::ptr::NonNull;
 
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
-use crate::capi::boundary::{elem_size, guard, shape_arg, split_arg, target_arg};
+use crate::capi::boundary::guard;
 use crate::capi::handles::{dr_plan, dr_request, orphan};
 use crate::capi::options::{dr_plan_options, options_arg};
+use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
@@ -81,34 +82,6 @@ fn bytes(plan: &Plan, name: &str, elems: i64) -> Result<usize> {
         .map_err(|_| Error::BufferTooSmall(format!("{name} = {elems} is negative")))
 }
 
-/// A shape and split in C notation: dimension count, extents, axis.
-type CShape = (i32, *const i64, i32);
-
-/// The arguments shared by the one-shots and the plan constructors, decoded.
-///
-/// # Safety
-/// Shape pointers must be valid for their dimension counts.
-unsafe fn decode_args(
-    dtype: DtypeCode,
-    ((ndims, gshape, split), (new_ndims, new_gshape, new_split)): (CShape, CShape),
-    local_len: i64,
-    new_local_len: i64,
-) -> Result<ReshapeArgs> {
-    Ok(ReshapeArgs {
-        elem_size: elem_size(dtype)?,
-        // SAFETY: forwarded from the caller.
-        gshape: unsafe { shape_arg("gshape", ndims, gshape) }?,
-        split: split_arg("split", split)?,
-        local_len,
-        // SAFETY: forwarded from the caller.
-        new_shape: unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?,
-        new_split: split_arg("new_split", new_split)?,
-        target: target_arg(new_local_len),
-        dtype: Some(dtype),
-        notation: Notation::C,
-    })
-}
-
 /// Reshapes in one call (collective over `comm`).
 ///
 /// `buf` holds this rank's slab of the array of global shape `gshape` (`ndims`
@@ -139,12 +112,25 @@ pub unsafe extern "C" fn dr_reshape(
     out_capacity: i64,
     new_local_elems: *mut i64,
 ) -> dr_status {
-    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
-    // SAFETY: as documented.
-    guard(|| unsafe {
-        let args = decode_args(dtype, shapes, local_len, -1);
-        one_shot(comm, args, (buf, out, out_capacity), new_local_elems)
-    })
+    // SAFETY: the same contract; -1 is the balanced output.
+    unsafe {
+        dr_reshape_to(
+            buf,
+            dtype,
+            ndims,
+            gshape,
+            split,
+            comm,
+            local_len,
+            new_ndims,
+            new_gshape,
+            new_split,
+            -1,
+            out,
+            out_capacity,
+            new_local_elems,
+        )
+    }
 }
 
 /// Reshapes in one call (collective over `comm`) into the output distribution of
@@ -172,26 +158,27 @@ pub unsafe extern "C" fn dr_reshape_to(
     out_capacity: i64,
     new_local_elems: *mut i64,
 ) -> dr_status {
-    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
     // SAFETY: as documented.
-    guard(|| unsafe {
-        let args = decode_args(dtype, shapes, local_len, new_local_len);
-        one_shot(comm, args, (buf, out, out_capacity), new_local_elems)
-    })
+    guard(|| unsafe { one_shot(comm, args, (buf, out, out_capacity), new_local_elems) })
 }
 
-/// Plans `args` and executes the plan once, every outcome agreed; writes the
-/// output's element count to `*new_local_elems`.
+/// Plans `args` (in C notation) and executes the plan once, every outcome agreed;
+/// writes the output's element count to `*new_local_elems`.
 ///
 /// # Safety
 /// As `dr_reshape`.
 unsafe fn one_shot(
     comm: MPI_Comm,
-    args: Result<ReshapeArgs>,
+    args: SlabArgs,
     (buf, out, out_capacity): (*const c_void, *mut c_void, i64),
     new_local_elems: *mut i64,
 ) -> Result<()> {
-    let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
+    // SAFETY: the shapes are readable (documented).
+    let decoded = unsafe { args.decode(Notation::C) };
+    let plan = Plan::create(comm, decoded, PlanOptions::default())?.agreeing_always();
     let missing = new_local_elems
         .is_null()
         .then(|| Error::NullPointer("new_local_elems is NULL".into()));
@@ -244,12 +231,23 @@ pub unsafe extern "C" fn dr_plan_create(
     new_local_len: i64,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
-    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
-    // SAFETY: as documented.
-    guard(|| unsafe {
-        let args = decode_args(dtype, shapes, local_len, new_local_len);
-        create_plan(comm, args, Ok(PlanOptions::default()), plan)
-    })
+    // SAFETY: the same contract; NULL options are the defaults.
+    unsafe {
+        dr_plan_create_with_options(
+            dtype,
+            ndims,
+            gshape,
+            split,
+            comm,
+            local_len,
+            new_ndims,
+            new_gshape,
+            new_split,
+            new_local_len,
+            std::ptr::null(),
+            plan,
+        )
+    }
 }
 
 /// Plans a reshape as `dr_plan_create` does, with the tuning knobs of `*options`
@@ -276,12 +274,11 @@ pub unsafe extern "C" fn dr_plan_create_with_options(
     options: *const dr_plan_options,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
-    let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
     // SAFETY: as documented.
-    guard(|| unsafe {
-        let args = decode_args(dtype, shapes, local_len, new_local_len);
-        create_plan(comm, args, options_arg(options), plan)
-    })
+    guard(|| unsafe { create_plan(comm, args.decode(Notation::C), options_arg(options), plan) })
 }
 
 /// Plans `args` with `options` (agreeing an error in either, or a NULL `plan`,

@@ -10,13 +10,13 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    Buffers, MPI_Comm, begin_request, c_plan_ref, create_plan, dr_plan, dr_plan_options,
-    dr_request, elem_size, guard, options_arg, plan_ref, shape_arg, target_arg,
+    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, create_plan, dr_plan,
+    dr_plan_options, dr_request, guard, options_arg, plan_ref, shape_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::checked_product;
-use crate::planning::args::{Notation, ReshapeArgs};
+use crate::planning::args::Notation;
 
 /// `dr_reshape_to` for the Fortran module: `a` of shape `a_shape` (`a_ndims`
 /// extents) is this rank's slab, `b` of shape `b_shape` receives its part of the
@@ -45,11 +45,13 @@ pub unsafe extern "C" fn dr_fortran_reshape(
     b_shape: *const i64,
     new_local_elems: *mut i64,
 ) -> dr_status {
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
     guard(|| {
-        let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
         // SAFETY: shapes readable for their dimension counts (documented).
-        let args = unsafe { fortran_args(dtype, shapes, local_len, new_local_len) };
-        let plan = Plan::create(comm, args, PlanOptions::default())?.agreeing_always();
+        let decoded = unsafe { args.decode(Notation::Fortran) };
+        let plan = Plan::create(comm, decoded, PlanOptions::default())?.agreeing_always();
         // SAFETY: the arrays' shapes and data as documented.
         unsafe { execute(&plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }?;
         if !new_local_elems.is_null() {
@@ -81,12 +83,18 @@ pub unsafe extern "C" fn dr_fortran_plan_create(
     options: *const dr_plan_options,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
-    guard(|| {
-        let shapes = ((ndims, gshape, split), (new_ndims, new_gshape, new_split));
-        // SAFETY: shapes readable for their dimension counts (documented).
-        let args = unsafe { fortran_args(dtype, shapes, local_len, new_local_len) };
-        // SAFETY: options and plan as documented.
-        unsafe { create_plan(comm, args, options_arg(options), plan) }
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
+    // SAFETY: shapes readable for their dimension counts, options and plan as
+    // documented.
+    guard(|| unsafe {
+        create_plan(
+            comm,
+            args.decode(Notation::Fortran),
+            options_arg(options),
+            plan,
+        )
     })
 }
 
@@ -166,51 +174,9 @@ unsafe fn execute(
     unsafe { plan.execute_checked(a.cast(), in_bytes, b.cast(), capacity, pre) }
 }
 
-/// A shape and split in Fortran notation: dimension count, extents, dimension.
-type FortranShape = (i32, *const i64, i32);
-
-/// Decodes the input's and output's shapes and splits, given in Fortran notation,
-/// into C order.
-///
-/// # Safety
-/// Shape pointers valid for their dimension counts.
-unsafe fn fortran_args(
-    dtype: DtypeCode,
-    ((ndims, gshape, split), (new_ndims, new_gshape, new_split)): (FortranShape, FortranShape),
-    local_len: i64,
-    new_local_len: i64,
-) -> Result<ReshapeArgs> {
-    // SAFETY: forwarded from the caller.
-    let gshape = reversed(unsafe { shape_arg("gshape", ndims, gshape) }?);
-    // SAFETY: forwarded from the caller.
-    let new_shape = reversed(unsafe { shape_arg("new_gshape", new_ndims, new_gshape) }?);
-    Ok(ReshapeArgs {
-        elem_size: elem_size(dtype)?,
-        split: split_arg("split", split, gshape.len())?,
-        new_split: split_arg("new_split", new_split, new_shape.len())?,
-        gshape,
-        local_len,
-        new_shape,
-        target: target_arg(new_local_len),
-        dtype: Some(dtype),
-        notation: Notation::Fortran,
-    })
-}
-
 fn reversed(mut shape: Vec<i64>) -> Vec<i64> {
     shape.reverse();
     shape
-}
-
-/// A Fortran dimension (1-based, 0 for not split) as a C axis.
-fn split_arg(name: &str, split: i32, ndims: usize) -> Result<Option<usize>> {
-    match usize::try_from(split) {
-        Ok(0) => Ok(None),
-        Ok(d) if d <= ndims => Ok(Some(ndims - d)),
-        _ => Err(Error::InvalidSplit(format!(
-            "{name} = {split} is out of range for {ndims} dimensions (1 to {ndims}, or 0 for not split)"
-        ))),
-    }
 }
 
 /// `b`'s capacity in bytes once the Fortran arrays are checked against this rank's
@@ -282,17 +248,6 @@ fn check_array(name: &str, array: &[i64], slab: &[u64], rank: usize) -> Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fortran_dimensions_map_to_c_axes() {
-        assert_eq!(split_arg("split", 0, 3).unwrap(), None);
-        assert_eq!(split_arg("split", 1, 3).unwrap(), Some(2));
-        assert_eq!(split_arg("split", 3, 3).unwrap(), Some(0));
-        for bad in [4, 5, -1] {
-            let message = split_arg("split", bad, 3).unwrap_err().to_string();
-            assert!(message.contains(&format!("split = {bad} is out of range for 3")));
-        }
-    }
 
     #[test]
     fn arrays_must_match_the_slab() {

@@ -401,7 +401,8 @@ pub fn resolve_new_shape(
 }
 
 /// Fails when `axis` is out of range (only C callers can pass one: the Fortran
-/// module's dimensions are converted, and checked, by `split_arg` in `src/fortran/mod.rs`).
+/// module's dimensions are converted, and checked, by `split_arg` in
+/// `src/capi/slab_args.rs`).
 fn check_axis(name: &str, axis: Option<usize>, ndims: usize, rank: usize) -> Result<()> {
     match axis {
         Some(a) if a >= ndims => Err(Error::InvalidSplit(format!(

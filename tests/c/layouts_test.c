@@ -3,7 +3,10 @@
  * (a grid of the wrong size, a grid axis used twice, lengths that do not add up on
  * one rank, layouts that differ on one rank, NULL layouts); a plan between layouts
  * executed out of place, in place and non-blocking, every element checked against
- * its global index, with the boxes and the resolved shape queried. */
+ * its global index, with the boxes and the resolved shape queried; x-pencils to
+ * y-pencils on the 2-D grid of MPI_Dims_create (2x3 at 6 ranks, 7x1 at 7, 4x2 at
+ * 8: more ranks than rows), each box against the balanced blocks of the rank's
+ * row-major grid coordinates. */
 #include "harness.h"
 
 /* The array: (NROWS, NCOLS) int64. */
@@ -84,6 +87,14 @@ static void agreed_errors(void)
     dr_layout_destroy(lengths);
 }
 
+/* The number of the `n` elements of `got` that are not `want`'s. */
+static int64_t wrong_elements(const int64_t *got, const int64_t *want, int64_t n)
+{
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < n; k++) wrong += got[k] != want[k];
+    return wrong;
+}
+
 /* Rows of (NROWS, NCOLS) on a p x 1 grid -> (NCOLS, -1) = (6, 11), columns over
  * the 1-D grid: every element checked, three ways. */
 static void executions(void)
@@ -118,21 +129,83 @@ static void executions(void)
         for (int64_t j = 0; j < clen; j++, k++) want[k] = i * NROWS + coff + j;
     test_fill_i64(a, n_in, roff * NCOLS);
     CHECK_STATUS(dr_plan_execute(plan, a, b, cap), DR_SUCCESS);
-    int64_t wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += b[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements out of place");
+    CHECK_EQ(wrong_elements(b, want, out_elems), 0, "wrong elements out of place");
     test_fill_i64(a, n_in, roff * NCOLS);
     CHECK_STATUS(dr_plan_execute(plan, a, a, cap), DR_SUCCESS);
-    wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += a[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements in place");
+    CHECK_EQ(wrong_elements(a, want, out_elems), 0, "wrong elements in place");
     test_fill_i64(a, n_in, roff * NCOLS);
     dr_request *request = NULL;
     CHECK_STATUS(dr_plan_execute_begin(plan, a, b, cap, &request), DR_SUCCESS);
     CHECK_STATUS(dr_request_wait(&request), DR_SUCCESS);
-    wrong = 0;
-    for (int64_t k = 0; k < out_elems; k++) wrong += b[k] != want[k];
-    CHECK_EQ(wrong, 0, "wrong elements non-blocking");
+    CHECK_EQ(wrong_elements(b, want, out_elems), 0, "wrong elements non-blocking");
+    dr_plan_destroy(plan);
+    free(a);
+    free(b);
+    free(want);
+}
+
+/* The pencils: (PX, PY, PZ). */
+enum { PX = 5, PY = 7, PZ = 6 };
+
+/* This rank's balanced block of `extent` over grid axis `g` of `grid` (row-major,
+ * the last axis fastest): its offset and extent. */
+static void grid_block(int64_t extent, const int32_t grid[2], int g, int64_t *offset, int64_t *len)
+{
+    int coord = g == 0 ? test_rank / grid[1] : test_rank % grid[1];
+    CHECK_STATUS(dr_balanced_slab(extent, grid[g], coord, len, offset), DR_SUCCESS);
+}
+
+/* The global flat index of each element of the box (offsets, extents) of a
+ * (PX, PY, PZ) array, in the box's C order, into `flat`. */
+static void box_indices(const int64_t off[3], const int64_t len[3], int64_t *flat)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < len[0]; i++)
+        for (int64_t j = 0; j < len[1]; j++)
+            for (int64_t l = 0; l < len[2]; l++, k++)
+                flat[k] = ((off[0] + i) * PY + off[1] + j) * PZ + off[2] + l;
+}
+
+/* x-pencils -> y-pencils on the MPI_Dims_create grid: the boxes against the
+ * balanced blocks, every element out of place. */
+static void pencils(void)
+{
+    const int64_t shape[3] = {PX, PY, PZ};
+    int32_t grid[2];
+    int dims[2] = {0, 0};
+    MPI_Dims_create(test_nranks, 2, dims);
+    grid[0] = dims[0];
+    grid[1] = dims[1];
+    const int32_t x_axes[3] = {DR_SPLIT_NONE, 0, 1}, y_axes[3] = {0, DR_SPLIT_NONE, 1};
+    dr_layout *x = layout(3, shape, 2, grid, x_axes), *y = layout(3, shape, 2, grid, y_axes);
+    dr_plan *plan = NULL;
+    CHECK_STATUS(dr_plan_create_layouts(DR_DTYPE_INT64, x, y, MPI_COMM_WORLD, &plan), DR_SUCCESS);
+    dr_layout_destroy(x);
+    dr_layout_destroy(y);
+    int64_t in_off[3] = {0}, in_len[3] = {PX, 0, 0}, out_off[3] = {0}, out_len[3] = {0, PY, 0};
+    grid_block(PY, grid, 0, &in_off[1], &in_len[1]);
+    grid_block(PZ, grid, 1, &in_off[2], &in_len[2]);
+    grid_block(PX, grid, 0, &out_off[0], &out_len[0]);
+    grid_block(PZ, grid, 1, &out_off[2], &out_len[2]);
+    int64_t got_off[3], got_len[3];
+    CHECK_STATUS(dr_plan_input_box(plan, got_off, got_len), DR_SUCCESS);
+    for (int a = 0; a < 3; a++) {
+        CHECK_EQ(got_off[a], in_off[a], "pencils: input box offset");
+        CHECK_EQ(got_len[a], in_len[a], "pencils: input box extent");
+    }
+    CHECK_STATUS(dr_plan_output_box(plan, got_off, got_len), DR_SUCCESS);
+    for (int a = 0; a < 3; a++) {
+        CHECK_EQ(got_off[a], out_off[a], "pencils: output box offset");
+        CHECK_EQ(got_len[a], out_len[a], "pencils: output box extent");
+    }
+    int64_t n_in = in_len[0] * in_len[1] * in_len[2], n_out = out_len[0] * out_len[1] * out_len[2];
+    int64_t *a = malloc((size_t)(n_in + 1) * sizeof *a), *b = malloc((size_t)(n_out + 1) * sizeof *b);
+    int64_t *want = malloc((size_t)(n_out + 1) * sizeof *want);
+    box_indices(in_off, in_len, a);
+    box_indices(out_off, out_len, want);
+    for (int64_t k = 0; k < n_out; k++) b[k] = -1;
+    CHECK_STATUS(dr_plan_execute(plan, a, b, n_out), DR_SUCCESS);
+    CHECK_EQ(wrong_elements(b, want, n_out), 0, "pencils: wrong elements");
     dr_plan_destroy(plan);
     free(a);
     free(b);
@@ -145,5 +218,6 @@ int main(int argc, char **argv)
     local_errors();
     agreed_errors();
     executions();
+    pencils();
     return test_finish("layouts_test");
 }

@@ -1,14 +1,18 @@
 // Grid layouts in the C++ interface (distreshape::layout, plan<T>(layout, layout,
-// comm), input_box, output_box), at 1-4 ranks, built as C++17 and C++20:
+// comm), input_box, output_box), at 1-8 ranks (2x3 and 3x2 at 6, a prime at 7,
+// 2x2x2 at 8, more ranks than rows from 6 on), built as C++17 and C++20:
 //  - x-pencils -> y-pencils on every 2-D factorization of the rank count, also with
-//    tiny options and as std::int64_t; bricks -> pencils on every 3-D factorization;
+//    tiny options and as std::int64_t; bricks -> pencils on every 3-D factorization
+//    (each with one 2-D factorization in turn),
+//    bricks -> replicated over the middle grid axis and back;
 //    a shape change with -1 and explicit lengths (zeros among them); a replicated
 //    grid axis, in the output and in the input;
 //  - every rank's boxes against an independent computation (balanced blocks
 //    n/p + (c < n%p) at c*(n/p) + min(c, n%p), explicit lengths as prefix sums, c
 //    the rank's row-major grid coordinate), input_elems/output_elems/output_shape;
 //  - every output element checked against its global C-order flat index, out of
-//    place (vectors), in place and through execute_begin;
+//    place (vectors), in place and through execute_begin, and through the one-shot
+//    reshape between layouts (vector, pointer, C++20 span; its errors agreed);
 //  - errors: a grid of the wrong size throws DR_ERROR_INVALID_DISTRIBUTION on every
 //    rank, the message naming a rank; the local checks of layout's constructor and
 //    with_lengths; layout values copied, assigned and compared.
@@ -211,11 +215,20 @@ void check_pencils()
 void check_bricks()
 {
     const ivec s{6, 5, 7};
-    for (const std::vector<int>& g3 : factorizations(nranks, 3))
-        for (const std::vector<int>& g2 : factorizations(nranks, 2)) {
-            const dr::layout bricks(s, g3, {0, 1, 2}), pencils(s, g2, {ns, 0, 1});
-            run_case<double>("bricks " + str(g3) + " -> pencils " + str(g2), bricks, pencils, s);
-        }
+    // Each 3-D grid with one 2-D grid, in turn: every grid of both kinds is planned
+    // (there are at least as many 3-D factorizations as 2-D ones).
+    const std::vector<std::vector<int>> grids3 = factorizations(nranks, 3),
+                                        grids2 = factorizations(nranks, 2);
+    for (std::size_t i = 0; i < grids3.size(); ++i) {
+        const std::vector<int>&g3 = grids3[i], &g2 = grids2[i % grids2.size()];
+        const dr::layout bricks(s, g3, {0, 1, 2}), pencils(s, g2, {ns, 0, 1});
+        run_case<double>("bricks " + str(g3) + " -> pencils " + str(g2), bricks, pencils, s);
+        const dr::layout replicated(s, g3, {2, ns, 0});
+        run_case<double>("bricks " + str(g3) + " -> replicated over grid axis 1", bricks,
+                         replicated, s);
+        run_case<double>("replicated over grid axis 1 of " + str(g3) + " -> bricks", replicated,
+                         bricks, s);
+    }
 }
 
 // {4, 6, 5} with all 4 rows on the last rank -> {-1, 10} (= {12, 10}) with no
@@ -264,6 +277,41 @@ dr::error thrown(F f)
     return dr::error(DR_SUCCESS, "nothing thrown");
 }
 
+// The one-shot reshape between layouts from a vector, a pointer and (C++20) a span:
+// x-pencils -> (-1, 6) rows, every element; a short vector on rank 0 and a grid of
+// the wrong size throw on every rank.
+void check_one_shot()
+{
+    const ivec s{5, 7, 6}, rows_shape{35, 6};
+    const std::vector<int> g = factorizations(nranks, 2).back();
+    const dr::layout x(s, g, {ns, 0, 1}), rows({-1, 6}, {nranks}, {0, ns});
+    const std::vector<double> input = input_of<double>(expected_box(x, s), s);
+    const dr::box ob = expected_box(rows, rows_shape);
+    const std::vector<double> once = dr::reshape(input, x, rows, MPI_COMM_WORLD);
+    check(once.size() == static_cast<std::size_t>(ob.elems()) &&
+              output_ok(once.data(), ob, rows_shape),
+          "reshape(vector, layouts)");
+    const std::vector<double> from_pointer = dr::reshape(input.data(), x, rows, MPI_COMM_WORLD);
+    check(from_pointer == once, "reshape(pointer, layouts)");
+#ifdef __cpp_lib_span
+    const std::vector<double> from_span =
+        dr::reshape(std::span<const double>(input), x, rows, MPI_COMM_WORLD);
+    check(from_span == once, "reshape(span, layouts)");
+#endif
+    // Rank 0's block is never empty (balanced blocks put the remainder first).
+    std::vector<double> shorter = input;
+    if (rank == 0) shorter.pop_back();
+    const dr::error e = thrown([&] { (void)dr::reshape(shorter, x, rows, MPI_COMM_WORLD); });
+    check(e.status() == DR_ERROR_BUFFER_TOO_SMALL,
+          "reshape(vector, layouts) with a short input on rank 0: status " +
+              std::to_string(e.status()) + " (" + e.what() + ")");
+    const dr::layout wrong(s, {nranks + 1}, {0, ns, ns});
+    const dr::error e2 = thrown([&] { (void)dr::reshape(input, wrong, rows, MPI_COMM_WORLD); });
+    check(e2.status() == DR_ERROR_INVALID_DISTRIBUTION,
+          "reshape between layouts with a grid of the wrong size: status " +
+              std::to_string(e2.status()));
+}
+
 void check_errors()
 {
     // A grid of nranks + 1: every rank throws, the message names a rank.
@@ -275,8 +323,9 @@ void check_errors()
     check(what.find("rank") != std::string::npos, "wrong grid size: no rank named: " + what);
     const dr::error e2 = thrown([&] { dr::plan<double> p(right, wrong, MPI_COMM_WORLD); });
     check(e2.status() == DR_ERROR_INVALID_DISTRIBUTION, "wrong output grid size");
-    // Lengths that do not add up: every rank.
-    ivec lens(static_cast<std::size_t>(nranks), 1);
+    // Lengths that do not add up (to 9, not 8): every rank.
+    ivec lens(static_cast<std::size_t>(nranks), 0);
+    lens[0] = 9;
     const dr::layout short_lens = dr::layout({8, 9}, {nranks}, {0, ns}).with_lengths(0, lens);
     const dr::error e3 = thrown([&] { dr::plan<double> p(short_lens, right, MPI_COMM_WORLD); });
     check(e3.status() != DR_SUCCESS, "lengths not adding up did not throw");
@@ -352,6 +401,7 @@ int main(int argc, char** argv)
         check_shape_change();
         check_replicated();
         check_errors();
+        check_one_shot();
         check_values();
     } catch (const dr::error& e) {
         check(false, std::string("unexpected error: ") + e.what());

@@ -1,6 +1,7 @@
 //! Plans between process-grid layouts over MPI: pencils, bricks, replicated grid
-//! axes, explicit and empty blocks, shape changes with -1, on every grid the rank
-//! count factors into. Every element is checked against its global index, computed
+//! axes, explicit and empty blocks, more ranks than rows, shape changes with -1,
+//! on the two- and three-axis grids the rank count factors into (2x3 and 3x2 at
+//! 6 ranks, 7x1 at 7, 2x2x2 at 8). Every element is checked against its global index, computed
 //! here from the layouts with plain loops (not by the library), out of place, in
 //! place and overlapped; the volumes are checked against the oracle's (each element
 //! reaches each rank that needs it once); bad layouts are agreed on every rank.
@@ -115,19 +116,85 @@ impl GridCase {
     }
 }
 
-/// The two-axis grids `p` factors into.
-fn grids_2d(p: usize) -> Vec<[usize; 2]> {
+/// Every ordered pair of factors of `p`.
+fn factor_pairs(p: usize) -> Vec<[usize; 2]> {
     (1..=p)
         .filter(|d| p.is_multiple_of(*d))
         .map(|d| [d, p / d])
         .collect()
 }
 
-/// Every case for `p` ranks.
-fn cases(p: usize) -> Vec<GridCase> {
-    let mut all = Vec::new();
+/// Which two-axis grids the cases run on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Breadth {
+    /// Every factorization of the rank count.
+    EveryGrid,
+    /// Every factorization but 1 x p (p x 1 splits the same axes' lengths over
+    /// p ranks), to keep the oversubscribed runs at 6-8 ranks short.
+    NoOneByP,
+}
+
+/// The two-axis grids of `p` the cases run on.
+fn grids_2d(p: usize, breadth: Breadth) -> Vec<[usize; 2]> {
+    factor_pairs(p)
+        .into_iter()
+        .filter(|&[a, _]| breadth == Breadth::EveryGrid || a > 1 || p == 1)
+        .collect()
+}
+
+/// The three-axis grids of `p` with at least two axes longer than 1 (2x2x2 at 8,
+/// 1x2x3 and its orders at 6; none at a prime, whose grids are lines).
+fn grids_3d(p: usize) -> Vec<[usize; 3]> {
+    factor_pairs(p)
+        .into_iter()
+        .flat_map(|[a, rest]| factor_pairs(rest).into_iter().map(move |[b, c]| [a, b, c]))
+        .filter(|grid| grid.iter().filter(|&&d| d > 1).count() >= 2)
+        .collect()
+}
+
+/// Bricks on the three-axis grids to z-pencils, and to a layout replicated over
+/// the middle grid axis.
+fn brick_cases(p: usize) -> Vec<GridCase> {
     let cube = [7u64, 6, 5];
-    for [a, b] in grids_2d(p) {
+    let mut all = Vec::new();
+    for [a, b, c] in grids_3d(p) {
+        let bricks = Spec::new(&cube, &[a, b, c], &[Some(0), Some(1), Some(2)]);
+        let z = Spec::new(&cube, &[a * b, c], &[Some(0), Some(1), None]);
+        let replicated = Spec::new(&cube, &[a, b, c], &[Some(2), None, Some(0)]);
+        let grid = format!("{a}x{b}x{c}");
+        all.push(case(
+            &format!("bricks {grid} -> z pencils {}x{c}", a * b),
+            bricks.clone(),
+            z,
+        ));
+        all.push(case(
+            &format!("bricks {grid} -> replicated over grid axis 1"),
+            bricks,
+            replicated,
+        ));
+    }
+    all
+}
+
+/// Rows of a (3, 2p + 1) array over `p` ranks (more ranks than rows from 4 on)
+/// to columns, and to (-1, 3) rows: the ranks past the third hold no input.
+fn few_rows_cases(p: usize) -> Vec<GridCase> {
+    let width = 2 * p as u64 + 1;
+    let rows = Spec::new(&[3, width], &[p], &[Some(0), None]);
+    let columns = Spec::new(&[3, width], &[p], &[None, Some(0)]);
+    let reshaped = Spec::new(&[width, 3], &[p], &[Some(0), None]);
+    vec![
+        case("3 rows over p ranks -> columns", rows.clone(), columns),
+        case("3 rows over p ranks -> (-1, 3) rows", rows, reshaped).inferred(0),
+    ]
+}
+
+/// Every case for `p` ranks, on the two-axis grids of `breadth`.
+fn cases(p: usize, breadth: Breadth) -> Vec<GridCase> {
+    let mut all = brick_cases(p);
+    all.extend(few_rows_cases(p));
+    let cube = [7u64, 6, 5];
+    for [a, b] in grids_2d(p, breadth) {
         let x = Spec::new(&cube, &[a, b], &[None, Some(0), Some(1)]);
         let y = Spec::new(&cube, &[a, b], &[Some(0), None, Some(1)]);
         let z = Spec::new(&cube, &[a, b], &[Some(0), Some(1), None]);
@@ -209,9 +276,9 @@ fn uneven_lengths(n: u64, p: usize) -> Vec<u64> {
     lengths
 }
 
-/// Runs every grid case and the error cases.
-pub fn run(w: &World) {
-    for c in cases(w.size) {
+/// Runs every grid case, on the two-axis grids of `breadth`, and the error cases.
+pub fn run(w: &World, breadth: Breadth) {
+    for c in cases(w.size, breadth) {
         check_case(w, &c);
     }
     w.passed("grid layouts");
