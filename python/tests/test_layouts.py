@@ -3,6 +3,7 @@ index, the boxes against an independent computation, and the guarantees (each
 output element arrives once; nothing is sent when nothing moves)."""
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -349,3 +350,9 @@ def test_box_of_a_rank_that_does_not_exist():
     for rank in (-1, P, "0"):
         with pytest.raises(dr.Error, match="is not one of"):
             pencils().box(rank=rank)
+
+
+def test_readme_example():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    example = readme.split("```python\n")[1].split("```")[0]
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_example"})
