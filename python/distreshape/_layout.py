@@ -46,12 +46,12 @@ class Layout:
     >>> bricks = Layout((64, 64, 64), (2, 2, 2), (0, 1, 2), lengths={0: (40, 24)})
     """
 
-    __slots__ = ("_shape", "_grid_dims", "_axis_grid", "_lengths", "_issue")
+    __slots__ = ("_shape", "_grid_dims", "_axis_grid", "_lengths", "_problem")
 
     def __init__(self, shape: Shape, grid_dims: Shape, axis_grid: Sequence[Optional[int]], lengths: Optional[Lengths] = None) -> None:
         self._init(shape, grid_dims, axis_grid, lengths, None)
 
-    def _init(self, shape, grid_dims, axis_grid, lengths, issue: Problem) -> None:
+    def _init(self, shape, grid_dims, axis_grid, lengths, problem: Problem) -> None:
         """Sets the fields, each as read or (when it cannot be read) as given, and
         the first problem found."""
         fields = {}
@@ -65,10 +65,10 @@ class Layout:
                 fields[name] = read(value)
             except ArgumentError as e:
                 fields[name] = value
-                issue = issue or e.problem
+                problem = problem or e.problem
         for name, value in fields.items():
             object.__setattr__(self, f"_{name}", value)
-        object.__setattr__(self, "_issue", issue)
+        object.__setattr__(self, "_problem", problem)
 
     @classmethod
     def for_cart(cls, shape: Shape, comm: MPI.Cartcomm, axis_grid: Sequence[Optional[int]], lengths: Optional[Lengths] = None) -> "Layout":
@@ -119,9 +119,9 @@ class Layout:
         comm = communicator(comm)
         size = comm.Get_size()
         rank = comm.Get_rank() if rank is None else _rank(rank, size)
-        issue = self._problem("layout") or _cartesian_mismatch(self._grid_dims, comm)
-        if issue is not None:
-            code, message = issue
+        problem = self._problem_in("layout") or _cartesian_mismatch(self._grid_dims, comm)
+        if problem is not None:
+            code, message = problem
             raise error_of((code, f"{message} (rank {rank})"))
         spans = _native.layout_box(self._spec(), size, rank)
         return tuple(slice(offset, offset + length) for offset, length in spans)
@@ -130,16 +130,16 @@ class Layout:
         """The shape of this rank's block (of :meth:`box`, with the same arguments)."""
         return tuple(s.stop - s.start for s in self.box(comm, rank=rank))
 
-    def _problem(self, which: str) -> Problem:
+    def _problem_in(self, which: str) -> Problem:
         """The first problem found reading the arguments, naming ``which`` layout."""
-        if self._issue is None:
+        if self._problem is None:
             return None
-        code, message = self._issue
+        code, message = self._problem
         return code, f"{which}: {message}"
 
     def _spec(self) -> Optional[dict[str, Any]]:
         """The layout as the extension takes it (``None`` when it has a problem)."""
-        if self._issue is not None:
+        if self._problem is not None:
             return None
         return {
             "shape": list(self._shape),

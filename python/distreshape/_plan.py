@@ -98,6 +98,9 @@ class Plan:
     :class:`distreshape.Error` on every rank. A plan runs one execution at a time
     (threads sharing it take turns). ``comm`` must stay valid (not freed) while
     the plan executes: the package agrees on its checks of the arrays over it.
+
+    :meth:`Plan.from_layouts` plans between two process-grid layouts
+    (:class:`Layout`: pencils, bricks, 2-d blocks) instead of slabs.
     """
 
     def __init__(
@@ -157,7 +160,7 @@ class Plan:
                 problem = problem or (STATUS["DR_ERROR_INVALID_DISTRIBUTION"], message)
                 specs.append(None)
             else:
-                problem = problem or layout._problem(which)
+                problem = problem or layout._problem_in(which)
                 specs.append(layout._spec())
         self._native = _native.NativePlan.from_layouts(self._comm.py2f(), *specs, self._dtype, problem)
 

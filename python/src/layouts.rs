@@ -6,38 +6,28 @@ use pyo3::prelude::*;
 
 use crate::errors::to_py_err;
 
-/// A layout as plain values: the global shape, the process grid, the grid axis
-/// splitting each array axis, and the explicit block lengths by array axis (the
-/// Python layer has checked their types and ranges, and sorted the lengths by
-/// axis, so that equal layouts hash alike on every rank).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct LayoutSpec {
-    shape: Vec<i64>,
-    grid_dims: Vec<i64>,
-    axis_grid: Vec<Option<usize>>,
-    lengths: Vec<(usize, Vec<i64>)>,
+/// The layout whose spec (`Layout._spec()`, the layout as plain values: the global
+/// shape, the process grid, the grid axis splitting each array axis, and the
+/// explicit block lengths by array axis) is `spec`, naming `which` layout in the
+/// error when it is not one. The Python layer has checked the spec's types and
+/// ranges and sorted the lengths by axis (so that equal layouts hash alike on
+/// every rank): only a fault of the package's own gives the error, which a plan
+/// agrees on like any other.
+pub fn layout_of(spec: &Bound<'_, PyAny>, which: &str) -> Result<Layout> {
+    read_spec(spec).map_err(|e: PyErr| {
+        Error::InvalidDistribution(format!("{which} is not a layout spec: {e}"))
+    })
 }
 
-impl LayoutSpec {
-    /// Reads `spec`, the spec of `which` layout; an error naming it when it is not
-    /// one (the Python layer makes specs, so only a fault of the package's own gives
-    /// it; a plan agrees on it like on any error).
-    pub fn from_python(spec: &Bound<'_, PyAny>, which: &str) -> Result<LayoutSpec> {
-        spec.extract().map_err(|e: PyErr| {
-            Error::InvalidDistribution(format!("{which} is not a layout spec: {e}"))
-        })
-    }
-
-    /// The library's layout.
-    pub fn layout(&self) -> Layout {
-        let unsplit = Layout::new(&self.shape, &self.grid_dims, &self.axis_grid);
-        self.lengths
-            .iter()
-            .fold(unsplit, |layout, (axis, lengths)| {
-                layout.with_lengths(*axis, lengths)
-            })
-    }
+fn read_spec(spec: &Bound<'_, PyAny>) -> PyResult<Layout> {
+    let shape: Vec<i64> = spec.get_item("shape")?.extract()?;
+    let grid_dims: Vec<i64> = spec.get_item("grid_dims")?.extract()?;
+    let axis_grid: Vec<Option<usize>> = spec.get_item("axis_grid")?.extract()?;
+    let lengths: Vec<(usize, Vec<i64>)> = spec.get_item("lengths")?.extract()?;
+    let unsplit = Layout::new(&shape, &grid_dims, &axis_grid);
+    Ok(lengths.iter().fold(unsplit, |layout, (axis, given)| {
+        layout.with_lengths(*axis, given)
+    }))
 }
 
 /// `(offset, length)` along each axis of the box rank `rank` of `nranks` holds in
@@ -50,8 +40,8 @@ pub fn layout_box(
     nranks: usize,
     rank: usize,
 ) -> PyResult<Vec<(u64, u64)>> {
-    LayoutSpec::from_python(&spec, "the layout")
-        .and_then(|spec| spec.layout().rank_box(nranks, rank))
+    layout_of(&spec, "the layout")
+        .and_then(|layout| layout.rank_box(nranks, rank))
         .map(|rank_box| spans(&rank_box))
         .map_err(|e| to_py_err(py, e))
 }

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use crate::agree::{agree, from_fortran, rank_and_size};
 use crate::arrays::{ElementType, Expected, Memory, check};
 use crate::errors::to_py_err;
-use crate::layouts::{LayoutSpec, spans};
+use crate::layouts::{layout_of, spans};
 
 /// A library plan, planned on every rank of a communicator. Its methods that run
 /// MPI release the GIL; the collective ones agree on every error with all ranks.
@@ -327,8 +327,8 @@ fn layout_args(
     output: &Bound<'_, PyAny>,
     dtype: &Bound<'_, PyArrayDescr>,
 ) -> Result<LayoutArgs> {
-    let input = LayoutSpec::from_python(input, "the input layout")?.layout();
-    let output = LayoutSpec::from_python(output, "the output layout")?.layout();
+    let input = layout_of(input, "the input layout")?;
+    let output = layout_of(output, "the output layout")?;
     Ok(ElementType::of_numpy(dtype)?.layout_args(&input, &output))
 }
 
