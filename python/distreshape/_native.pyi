@@ -1,6 +1,6 @@
 """Type stubs of the extension module (the Rust crate in python/src)."""
 
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 import numpy as np
 
@@ -8,6 +8,14 @@ _Problem = Optional[tuple[int, str]]
 
 def status_names() -> dict[int, str]: ...
 def balanced_slab(extent: int, nranks: int, rank: int) -> tuple[int, int]: ...
+
+class _LayoutSpec(TypedDict):
+    shape: list[int]
+    grid_dims: list[int]
+    axis_grid: list[Optional[int]]
+    lengths: list[tuple[int, list[int]]]
+
+def layout_box(spec: _LayoutSpec, nranks: int, rank: int) -> list[tuple[int, int]]: ...
 
 class NativePlan:
     def __init__(
@@ -22,11 +30,21 @@ class NativePlan:
         dtype: np.dtype,
         problem: _Problem,
     ) -> None: ...
+    @staticmethod
+    def from_layouts(
+        comm: int,
+        input: Optional[_LayoutSpec],
+        output: Optional[_LayoutSpec],
+        dtype: np.dtype,
+        problem: _Problem,
+    ) -> NativePlan: ...
     output_shape: list[int]
     local_input_shape: list[int]
     local_output_shape: list[int]
     input_slab: Optional[tuple[int, int]]
     output_slab: Optional[tuple[int, int]]
+    input_box: list[tuple[int, int]]
+    output_box: list[tuple[int, int]]
     output_elems: int
     stats: tuple[str, int, int, int, int, int]
     is_collective: bool

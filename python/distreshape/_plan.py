@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional
 
 import numpy as np
 from mpi4py import MPI
 
 from . import _native
+from ._arguments import ArgumentError, Problem, Shape, communicator, integer, integers
 from ._errors import STATUS
-
-Shape = Union[int, Sequence[int]]
-
-# An error found here, before the library runs: (status code, message). It is
-# handed to the extension, which agrees on it with every rank like the library's
-# own errors, so that a bad argument on one rank never leaves the others waiting.
-_Problem = Optional[tuple[int, str]]
-
-
-class _ArgumentError(Exception):
-    """An argument this layer cannot turn into the library's (internal)."""
-
-    def __init__(self, status_name: str, message: str) -> None:
-        super().__init__(message)
-        self.problem = (STATUS[status_name], message)
+from ._layout import Layout
 
 
 @dataclass(frozen=True)
@@ -33,8 +20,9 @@ class Stats:
     """What a plan does on this rank.
 
     Attributes:
-        path: ``"local"`` when the split axis survives (only rows that change owner
-            move) or ``"exchange"`` (every element moves once, straight to its owner).
+        path: ``"local"`` when the split axis of a slab plan survives (only rows
+            that change owner move) or ``"exchange"`` (every element moves at most
+            once to each rank that needs it, straight from a rank holding it).
         bytes_sent, bytes_received: bytes this rank sends and receives.
         bytes_copied_locally: bytes it copies from its input to its output.
         peers_sent, peers_received: ranks it sends to and receives from.
@@ -48,22 +36,6 @@ class Stats:
     peers_received: int
 
 
-def _communicator(comm: Optional[MPI.Comm]) -> MPI.Comm:
-    return MPI.COMM_WORLD if comm is None else comm
-
-
-def _shape(name: str, value: Shape) -> list[int]:
-    """``value`` as a list of integers (an integer is a 1-d shape, as in NumPy)."""
-    try:
-        if isinstance(value, (int, np.integer)):
-            return [operator.index(value)]
-        return [operator.index(extent) for extent in value]
-    except TypeError:
-        raise _ArgumentError(
-            "DR_ERROR_INVALID_SHAPE", f"{name} = {value!r} is not a sequence of integers"
-        ) from None
-
-
 def _axis(name: str, value: Optional[int], ndim: int) -> Optional[int]:
     """``value`` as a non-negative axis of an ``ndim``-d shape, counting a negative
     one from the end (-1 is the last axis); ``None`` stays not split. An axis past
@@ -73,28 +45,21 @@ def _axis(name: str, value: Optional[int], ndim: int) -> Optional[int]:
     try:
         axis = operator.index(value)
     except TypeError:
-        raise _ArgumentError(
+        raise ArgumentError(
             "DR_ERROR_INVALID_SPLIT", f"{name} = {value!r} is neither an integer nor None"
         ) from None
-    if axis < -ndim:
-        raise _ArgumentError(
+    if axis not in range(-ndim, 1 << 63):
+        raise ArgumentError(
             "DR_ERROR_INVALID_SPLIT", f"{name} = {axis} is out of range for {ndim} axes"
         )
     return axis + ndim if axis < 0 else axis
 
 
 def _length(name: str, value: Optional[int]) -> Optional[int]:
-    if value is None:
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise _ArgumentError(
-            "DR_ERROR_INVALID_DISTRIBUTION", f"{name} = {value!r} is not an integer"
-        ) from None
+    return None if value is None else integer(name, value, "DR_ERROR_INVALID_DISTRIBUTION")
 
 
-def _as_block(local: Any) -> tuple[Optional[np.ndarray], _Problem]:
+def _as_block(local: Any) -> tuple[Optional[np.ndarray], Problem]:
     """``local`` as a C-contiguous array: itself when it is one, else a copy (made
     once, here); ``None`` with the problem when it cannot be made."""
     try:
@@ -105,7 +70,7 @@ def _as_block(local: Any) -> tuple[Optional[np.ndarray], _Problem]:
         return None, (STATUS["DR_ERROR_INVALID_SHAPE"], f"the input is not an array: {e}")
 
 
-def _allocate(shape: tuple[int, ...], dtype: np.dtype) -> tuple[Optional[np.ndarray], _Problem]:
+def _allocate(shape: tuple[int, ...], dtype: np.dtype) -> tuple[Optional[np.ndarray], Problem]:
     try:
         return np.empty(shape, dtype), None
     except MemoryError:
@@ -133,6 +98,9 @@ class Plan:
     :class:`distreshape.Error` on every rank. A plan runs one execution at a time
     (threads sharing it take turns). ``comm`` must stay valid (not freed) while
     the plan executes: the package agrees on its checks of the arrays over it.
+
+    :meth:`Plan.from_layouts` plans between two process-grid layouts
+    (:class:`Layout`: pencils, bricks, 2-d blocks) instead of slabs.
     """
 
     def __init__(
@@ -149,24 +117,57 @@ class Plan:
     ) -> None:
         self._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, None)
 
-    def _create(self, gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem: _Problem) -> None:
-        self._comm = _communicator(comm)
-        try:
-            self._dtype = np.dtype(dtype)
-        except (TypeError, ValueError) as e:
-            self._dtype = np.dtype(np.uint8)
-            problem = problem or (STATUS["DR_ERROR_INVALID_DTYPE"], f"dtype = {dtype!r}: {e}")
+    def _create(self, gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem: Problem) -> None:
+        self._comm = communicator(comm)
+        self._dtype, problem = _dtype(dtype, problem)
         arguments: tuple = ([], None, 0, [], None, None)
         try:
             arguments = self._arguments(gshape, split, new_shape, new_split, local_len, new_local_len)
-        except _ArgumentError as e:
+        except ArgumentError as e:
             problem = problem or e.problem
         self._native = _native.NativePlan(self._comm.py2f(), *arguments, self._dtype, problem)
 
+    @classmethod
+    def from_layouts(cls, in_layout: Layout, out_layout: Layout, dtype: Any, comm: Optional[MPI.Comm] = None) -> "Plan":
+        """Plans the redistribution of an array from the :class:`Layout`
+        ``in_layout`` to ``out_layout`` on every rank of ``comm`` (collective;
+        default ``MPI.COMM_WORLD``; on a Cartesian communicator, a grid with as
+        many axes as its must have its dims).
+
+        The two grids may differ (4 x 2 -> 8, 2 x 2 x 2 -> 4 x 2, 1-d -> 2-d), and so
+        may the global shapes, by NumPy's reshape rules (``out_layout.shape`` may
+        hold one ``-1``; :attr:`output_shape` is the resolved one). Each element is
+        sent at most once to each rank that needs it, straight from a rank holding
+        it; when no element changes rank, nothing is sent. Every rank passes equal
+        layouts; a bad one (a grid whose product is not the communicator's size, a
+        grid axis used twice, lengths that do not add up, ...) raises the same
+        :class:`distreshape.Error` on every rank. ``dtype`` as for :class:`Plan`.
+        This rank's blocks are its :attr:`input_box` and :attr:`output_box`; the
+        plan executes as any other (:meth:`execute`, :meth:`execute_begin`,
+        :meth:`execute_in_place`).
+        """
+        plan = cls.__new__(cls)
+        plan._create_from_layouts(in_layout, out_layout, dtype, comm, None)
+        return plan
+
+    def _create_from_layouts(self, in_layout, out_layout, dtype, comm, problem: Problem) -> None:
+        self._comm = communicator(comm)
+        self._dtype, problem = _dtype(dtype, problem)
+        specs = []
+        for name, which, layout in (("in_layout", "input layout", in_layout), ("out_layout", "output layout", out_layout)):
+            if not isinstance(layout, Layout):
+                message = f"{name} = {layout!r} is not a distreshape.Layout"
+                problem = problem or (STATUS["DR_ERROR_INVALID_DISTRIBUTION"], message)
+                specs.append(None)
+            else:
+                problem = problem or layout._problem_in(which)
+                specs.append(layout._spec())
+        self._native = _native.NativePlan.from_layouts(self._comm.py2f(), *specs, self._dtype, problem)
+
     def _arguments(self, gshape, split, new_shape, new_split, local_len, new_local_len) -> tuple:
         """The library's arguments: shapes as lists, axes non-negative, lengths."""
-        gshape = _shape("gshape", gshape)
-        new_shape = _shape("new_shape", new_shape)
+        gshape = integers("gshape", gshape)
+        new_shape = integers("new_shape", new_shape)
         split = _axis("split", split, len(gshape))
         new_split = _axis("new_split", new_split, len(new_shape))
         local_len = _length("local_len", local_len)
@@ -185,16 +186,16 @@ class Plan:
         block, problem = _as_block(local)
         local_len = 0
         try:
-            ndim = len(_shape("gshape", gshape))
+            ndim = len(integers("gshape", gshape))
             axis = _axis("split", split, ndim)
             if block is not None and problem is None:
                 if block.ndim != ndim:
-                    raise _ArgumentError(
+                    raise ArgumentError(
                         "DR_ERROR_INVALID_SHAPE",
                         f"the input array has {block.ndim} axes but gshape has {ndim}",
                     )
                 local_len = block.shape[axis] if axis is not None and axis < ndim else 0
-        except _ArgumentError as e:
+        except ArgumentError as e:
             problem = problem or e.problem
         plan = cls.__new__(cls)
         dtype = block.dtype if block is not None else np.uint8
@@ -236,6 +237,19 @@ class Plan:
     def output_slab(self) -> Optional[slice]:
         """This rank's rows of the new split axis (``None`` when not split)."""
         return _slice(self._native.output_slab)
+
+    @property
+    def input_box(self) -> tuple[slice, ...]:
+        """This rank's input block as a tuple of slices into the global input array
+        (``global_input[plan.input_box]`` is the block; a slab plan's is whole along
+        every axis but the split one)."""
+        return _slices(self._native.input_box)
+
+    @property
+    def output_box(self) -> tuple[slice, ...]:
+        """This rank's output block as a tuple of slices into the global output
+        array (of shape :attr:`output_shape`)."""
+        return _slices(self._native.output_box)
 
     @property
     def stats(self) -> Stats:
@@ -322,8 +336,21 @@ class Request:
         return self._native.wait()
 
 
+def _dtype(dtype: Any, problem: Problem) -> tuple[np.dtype, Problem]:
+    """``dtype`` as NumPy's, or a placeholder and the problem (the first one found)."""
+    try:
+        return np.dtype(dtype), problem
+    except (TypeError, ValueError) as e:
+        return np.dtype(np.uint8), problem or (STATUS["DR_ERROR_INVALID_DTYPE"], f"dtype = {dtype!r}: {e}")
+
+
 def _slice(slab: Optional[tuple[int, int]]) -> Optional[slice]:
     return None if slab is None else slice(slab[0], slab[0] + slab[1])
+
+
+def _slices(spans: list[tuple[int, int]]) -> tuple[slice, ...]:
+    """``(offset, length)`` per axis as a tuple of slices."""
+    return tuple(slice(offset, offset + length) for offset, length in spans)
 
 
 def reshape(
@@ -346,6 +373,30 @@ def reshape(
     arguments are those of :class:`Plan`; ``out`` as in :meth:`Plan.execute`.
     """
     plan, block = Plan._for_block(local, gshape, split, new_shape, new_split, comm, new_local_len)
+    return plan.execute(block, out)
+
+
+def redistribute(
+    local: Any,
+    in_layout: Layout,
+    out_layout: Layout,
+    comm: Optional[MPI.Comm] = None,
+    *,
+    out: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Redistributes (and reshapes) an array between two layouts in one call
+    (collective): returns this rank's block of the array laid out as
+    ``out_layout``.
+
+    ``local`` is this rank's block of the array laid out as ``in_layout`` (its
+    box, ``in_layout.box(comm)``; its dtype is the element type). The other
+    arguments are those of :meth:`Plan.from_layouts`; ``out`` as in
+    :meth:`Plan.execute`.
+    """
+    block, problem = _as_block(local)
+    dtype = block.dtype if block is not None else np.uint8
+    plan = Plan.__new__(Plan)
+    plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem)
     return plan.execute(block, out)
 
 

@@ -1,7 +1,7 @@
 //! NumPy arrays as the library's buffers: the element types the library moves,
 //! and the checks that an array is the block a plan expects.
 
-use distreshape::{Error, ReshapeArgs, Result};
+use distreshape::{Element, Error, Layout, LayoutArgs, ReshapeArgs, Result};
 use num_complex::Complex;
 use numpy::npyffi::flags::NPY_ARRAY_WRITEABLE;
 use numpy::npyffi::objects::_PyArray_GET_ITEM_DATA;
@@ -9,36 +9,73 @@ use numpy::prelude::*;
 use numpy::{PyArrayDescr, PyUntypedArray};
 use pyo3::prelude::*;
 
-/// `args` for elements of NumPy dtype `dtype`, which records the library's dtype
-/// (compared across ranks); `InvalidDtype` for a dtype without a C counterpart.
-pub fn with_dtype(args: ReshapeArgs, dtype: &Bound<'_, PyArrayDescr>) -> Result<ReshapeArgs> {
-    let unsupported = |why: &str| {
-        Err(Error::InvalidDtype(format!(
-            "NumPy dtype {dtype} {why}; supported: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128"
-        )))
-    };
-    if dtype.is_native_byteorder() == Some(false) {
-        return unsupported("is not in the machine's byte order");
+/// An element type of the library: its size and its `dr_dtype` (compared across
+/// ranks).
+#[derive(Clone, Copy, Debug)]
+pub struct ElementType {
+    /// Bytes per element.
+    pub size: usize,
+    /// The `dr_dtype` value.
+    pub dtype: i32,
+}
+
+impl ElementType {
+    /// The element type of `T`.
+    fn of<T: Element>() -> ElementType {
+        ElementType {
+            size: size_of::<T>(),
+            dtype: T::DTYPE,
+        }
     }
-    if dtype.has_fields() || dtype.has_subarray() {
-        return unsupported("is structured");
+
+    /// The element type of NumPy dtype `dtype`; `InvalidDtype` for a dtype without a
+    /// C counterpart.
+    pub fn of_numpy(dtype: &Bound<'_, PyArrayDescr>) -> Result<ElementType> {
+        let unsupported = |why: &str| {
+            Err(Error::InvalidDtype(format!(
+                "NumPy dtype {dtype} {why}; supported: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128"
+            )))
+        };
+        if dtype.is_native_byteorder() == Some(false) {
+            return unsupported("is not in the machine's byte order");
+        }
+        if dtype.has_fields() || dtype.has_subarray() {
+            return unsupported("is structured");
+        }
+        Ok(match (dtype.kind(), dtype.itemsize()) {
+            (b'b', 1) => ElementType::of::<bool>(),
+            (b'i', 1) => ElementType::of::<i8>(),
+            (b'i', 2) => ElementType::of::<i16>(),
+            (b'i', 4) => ElementType::of::<i32>(),
+            (b'i', 8) => ElementType::of::<i64>(),
+            (b'u', 1) => ElementType::of::<u8>(),
+            (b'u', 2) => ElementType::of::<u16>(),
+            (b'u', 4) => ElementType::of::<u32>(),
+            (b'u', 8) => ElementType::of::<u64>(),
+            (b'f', 4) => ElementType::of::<f32>(),
+            (b'f', 8) => ElementType::of::<f64>(),
+            (b'c', 8) => ElementType::of::<Complex<f32>>(),
+            (b'c', 16) => ElementType::of::<Complex<f64>>(),
+            _ => return unsupported("has no C element type in DistReshape"),
+        })
     }
-    Ok(match (dtype.kind(), dtype.itemsize()) {
-        (b'b', 1) => args.with_element::<bool>(),
-        (b'i', 1) => args.with_element::<i8>(),
-        (b'i', 2) => args.with_element::<i16>(),
-        (b'i', 4) => args.with_element::<i32>(),
-        (b'i', 8) => args.with_element::<i64>(),
-        (b'u', 1) => args.with_element::<u8>(),
-        (b'u', 2) => args.with_element::<u16>(),
-        (b'u', 4) => args.with_element::<u32>(),
-        (b'u', 8) => args.with_element::<u64>(),
-        (b'f', 4) => args.with_element::<f32>(),
-        (b'f', 8) => args.with_element::<f64>(),
-        (b'c', 8) => args.with_element::<Complex<f32>>(),
-        (b'c', 16) => args.with_element::<Complex<f64>>(),
-        _ => return unsupported("has no C element type in DistReshape"),
-    })
+
+    /// `args` for elements of this type.
+    pub fn reshape_args(self, args: ReshapeArgs) -> ReshapeArgs {
+        ReshapeArgs {
+            elem_size: self.size,
+            dtype: Some(self.dtype),
+            ..args
+        }
+    }
+
+    /// The arguments of a plan from `input` to `output` for elements of this type.
+    pub fn layout_args(self, input: &Layout, output: &Layout) -> LayoutArgs {
+        LayoutArgs {
+            dtype: Some(self.dtype),
+            ..LayoutArgs::new(self.size, input, output)
+        }
+    }
 }
 
 /// Where an array's elements are, for the library.

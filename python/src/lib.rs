@@ -12,6 +12,7 @@
 mod agree;
 mod arrays;
 mod errors;
+mod layouts;
 mod plan;
 
 use pyo3::exceptions::PyValueError;
@@ -24,6 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::NativeRequest>()?;
     m.add_function(wrap_pyfunction!(errors::status_names, m)?)?;
     m.add_function(wrap_pyfunction!(balanced_slab, m)?)?;
+    m.add_function(wrap_pyfunction!(layouts::layout_box, m)?)?;
     Ok(())
 }
 

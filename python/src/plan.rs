@@ -1,16 +1,17 @@
-//! `NativePlan` (a library plan over an mpi4py communicator) and `NativeRequest`
-//! (one non-blocking execution of it).
+//! `NativePlan` (a library plan over an mpi4py communicator, between slabs or
+//! between grid layouts) and `NativeRequest` (one non-blocking execution of it).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use distreshape::{Error, Plan, PlanOptions, ReshapeArgs, Result, Route};
+use distreshape::{Error, LayoutArgs, Plan, PlanOptions, RawComm, ReshapeArgs, Result, Route};
 use mpi::ffi::RSMPI_Fint;
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
 
 use crate::agree::{agree, from_fortran, rank_and_size};
-use crate::arrays::{Expected, Memory, check, with_dtype};
+use crate::arrays::{ElementType, Expected, Memory, check};
 use crate::errors::to_py_err;
+use crate::layouts::{layout_of, spans};
 
 /// A library plan, planned on every rank of a communicator. Its methods that run
 /// MPI release the GIL; the collective ones agree on every error with all ranks.
@@ -42,6 +43,10 @@ struct Shapes {
     input_slab: Option<(u64, u64)>,
     /// `(offset, length)` of this rank's output rows, when split.
     output_slab: Option<(u64, u64)>,
+    /// `(offset, length)` along each axis of this rank's input box.
+    input_box: Vec<(u64, u64)>,
+    /// `(offset, length)` along each axis of this rank's output box.
+    output_box: Vec<(u64, u64)>,
     /// Elements of this rank's input block.
     input_elems: u64,
     /// Elements of this rank's output block.
@@ -50,6 +55,37 @@ struct Shapes {
     stats: (&'static str, u64, u64, u64, usize, usize),
     /// Whether some rank sends or receives.
     collective: bool,
+}
+
+impl Shapes {
+    /// What `plan` was made for.
+    fn of(plan: &Plan) -> Shapes {
+        let stats = plan.stats();
+        let path = match stats.path {
+            Route::Local => "local",
+            Route::Exchange => "exchange",
+        };
+        Shapes {
+            output_shape: plan.new_shape().to_vec(),
+            local_input_shape: plan.local_input_shape(),
+            local_output_shape: plan.local_output_shape(),
+            input_slab: plan.input_slab().map(|slab| (slab.offset, slab.len)),
+            output_slab: plan.output_slab().map(|slab| (slab.offset, slab.len)),
+            input_box: spans(&plan.input_box()),
+            output_box: spans(&plan.output_box()),
+            input_elems: plan.input_elems() as u64,
+            output_elems: plan.output_elems() as u64,
+            stats: (
+                path,
+                stats.bytes_sent,
+                stats.bytes_received,
+                stats.bytes_copied_locally,
+                stats.peers_sent,
+                stats.peers_received,
+            ),
+            collective: plan.is_collective(),
+        }
+    }
 }
 
 /// An error the Python layer found before calling here: `(status code, message)`.
@@ -83,49 +119,39 @@ impl NativePlan {
     ) -> PyResult<NativePlan> {
         let args = match problem_error(problem) {
             Some(error) => Err(error),
-            None => {
+            None => ElementType::of_numpy(&dtype).map(|element| {
                 let args = ReshapeArgs::new(0, &gshape, split, local_len, &new_shape, new_split);
-                with_dtype(args, &dtype).map(|args| match new_local_len {
+                let args = element.reshape_args(args);
+                match new_local_len {
                     Some(len) => args.with_target_len(len),
                     None => args,
-                })
-            }
+                }
+            }),
         };
-        let created = py.detach(|| {
-            let raw = from_fortran(comm);
-            let plan = Plan::create(raw, args, PlanOptions::default())?;
-            Ok((plan, rank_and_size(raw)?.0))
-        });
-        let (plan, rank) = created.map_err(|e: Error| to_py_err(py, e))?;
-        let stats = plan.stats();
-        let path = match stats.path {
-            Route::Local => "local",
-            Route::Exchange => "exchange",
+        NativePlan::planned(py, comm, dtype, |raw| {
+            Plan::create(raw, args, PlanOptions::default())
+        })
+    }
+
+    /// Plans the redistribution from the layout `input` to the layout `output` (the
+    /// specs of `Layout._spec()`) on every rank of the communicator whose Fortran
+    /// handle is `comm` (collective); `problem` as for the constructor.
+    #[staticmethod]
+    #[pyo3(signature = (comm, input, output, dtype, problem))]
+    fn from_layouts(
+        py: Python<'_>,
+        comm: RSMPI_Fint,
+        input: Bound<'_, PyAny>,
+        output: Bound<'_, PyAny>,
+        dtype: Bound<'_, PyArrayDescr>,
+        problem: Problem,
+    ) -> PyResult<NativePlan> {
+        let args = match problem_error(problem) {
+            Some(error) => Err(error),
+            None => layout_args(&input, &output, &dtype),
         };
-        let shapes = Shapes {
-            output_shape: plan.new_shape().to_vec(),
-            local_input_shape: plan.local_input_shape().to_vec(),
-            local_output_shape: plan.local_output_shape().to_vec(),
-            input_slab: plan.input_slab().map(|slab| (slab.offset, slab.len)),
-            output_slab: plan.output_slab().map(|slab| (slab.offset, slab.len)),
-            input_elems: plan.input_elems() as u64,
-            output_elems: plan.output_elems() as u64,
-            stats: (
-                path,
-                stats.bytes_sent,
-                stats.bytes_received,
-                stats.bytes_copied_locally,
-                stats.peers_sent,
-                stats.peers_received,
-            ),
-            collective: plan.is_collective(),
-        };
-        Ok(NativePlan {
-            plan: Mutex::new(plan),
-            comm,
-            rank,
-            dtype: dtype.unbind(),
-            shapes,
+        NativePlan::planned(py, comm, dtype, |raw| {
+            Plan::create_from_layouts(raw, args, PlanOptions::default())
         })
     }
 
@@ -159,6 +185,19 @@ impl NativePlan {
     #[getter]
     fn output_slab(&self) -> Option<(u64, u64)> {
         self.shapes.output_slab
+    }
+
+    /// `(offset, length)` along each input axis of this rank's input box (the slab,
+    /// whole along the other axes, of a slab plan).
+    #[getter]
+    fn input_box(&self) -> Vec<(u64, u64)> {
+        self.shapes.input_box.clone()
+    }
+
+    /// `(offset, length)` along each output axis of this rank's output box.
+    #[getter]
+    fn output_box(&self) -> Vec<(u64, u64)> {
+        self.shapes.output_box.clone()
     }
 
     /// Elements of this rank's output block.
@@ -281,7 +320,43 @@ impl NativePlan {
     }
 }
 
+/// The arguments of a plan from the layout spec `input` to `output` for elements
+/// of `dtype`.
+fn layout_args(
+    input: &Bound<'_, PyAny>,
+    output: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyArrayDescr>,
+) -> Result<LayoutArgs> {
+    let input = layout_of(input, "the input layout")?;
+    let output = layout_of(output, "the output layout")?;
+    Ok(ElementType::of_numpy(dtype)?.layout_args(&input, &output))
+}
+
 impl NativePlan {
+    /// The plan `create` makes on the communicator whose Fortran handle is `comm`
+    /// (collective, without the GIL), for elements of `dtype`.
+    fn planned(
+        py: Python<'_>,
+        comm: RSMPI_Fint,
+        dtype: Bound<'_, PyArrayDescr>,
+        create: impl FnOnce(RawComm) -> Result<Plan> + Send,
+    ) -> PyResult<NativePlan> {
+        let created = py.detach(|| {
+            let raw = from_fortran(comm);
+            let plan = create(raw)?;
+            Ok((plan, rank_and_size(raw)?.0))
+        });
+        let (plan, rank) = created.map_err(|e: Error| to_py_err(py, e))?;
+        let shapes = Shapes::of(&plan);
+        Ok(NativePlan {
+            plan: Mutex::new(plan),
+            comm,
+            rank,
+            dtype: dtype.unbind(),
+            shapes,
+        })
+    }
+
     /// The plan, locked (a panic elsewhere cannot have left it inconsistent: the
     /// library contains its panics).
     fn lock(&self) -> MutexGuard<'_, Plan> {

@@ -94,3 +94,42 @@ def balanced(n: int, rank: int = WORLD.rank, size: int = WORLD.size) -> slice:
 def offset(lens: list[int], rank: int) -> slice:
     start = sum(lens[:rank])
     return slice(start, start + lens[rank])
+
+
+def global_values(shape, dtype=np.int64) -> np.ndarray:
+    """The global array of `shape` whose elements are their C-order flat index."""
+    return as_values(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape), dtype)
+
+
+def grid_box(shape, grid_dims, axis_grid, lengths, rank: int) -> tuple:
+    """Rank `rank`'s box, computed here independently: its row-major grid
+    coordinates, then per axis all of it, its explicit block, or Heat's balanced one."""
+    coords = np.unravel_index(rank, grid_dims)
+    box = []
+    for axis, extent in enumerate(shape):
+        g = axis_grid[axis]
+        if g is None:
+            box.append(slice(0, extent))
+        elif axis in lengths:
+            box.append(offset(list(lengths[axis]), int(coords[g])))
+        else:
+            box.append(balanced(extent, int(coords[g]), grid_dims[g]))
+    return tuple(box)
+
+
+def random_layout(shape, rng: np.random.Generator, size: int = WORLD.size) -> tuple:
+    """`(grid_dims, axis_grid, lengths)` of a random layout of `shape` on `size`
+    ranks: a grid of 1-3 axes, each splitting a random array axis or (now and
+    then) none, replicating; some split axes in random explicit blocks (some 0)."""
+    grid_dims = factorization(size, int(rng.integers(1, 4)), rng)
+    axis_grid = [None] * len(shape)
+    array_axes = [int(a) for a in rng.permutation(len(shape))]
+    for g, axis in zip(rng.permutation(len(grid_dims)), array_axes):
+        if rng.random() < 0.8:
+            axis_grid[axis] = int(g)
+    lengths = {
+        axis: partition(shape[axis], grid_dims[g], rng)
+        for axis, g in enumerate(axis_grid)
+        if g is not None and rng.random() < 0.4
+    }
+    return grid_dims, axis_grid, lengths

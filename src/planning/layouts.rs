@@ -7,7 +7,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
-use crate::distribution::grid::{BlockLengths, GridLayout};
+use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
 use crate::distribution::layout::{MAX_DIMS, checked_product};
 use crate::distribution::peers::Redistribution;
 use crate::planning::args::{Notation, resolve_new_shape};
@@ -87,6 +87,32 @@ impl Layout {
         &self.axis_grid
     }
 
+    /// The box rank `rank` of `nranks` holds (local, no MPI), the layout checked as a
+    /// plan checks it; errors name the argument, its value and `rank`. A shape
+    /// holding `-1` has no box until a plan resolves it ([`Plan::output_box`]).
+    ///
+    /// [`Plan::output_box`]: crate::Plan::output_box
+    ///
+    /// ```
+    /// use distreshape::Layout;
+    /// let pencils = Layout::new(&[4, 6, 8], &[2, 3], &[None, Some(1), Some(0)]);
+    /// let mine = pencils.rank_box(6, 5).unwrap();
+    /// assert_eq!((mine.offsets, mine.extents), (vec![0, 4, 4], vec![4, 2, 4]));
+    /// ```
+    pub fn rank_box(&self, nranks: usize, rank: usize) -> Result<GridBox> {
+        self.rank_box_on(nranks, rank).map_err(|e| e.on_rank(rank))
+    }
+
+    fn rank_box_on(&self, nranks: usize, rank: usize) -> Result<GridBox> {
+        if rank >= nranks {
+            return Err(Error::InvalidDistribution(format!(
+                "rank {rank} is not below the {nranks} ranks"
+            )));
+        }
+        let shape = known_shape("layout", &self.shape)?;
+        Ok(self.resolve(&shape, nranks, "layout")?.rank_box(rank))
+    }
+
     /// The grid layout of `shape` (resolved) on `nranks` ranks, or the error that
     /// names `which` layout.
     fn resolve(&self, shape: &[u64], nranks: usize, which: &str) -> Result<GridLayout> {
@@ -162,7 +188,7 @@ impl LayoutArgs {
         if self.elem_size == 0 {
             return Err(Error::InvalidDtype("elem_size = 0 bytes".into()));
         }
-        let gshape = input_shape(&self.input.shape)?;
+        let gshape = known_shape("input layout", &self.input.shape)?;
         let total = checked_product(&gshape).ok_or_else(|| {
             Error::InvalidShape(format!(
                 "input layout: the shape {:?} has more than 2^64 elements",
@@ -206,16 +232,17 @@ impl LayoutArgs {
 /// Length of [`LayoutArgs::fingerprint`].
 pub(crate) const LAYOUT_FINGERPRINT_LEN: usize = 3;
 
-/// The input shape: no `-1`, no negative extent, at most [`MAX_DIMS`] axes.
-fn input_shape(shape: &[i64]) -> Result<Vec<u64>> {
-    check_dims("input layout", shape)?;
+/// A shape with every extent known (an input's): no `-1`, no negative extent, at
+/// most [`MAX_DIMS`] axes; errors name `which` layout.
+fn known_shape(which: &str, shape: &[i64]) -> Result<Vec<u64>> {
+    check_dims(which, shape)?;
     shape
         .iter()
         .enumerate()
         .map(|(i, &n)| {
             u64::try_from(n).map_err(|_| {
                 Error::InvalidShape(format!(
-                    "input layout: shape[{i}] = {n} is negative (only an output shape may hold -1)"
+                    "{which}: shape[{i}] = {n} is negative (only an output layout's shape may hold -1, resolved by a plan)"
                 ))
             })
         })
@@ -271,6 +298,31 @@ mod tests {
         let unsplit = pencils().with_lengths(0, &[4]);
         let text = err(LayoutArgs::new(8, &unsplit, &pencils()), 6);
         assert!(text.contains("axis 0, which is not split"), "{text}");
+    }
+
+    #[test]
+    fn rank_boxes_are_the_plans_boxes() {
+        let bricks = Layout::new(&[5, 4, 3], &[2, 1, 3], &[Some(2), None, Some(0)])
+            .with_lengths(0, &[0, 1, 4]);
+        let resolved = LayoutArgs::new(8, &bricks, &bricks).check(6, 0).unwrap();
+        for rank in 0..6 {
+            assert_eq!(
+                bricks.rank_box(6, rank).unwrap(),
+                resolved.input().rank_box(rank)
+            );
+        }
+        let err =
+            |layout: &Layout, nranks, rank| layout.rank_box(nranks, rank).unwrap_err().to_string();
+        let text = err(&bricks, 4, 1);
+        assert!(
+            text.contains("has 6 ranks") && text.contains("rank 1"),
+            "{text}"
+        );
+        let text = err(&bricks, 6, 6);
+        assert!(text.contains("rank 6 is not below the 6 ranks"), "{text}");
+        let inferred = Layout::new(&[-1, 4], &[6], &[Some(0), None]);
+        let text = err(&inferred, 6, 2);
+        assert!(text.contains("layout: shape[0] = -1"), "{text}");
     }
 
     #[test]
