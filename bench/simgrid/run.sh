@@ -2,7 +2,8 @@
 # Runs the driver under SMPI on the simulated 1024-host fat tree (platform.xml).
 #   usage: bench/simgrid/run.sh "16 64" [seed|split|pencils|bricks ...]   (from the project root, after setup.sh)
 #   (seed and split: slabs, drsim; pencils and bricks: grid layouts, drgrid, on P = q*q and c^3)
-#   env:   WORK (default target/simgrid), SIM_TIMEOUT (default 900 s), SMPI_OPTS (extra --cfg=...)
+#   env:   WORK (default target/simgrid), SIM_TIMEOUT (default 900 s), SMPI_OPTS (extra --cfg=...),
+#          DRGRID_WORLD=0 (drgrid without the world MPI_Alltoallv baseline: ratio=-1; for P = 1024)
 # Prints one RESULT line per run: simulated seconds (max over ranks) of dr_plan_execute and of
 # memcpy of the kept elements + MPI_Alltoallv of the same per-peer volumes, and their ratio.
 # Computation is not simulated (copies cost 0): it compares message patterns only.
