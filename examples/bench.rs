@@ -48,8 +48,8 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 mod support;
 
 use support::{
-    InPlaceCost, PeakGrowth, Runs, all_true, in_place_cost, json_num, max_f64, max_u64, median,
-    peak_growth, timed,
+    InPlaceCost, PeakGrowth, Runs, all_true, barrier_timed, in_place_cost, json_num, max_f64,
+    max_u64, median, peak_growth, timed,
 };
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -547,20 +547,14 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let mut recv = vec![f64::NAN; rtotal];
     let first = {
         let mut t = [0.0f64; 2];
-        let mut step = |k: usize, f: &mut dyn FnMut()| {
-            world.barrier();
-            let t0 = Instant::now();
-            f();
-            t[k] += t0.elapsed().as_secs_f64();
-        };
-        step(0, &mut || {
+        t[0] = barrier_timed(world, || {
             plan.execute(&input, &mut output).expect("execute")
         });
-        step(1, &mut || {
+        t[1] = barrier_timed(world, || {
             output[..n_stay].copy_from_slice(&input[..n_stay]);
             std::hint::black_box(&mut output);
         });
-        step(1, &mut || {
+        t[1] += barrier_timed(world, || {
             alltoallv(&send, &scounts, &sdispls, &mut recv, &rcounts, &rdispls)
         });
         max_f64(world, &t)
@@ -587,24 +581,18 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
     let mut local_times = vec![[0.0f64; 4]; repeat];
     for i in 0..o.warmup + repeat {
         let mut t = [0.0f64; 4];
-        let mut step = |k: usize, f: &mut dyn FnMut()| {
-            world.barrier();
-            let t0 = Instant::now();
-            f();
-            t[k] = t0.elapsed().as_secs_f64();
-        };
-        step(0, &mut || {
+        t[0] = barrier_timed(world, || {
             output[..n_copy].copy_from_slice(&input[..n_copy]);
             std::hint::black_box(&mut output);
         });
-        step(1, &mut || {
+        t[1] = barrier_timed(world, || {
             output[..n_stay].copy_from_slice(&input[..n_stay]);
             std::hint::black_box(&mut output);
         });
-        step(2, &mut || {
+        t[2] = barrier_timed(world, || {
             plan.execute(&input, &mut output).expect("execute")
         });
-        step(3, &mut || {
+        t[3] = barrier_timed(world, || {
             alltoallv(&send, &scounts, &sdispls, &mut recv, &rcounts, &rdispls)
         });
         world.barrier();

@@ -61,7 +61,9 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 #[path = "common/bench_support.rs"]
 mod support;
 
-use support::{Runs, all_true, in_place_cost, json_num, max_f64, max_u64, median, peak_growth};
+use support::{
+    Runs, all_true, barrier_timed, in_place_cost, json_num, max_f64, max_u64, median, peak_growth,
+};
 
 /// Bytes per MiB.
 const MIB: f64 = 1024.0 * 1024.0;
@@ -603,24 +605,18 @@ fn time_out_of_place(
     let mut local = Vec::with_capacity(4 * o.repeat);
     for i in 0..o.warmup + o.repeat {
         let mut t = [0.0f64; 4];
-        let mut step = |k: usize, f: &mut dyn FnMut()| {
-            world.barrier();
-            let t0 = Instant::now();
-            f();
-            t[k] = t0.elapsed().as_secs_f64();
-        };
-        step(0, &mut || {
+        t[0] = barrier_timed(world, || {
             b.output[..c.stay].copy_from_slice(&b.input[..c.stay]);
             std::hint::black_box(&mut b.output);
         });
-        step(1, &mut || {
+        t[1] = barrier_timed(world, || {
             plan.execute(&b.input, &mut b.output).expect("execute")
         });
-        step(2, &mut || {
+        t[2] = barrier_timed(world, || {
             alltoallv(world.as_raw(), &c.send, &c.sends, &mut c.recv, &c.recvs)
         });
         if let Some(h) = hand.as_mut() {
-            step(3, &mut || h.run(&b.input));
+            t[3] = barrier_timed(world, || h.run(&b.input));
         }
         world.barrier();
         if i >= o.warmup {

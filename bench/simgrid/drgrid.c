@@ -17,23 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef SMPI_SHARED_MALLOC
-#define BIGALLOC(n) SMPI_SHARED_MALLOC(n)
-#define BIGFREE(p) SMPI_SHARED_FREE(p)
-#else
-#define BIGALLOC(n) malloc(n)
-#define BIGFREE(p) free(p)
-#endif
+#include "bigalloc.h"
 
 /* A layout of the (n, n, n) array: a grid and the grid axis splitting each array axis. */
 typedef struct {
   int grid_ndims, grid[3], axis_grid[3];
 } spec;
 
+/* Balanced blocks, as the library's layouts are: its own dr_balanced_slab. */
 static void slab(int64_t n, int64_t p, int64_t r, int64_t *len, int64_t *off) {
-  int64_t q = n / p, m = n % p;
-  *len = q + (r < m);
-  *off = r * q + (r < m ? r : m);
+  dr_balanced_slab(n, (int32_t)p, (int32_t)r, len, off);
 }
 
 /* Rank `rank`'s box of the (n, n, n) array. */

@@ -10,18 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef SMPI_SHARED_MALLOC
-#define BIGALLOC(n) SMPI_SHARED_MALLOC(n)
-#define BIGFREE(p) SMPI_SHARED_FREE(p)
-#else
-#define BIGALLOC(n) malloc(n)
-#define BIGFREE(p) free(p)
-#endif
+#include "bigalloc.h"
 
+/* Balanced blocks, as the library's layouts are: its own dr_balanced_slab. */
 static void slab(int64_t n, int64_t p, int64_t r, int64_t *len, int64_t *off) {
-  int64_t q = n / p, m = n % p;
-  *len = q + (r < m);
-  *off = r * q + (r < m ? r : m);
+  dr_balanced_slab(n, (int32_t)p, (int32_t)r, len, off);
 }
 
 /* Elements rank `from` sends to rank `to` (balanced input and output).

@@ -77,6 +77,15 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// Runs `f` once after a barrier and returns its local duration in seconds: one
+/// step of a benchmark loop that interleaves several measured steps.
+pub fn barrier_timed(world: &SimpleCommunicator, f: impl FnOnce()) -> f64 {
+    world.barrier();
+    let t0 = Instant::now();
+    f();
+    t0.elapsed().as_secs_f64()
+}
+
 /// How many runs [`timed`] makes: `warmup` untimed, then `repeat` timed.
 pub struct Runs {
     /// Runs before the timed ones.

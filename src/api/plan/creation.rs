@@ -76,16 +76,17 @@ pub(super) fn agree_on_plan(
     planned: Result<RankPlan>,
     peers_per_window: usize,
 ) -> Result<AgreedPlan> {
-    let proposals = planned.and_then(|plan| {
-        let width = proposed_window_width(&plan, comm.size(), peers_per_window)?;
-        Ok((plan, width))
+    let width = planned.as_ref().map_or(Ok(comm.size()), |plan| {
+        proposed_window_width(plan, comm.size(), peers_per_window)
     });
-    let (peers, width) = proposals.as_ref().map_or((1, comm.size()), |(p, width)| {
-        (p.sends.len().max(p.recvs.len()).max(1), *width)
-    });
-    let mut piggyback = [peers as i64, !(width as i64)];
-    agree(comm, proposals.as_ref().err(), &mut piggyback)?;
-    let (plan, _) = proposals?;
+    let peers = planned
+        .as_ref()
+        .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
+    let proposed = width.as_ref().copied().unwrap_or(comm.size());
+    let mut piggyback = [peers as i64, !(proposed as i64)];
+    let local = planned.as_ref().err().or(width.as_ref().err());
+    agree(comm, local, &mut piggyback)?;
+    let plan = planned?;
     Ok(AgreedPlan {
         communicates: !nothing_moves(&plan.layouts),
         busiest_peers: piggyback[0] as usize,
