@@ -235,9 +235,9 @@ typedef struct dr_plan_options {
    */
   int64_t window;
   /*
-   Most bytes an execution in place on the exchange path stages on a rank, 0
-   or more; -1 (the default) for the larger of 64 MiB and a tenth of the
-   rank's buffer.
+   Most extra bytes an execution in place on the exchange path takes on a rank
+   (its staging and the schedule being made), 0 or more; -1 (the default) for
+   the larger of 64 MiB and a tenth of the rank's buffer.
    */
   int64_t in_place_budget;
 } dr_plan_options;

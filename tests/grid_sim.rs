@@ -19,12 +19,16 @@ use distreshape::testing::{
 };
 
 use common::engine::{Engine, RankRun, run_real_exchange};
+use common::inplace::replay_in_place;
 
 /// Simulated cases; each builds and applies every rank's lists.
 const CASES: u64 = 4000;
 
 /// Cases run through every rank's real exchange engine (a thread each).
 const ENGINE_CASES: u64 = 600;
+
+/// Random grid redistributions whose in-place schedules are replayed.
+const IN_PLACE_CASES: u64 = 1500;
 
 /// A small deterministic generator (seeded: every run checks the same cases).
 struct Rng(u64);
@@ -60,6 +64,13 @@ fn box_members(shape: &[u64], b: &GridBox) -> Vec<u64> {
 }
 
 /// A random factorization of `p` into `k` grid axes (1s included).
+/// Every rank's elements of `l` (global flat indices, in local order).
+fn members(l: &GridLayout) -> Vec<Vec<u64>> {
+    (0..l.nranks())
+        .map(|r| box_members(l.shape(), &l.rank_box(r)))
+        .collect()
+}
+
 fn grid_dims(rng: &mut Rng, p: u64) -> Vec<i64> {
     let k = 1 + rng.below(4) as usize;
     let mut dims = vec![1i64; k];
@@ -342,11 +353,6 @@ fn real_exchange_delivers_random_grid_redistributions() {
         let shape = input_shape(&mut rng);
         let new_shape = reshaped(&mut rng, &shape);
         let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
-        let members = |l: &GridLayout| -> Vec<Vec<u64>> {
-            (0..l.nranks())
-                .map(|r| box_members(l.shape(), &l.rank_box(r)))
-                .collect()
-        };
         let (inputs, outputs) = (members(&input), members(&output));
         let ctx = format!("case {case}: {input:?} -> {output:?}");
         let layouts = Arc::new(Redistribution::new(input, output).unwrap());
@@ -355,6 +361,83 @@ fn real_exchange_delivers_random_grid_redistributions() {
             .collect();
         let (limits, engine) = (small_limits(&mut rng), random_engine(&mut rng, p as usize));
         run_real_exchange(&plans, &inputs, &outputs, limits, &engine, &|| ctx.clone());
+    }
+}
+
+/// Every run between every two ranks of `layouts`.
+fn total_runs(layouts: &Redistribution) -> usize {
+    let p = layouts.input().nranks();
+    (0..p)
+        .flat_map(|from| (0..p).map(move |to| (from, to)))
+        .map(|(from, to)| layouts.runs(from, to).count())
+        .sum()
+}
+
+/// Random grid redistributions with a split input, their in-place schedules
+/// replayed byte by byte (see [`common::inplace::replay_in_place`]) with budgets
+/// from one element to a few times the local data and room for a piece per run
+/// down to a piece per 30 runs (more than half of the cases fit), so that pieces
+/// are single elements, whole or cut runs, or strided runs.
+#[test]
+fn in_place_schedules_of_random_grid_redistributions_replay() {
+    let mut rng = Rng(0x1a9e);
+    let (mut strided, mut pieces, mut scheduled, mut split) = (0, 0, 0, 0);
+    for case in 0..IN_PLACE_CASES {
+        let p = 1 + rng.below(12);
+        let shape = input_shape(&mut rng);
+        let new_shape = reshaped(&mut rng, &shape);
+        let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
+        if input.is_replicated() {
+            continue;
+        }
+        split += 1;
+        let (inputs, outputs) = (members(&input), members(&output));
+        let most = inputs
+            .iter()
+            .chain(&outputs)
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0) as u64;
+        let budget = 8 * (1 + rng.below(4 * most + 8)) as usize;
+        let ctx = format!("case {case}, budget {budget}: {input:?} -> {output:?}");
+        let layouts = Redistribution::new(input, output).unwrap();
+        let room = (p * p) as usize + total_runs(&layouts) / (1 + rng.below(30) as usize);
+        let Some(seen) = replay_in_place(&layouts, &inputs, &outputs, budget, room, &ctx) else {
+            continue;
+        };
+        (strided, pieces, scheduled) =
+            (strided + seen.strided, pieces + seen.pieces, scheduled + 1);
+    }
+    eprintln!("{split} split inputs, {scheduled} scheduled: {strided} strided pieces of {pieces}");
+    assert!(scheduled > split / 2, "{scheduled} of {split} scheduled");
+    assert!(
+        strided > pieces / 20,
+        "{strided} strided pieces of {pieces}"
+    );
+}
+
+/// The grid_bench cases at a small size, in place with a budget of half the local
+/// data and room for a piece per 4 runs: the pieces join strided runs, and every
+/// byte still lands right.
+#[test]
+fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
+    let shape = [32u64, 32, 16];
+    let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
+    let y = GridLayout::balanced(&shape, &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
+    let bricks = GridLayout::balanced(&shape, &[2, 2, 1], &[Some(0), Some(1), Some(2)], 4).unwrap();
+    let rows = GridLayout::balanced(&[1024, 16], &[4], &[Some(0), None], 4).unwrap();
+    for (a, b) in [(&x, &y), (&bricks, &x), (&x, &rows)] {
+        let (inputs, outputs) = (members(a), members(b));
+        let local_bytes = inputs[0].len() * 8;
+        let ctx = format!("{a:?} -> {b:?}");
+        let layouts = Redistribution::new(a.clone(), b.clone()).unwrap();
+        let runs = total_runs(&layouts);
+        let seen = replay_in_place(&layouts, &inputs, &outputs, local_bytes / 2, runs / 4, &ctx)
+            .expect("pieces of 4 runs fit");
+        assert!(
+            seen.strided > 0 && seen.pieces <= runs / 4,
+            "{ctx}: {seen:?}, {runs} runs"
+        );
     }
 }
 

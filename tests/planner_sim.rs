@@ -19,13 +19,13 @@ use std::collections::BTreeSet;
 use distreshape::testing::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
-use distreshape::testing::{PieceMove, Problem, RankSchedule, Schedule};
 use distreshape::testing::{RankPlan, Route};
 use distreshape::testing::{ReshapeArgs, check_local};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
 use common::engine::{Engine, engine, to_bytes};
+use common::inplace::Replayed;
 use common::kept::copy_kept;
 use common::oracle::{slab_indices, split_survives};
 
@@ -507,126 +507,21 @@ proptest! {
     }
 }
 
-/// Bytes landing on a rank in a round: rank, offset, bytes, and for a local move
-/// from the buffer its own source offset.
-type Landing = (usize, usize, Vec<u8>, Option<usize>);
-
 /// Replays every rank's part of the in-place schedule of `case` with `budget` bytes
-/// of staging per rank, round by round, every byte: a round's sources are read
-/// before any of its writes land, a byte is written only once every piece reading it
-/// has departed (a local move may overlap its own source), the staging stays within
-/// the budget, and every output element arrives exactly once. Returns the number of
-/// rounds, or `None` when the case needs no schedule (no split input, or the local
-/// path).
-fn replay_in_place(case: &Case, budget: usize) -> Option<usize> {
+/// of staging per rank (see [`common::inplace::replay_in_place`]), with room for a
+/// piece per run. `None` when the case needs no schedule (no split input, or the
+/// local path).
+fn replay_in_place(case: &Case, budget: usize) -> Option<Replayed> {
     let plans = plans(case);
     let plan = &plans[0];
     if plan.path != Route::Exchange || plan.input_layout().is_replicated() {
         return None;
     }
-    let p = plans.len();
-    let budgets = vec![budget; p];
-    let problem = Problem {
-        layouts: &plan.layouts,
-        elem_size: 8,
-        budgets: &budgets,
-    };
-    let schedule = match Schedule::new(&problem, 1 << 20) {
-        Ok(s) => s,
-        Err(why) => panic!("no in-place schedule with {budget} B: {why:?}"),
-    };
-    let parts: Vec<RankSchedule> = (0..p).map(|r| schedule.for_rank(r)).collect();
     let (inputs, outputs) = oracle_sets(case, plan.new_shape());
-    let mut buffers: Vec<Vec<u8>> = (0..p)
-        .map(|r| {
-            let mut b = to_bytes(&inputs[r]);
-            b.resize(inputs[r].len().max(outputs[r].len()) * 8, 0xEE);
-            b
-        })
-        .collect();
-    // Pieces still reading each byte; bytes already in place are read forever.
-    let mut readers: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
-    let mut writes: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
-    for piece in schedule.moves().map(|m| m.piece) {
-        (piece.src..piece.src + piece.len).for_each(|i| readers[piece.from][i] += 1);
-    }
-    for r in 0..p {
-        for i in 0..inputs[r].len() {
-            if outputs[r].get(i) == Some(&inputs[r][i]) {
-                (i * 8..i * 8 + 8).for_each(|b| readers[r][b] += 1);
-            }
-        }
-    }
-    let mut staging: Vec<Vec<u8>> = vec![vec![0; budget]; p];
-    for round in 0..schedule.rounds() {
-        let mut departed: Vec<(usize, usize, usize)> = Vec::new();
-        for r in 0..p {
-            for t in &parts[r].rounds[round].stage {
-                let at = t.staged.expect("a staged piece has a slot");
-                assert!(at + t.len <= budget, "rank {r} stages beyond its budget");
-                let (buffer, slots) = (&buffers[r], &mut staging[r]);
-                slots[at..at + t.len].copy_from_slice(&buffer[t.src..t.src + t.len]);
-                departed.push((r, t.src, t.len));
-            }
-        }
-        // Every source of the round, read before its writes.
-        let read = |r: usize, t: &PieceMove| -> Vec<u8> {
-            match t.staged {
-                Some(at) => staging[r][at..at + t.len].to_vec(),
-                None => buffers[r][t.src..t.src + t.len].to_vec(),
-            }
-        };
-        let mut landing: Vec<Landing> = Vec::new();
-        for r in 0..p {
-            let ops = &parts[r].rounds[round];
-            for q in 0..p {
-                let sent: Vec<&PieceMove> = ops.sends.iter().filter(|t| t.peer == q).collect();
-                let got: Vec<&PieceMove> = parts[q].rounds[round]
-                    .receives
-                    .iter()
-                    .filter(|t| t.peer == r)
-                    .collect();
-                assert_eq!(sent.len(), got.len(), "round messages of {r}->{q} disagree");
-                for (s, g) in sent.iter().zip(&got) {
-                    assert_eq!(s.len, g.len, "message sizes of {r}->{q} disagree");
-                    landing.push((q, g.dst, read(r, s), None));
-                }
-            }
-            for t in &ops.moves {
-                landing.push((r, t.dst, read(r, t), t.staged.is_none().then_some(t.src)));
-            }
-            for t in ops.sends.iter().chain(&ops.moves) {
-                if t.staged.is_none() {
-                    departed.push((r, t.src, t.len));
-                }
-            }
-        }
-        for (r, dst, bytes, own) in landing {
-            for (i, &byte) in bytes.iter().enumerate() {
-                let b = dst + i;
-                let own_read = own.is_some_and(|src| (src..src + bytes.len()).contains(&b));
-                assert_eq!(
-                    readers[r][b],
-                    u32::from(own_read),
-                    "rank {r} writes byte {b} in round {round} before it is read"
-                );
-                buffers[r][b] = byte;
-                writes[r][b] += 1;
-            }
-        }
-        for (r, src, len) in departed {
-            (src..src + len).for_each(|i| readers[r][i] -= 1);
-        }
-    }
-    for r in 0..p {
-        let out = to_bytes(&outputs[r]);
-        assert_eq!(&buffers[r][..out.len()], &out[..], "rank {r} output");
-        assert!(
-            writes[r].iter().all(|&w| w <= 1),
-            "rank {r}: a byte written twice"
-        );
-    }
-    Some(schedule.rounds())
+    let ctx = format!("{case:?}");
+    let replayed =
+        common::inplace::replay_in_place(&plan.layouts, &inputs, &outputs, budget, 1 << 20, &ctx);
+    Some(replayed.expect("a piece per run fits"))
 }
 
 proptest! {

@@ -28,13 +28,14 @@ pub struct PlanOptions {
     /// the narrowest that holds this many peers of a rank in its first window (see
     /// `planning::schedule`).
     pub window: usize,
-    /// Most bytes an execution in place on the exchange path stages on a rank
-    /// (default `None`: the larger of [`PlanOptions::IN_PLACE_BUDGET_FLOOR`] and the
-    /// rank's buffer divided by [`PlanOptions::IN_PLACE_BUDGET_DIVISOR`]). The data
-    /// then moves in rounds scheduled for that budget (`planning::inplace`), when
-    /// the schedule has at most `run_budget` pieces and `run_budget` is at least the
-    /// square of the rank count; otherwise everything a rank sends is packed into a
-    /// buffer of exactly those bytes.
+    /// Most extra bytes an execution in place on the exchange path takes on a rank,
+    /// its staging and the schedule being made (default `None`: the larger of
+    /// [`PlanOptions::IN_PLACE_BUDGET_FLOOR`] and the rank's buffer divided by
+    /// [`PlanOptions::IN_PLACE_BUDGET_DIVISOR`]). The data then moves in rounds
+    /// scheduled for that budget (`planning::inplace`), when the schedule has at
+    /// most `run_budget` pieces and `run_budget` is at least the square of the rank
+    /// count; otherwise everything a rank sends is packed into a buffer of exactly
+    /// those bytes.
     pub in_place_budget: Option<usize>,
 }
 

@@ -26,9 +26,9 @@ pub struct dr_plan_options {
     /// Peers per window on the exchange path, at least 1 (default 64): a window spans
     /// the pairwise distances that hold this many peers of a rank, agreed by the ranks.
     pub window: i64,
-    /// Most bytes an execution in place on the exchange path stages on a rank, 0
-    /// or more; -1 (the default) for the larger of 64 MiB and a tenth of the
-    /// rank's buffer.
+    /// Most extra bytes an execution in place on the exchange path takes on a rank
+    /// (its staging and the schedule being made), 0 or more; -1 (the default) for
+    /// the larger of 64 MiB and a tenth of the rank's buffer.
     pub in_place_budget: i64,
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
+use crate::mpi::waiting::oversubscribed;
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
@@ -130,6 +131,8 @@ impl Comm {
             cached_duplicate(caller)
         })?;
         let plan = shared.plans.fetch_add(1, Ordering::Relaxed);
+        // Decided now, so that executions, which must not allocate, only read it.
+        oversubscribed();
         Ok(Comm {
             first_tag: (plan % PLAN_SLOTS) * shared.tags_per_plan,
             shared,

@@ -19,7 +19,7 @@ use crate::core::fallible::try_vec;
 use crate::mpi::comm::{Comm, check, count};
 use crate::mpi::p2p::{Typed, cancel_all, complete_all, start};
 use crate::mpi::transport::{Channel, Envelope};
-use crate::planning::inplace::{PieceMove, RankSchedule, messages};
+use crate::planning::inplace::{PieceMove, PieceShape, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
@@ -54,8 +54,8 @@ impl ScheduledExchange {
         let mut requests = try_vec(schedule.most_messages, "the MPI requests", rank)?;
         // SAFETY: reading an MPI constant handle.
         requests.resize(schedule.most_messages, unsafe { ffi::RSMPI_REQUEST_NULL });
-        let block_lens = try_vec(schedule.most_pieces, "the message blocks", rank)?;
-        let block_offsets = try_vec(schedule.most_pieces, "the message blocks", rank)?;
+        let block_lens = try_vec(schedule.most_blocks, "the message blocks", rank)?;
+        let block_offsets = try_vec(schedule.most_blocks, "the message blocks", rank)?;
         Ok(ScheduledExchange {
             schedule,
             staging,
@@ -120,9 +120,7 @@ impl ScheduledExchange {
         if buffers.in_place {
             for t in &round.stage {
                 // SAFETY: the piece lies in the buffer, its slot in the staging.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(buffers.source(t, false), buffers.slot(t), t.len)
-                };
+                unsafe { buffers.stage(t) };
             }
         }
         let mut posted = 0;
@@ -130,16 +128,13 @@ impl ScheduledExchange {
             lens: &mut self.block_lens,
             offsets: &mut self.block_offsets,
         };
-        let mut post = |message: &[PieceMove], side: Side| -> Result<()> {
+        let mut post = |pieces: &[PieceMove], side: Side| -> Result<()> {
             let message = Message {
-                envelope: channel.envelope(side, message[0].peer),
+                envelope: channel.envelope(side, pieces[0].peer),
                 base: buffers.base(side),
-                blocks: message.iter().map(|t| Block {
-                    at: buffers.block(t, side),
-                    len: t.len,
-                }),
+                pieces: pieces.iter().map(|t| buffers.runs(t, side)),
             };
-            // SAFETY: every block lies in the buffer or the staging, which nothing
+            // SAFETY: every run lies in the buffer or the staging, which nothing
             // else touches until the round completes (schedule invariant: nothing
             // writes a byte that a piece in flight reads or lands on).
             self.requests[posted] = unsafe { message.post(channel.transport, &mut lists) }?;
@@ -151,10 +146,8 @@ impl ScheduledExchange {
         if buffers.in_place {
             for t in &round.moves {
                 // SAFETY: the destination lies in the output and no message of the
-                // round touches it; in place a move may overlap its own source.
-                unsafe {
-                    std::ptr::copy(buffers.source(t, true), buffers.output.add(t.dst), t.len)
-                };
+                // round touches it.
+                unsafe { buffers.move_piece(t) };
             }
         }
         complete_all(&mut self.requests[..posted], true).map(drop)
@@ -171,21 +164,33 @@ struct Buffers {
 }
 
 impl Buffers {
-    /// Where piece `t` is read: its staging slot when it was staged and `staged`
-    /// copies count (in place), else its place in the input.
-    fn source(&self, t: &PieceMove, staged: bool) -> *const u8 {
-        match (t.staged, staged && self.in_place) {
-            // SAFETY: staging offsets lie within the staging (schedule invariant).
-            (Some(at), true) => unsafe { self.staging.add(at) }.cast_const(),
-            // SAFETY: sources lie within the input (planner invariant).
-            _ => unsafe { self.input.add(t.src) },
+    /// Where the runs of piece `t` are read: its staging slot (contiguous) when it
+    /// was staged and the execution is in place, else its place in the input.
+    fn source(&self, t: &PieceMove) -> StridedRuns {
+        match (t.staged, self.in_place) {
+            (Some(at), true) => StridedRuns {
+                // SAFETY: staging offsets lie within the staging (schedule invariant).
+                at: unsafe { self.staging.add(at) }.cast_const(),
+                stride: t.shape.len,
+                shape: t.shape,
+            },
+            _ => StridedRuns {
+                // SAFETY: sources lie within the input (planner invariant).
+                at: unsafe { self.input.add(t.src) },
+                stride: t.shape.src_stride,
+                shape: t.shape,
+            },
         }
     }
 
-    /// The staging slot of a staged piece.
-    fn slot(&self, t: &PieceMove) -> *mut u8 {
-        // SAFETY: staging offsets lie within the staging (schedule invariant).
-        unsafe { self.staging.add(t.staged.unwrap_or(0)) }
+    /// Where the runs of piece `t` land in the output.
+    fn destination(&self, t: &PieceMove) -> StridedRuns {
+        StridedRuns {
+            // SAFETY: destinations lie within the output (planner invariant).
+            at: unsafe { self.output.add(t.dst) }.cast_const(),
+            stride: t.shape.dst_stride,
+            shape: t.shape,
+        }
     }
 
     /// What the block offsets of a message on `side` are relative to.
@@ -196,20 +201,71 @@ impl Buffers {
         }
     }
 
-    /// Where piece `t` is read (sends) or lands (receives).
-    fn block(&self, t: &PieceMove, side: Side) -> *const u8 {
+    /// Where the runs of piece `t` are read (sends) or land (receives).
+    fn runs(&self, t: &PieceMove, side: Side) -> StridedRuns {
         match side {
-            Side::Send => self.source(t, true),
-            // SAFETY: destinations lie within the output (planner invariant).
-            Side::Receive => unsafe { self.output.add(t.dst) },
+            Side::Send => self.source(t),
+            Side::Receive => self.destination(t),
+        }
+    }
+
+    /// Copies staged piece `t` from the buffer into its staging slot, contiguous.
+    ///
+    /// # Safety
+    /// Execution in place; the piece lies in the buffer, its slot in the staging.
+    unsafe fn stage(&self, t: &PieceMove) {
+        let len = t.shape.len;
+        // SAFETY: staging offsets lie within the staging (schedule invariant).
+        let slot = unsafe { self.staging.add(t.staged.unwrap_or(0)) };
+        for (i, run) in t.src_ranges().enumerate() {
+            // SAFETY: as documented: the run in the buffer, its place in the slot,
+            // which no other piece uses while this one is staged.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.input.add(run.start), slot.add(i * len), len)
+            };
+        }
+    }
+
+    /// Moves local piece `t` run by run from its source to its destination, first
+    /// to last or last to first as [`PieceMove::forward`] says.
+    ///
+    /// # Safety
+    /// Execution in place; the destination runs are vacated, but for the piece's
+    /// own source runs already read in that order (schedule invariant).
+    unsafe fn move_piece(&self, t: &PieceMove) {
+        let (from, to) = (self.source(t), self.destination(t));
+        let runs = 0..t.shape.count;
+        let order: Box<dyn Iterator<Item = usize>> = match t.forward() {
+            true => Box::new(runs),
+            false => Box::new(runs.rev()),
+        };
+        for i in order {
+            // SAFETY: as documented; `copy` allows a single run over its own source.
+            unsafe {
+                std::ptr::copy(
+                    from.at.add(i * from.stride),
+                    to.at.add(i * to.stride).cast_mut(),
+                    t.shape.len,
+                )
+            };
         }
     }
 }
 
-/// One piece of a message: `len` bytes at `at`.
-struct Block {
+/// The runs of one piece in memory: `shape.count` runs of `shape.len` bytes from
+/// `at`, `stride` bytes apart.
+#[derive(Clone, Copy)]
+struct StridedRuns {
     at: *const u8,
-    len: usize,
+    stride: usize,
+    shape: PieceShape,
+}
+
+impl StridedRuns {
+    /// True when the runs follow one another without gaps.
+    fn is_contiguous(&self) -> bool {
+        self.shape.count == 1 || self.stride == self.shape.len
+    }
 }
 
 /// The block lengths and offsets of a multi-piece message's MPI datatype, in
@@ -219,48 +275,44 @@ struct BlockLists<'a> {
     offsets: &'a mut Vec<ffi::MPI_Aint>,
 }
 
-/// One message of a round: its pieces as blocks, sent from or received into
-/// memory addressed relative to `base`.
+/// One message of a round: its pieces' runs, sent from or received into memory
+/// addressed relative to `base`.
 struct Message<I> {
     envelope: Envelope,
     base: *const u8,
-    blocks: I,
+    pieces: I,
 }
 
-impl<I: ExactSizeIterator<Item = Block>> Message<I> {
-    /// Posts the message: one block directly, several through an MPI hindexed
-    /// datatype (no copy), built in `lists` and freed once posted (MPI keeps what
-    /// the pending operation needs).
+impl<I: ExactSizeIterator<Item = StridedRuns>> Message<I> {
+    /// Posts the message: one contiguous piece as bytes, one strided piece through
+    /// an MPI hvector datatype, several pieces through an MPI hindexed datatype
+    /// over all their runs, built in `lists` (no copy); a datatype is freed once
+    /// posted (MPI keeps what the pending operation needs).
     ///
     /// # Safety
-    /// Every block readable (sends) or writable (receives) until the request
+    /// Every run readable (sends) or writable (receives) until the request
     /// completes.
     unsafe fn post(self, comm: &Comm, lists: &mut BlockLists<'_>) -> Result<ffi::MPI_Request> {
-        let (envelope, base, mut blocks) = (self.envelope, self.base, self.blocks);
-        // SAFETY: reading an MPI constant handle.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        if blocks.len() == 1
-            && let Some(Block { at, len }) = blocks.next()
+        let (envelope, base, mut pieces) = (self.envelope, self.base, self.pieces);
+        if pieces.len() == 1
+            && let Some(runs) = pieces.next()
         {
-            let data = Typed {
-                at: at.cast_mut(),
-                count: count(len)?,
-                // SAFETY: reading an MPI constant handle.
-                datatype: unsafe { ffi::RSMPI_UINT8_T },
-            };
             // SAFETY: as documented.
-            unsafe { start(comm, envelope, data, &mut request) }?;
-            return Ok(request);
+            return unsafe { post_piece(comm, envelope, runs) };
         }
         let BlockLists { lens, offsets } = lists;
         lens.clear();
         offsets.clear();
-        for Block { at, len } in blocks {
-            lens.push(count(len)?);
-            offsets.push((at as isize - base as isize) as ffi::MPI_Aint);
+        for runs in pieces {
+            for i in 0..runs.shape.count {
+                // SAFETY: the run lies within the piece's memory (as documented).
+                let at = unsafe { runs.at.add(i * runs.stride) };
+                lens.push(count(runs.shape.len)?);
+                offsets.push((at as isize - base as isize) as ffi::MPI_Aint);
+            }
         }
         // SAFETY: the block lists hold `lens.len()` entries; reading MPI constants.
-        unsafe {
+        let datatype = unsafe {
             let mut datatype = ffi::RSMPI_DATATYPE_NULL;
             let (n, byte) = (count(lens.len())?, ffi::RSMPI_UINT8_T);
             let code = ffi::MPI_Type_create_hindexed(
@@ -271,18 +323,76 @@ impl<I: ExactSizeIterator<Item = Block>> Message<I> {
                 &mut datatype,
             );
             check(code, "MPI_Type_create_hindexed")?;
-            let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
-            let started = committed.and_then(|()| {
-                let data = Typed {
-                    at: base.cast_mut(),
-                    count: 1,
-                    datatype,
-                };
-                start(comm, envelope, data, &mut request)
-            });
-            ffi::MPI_Type_free(&mut datatype);
-            started?;
-            Ok(request)
-        }
+            datatype
+        };
+        // SAFETY: as documented; the datatype's displacements start at `base`.
+        unsafe { post_typed(comm, envelope, base, datatype) }
     }
+}
+
+/// Posts the message of one piece: as bytes when contiguous, else through an MPI
+/// hvector datatype over its runs.
+///
+/// # Safety
+/// As [`Message::post`].
+unsafe fn post_piece(
+    comm: &Comm,
+    envelope: Envelope,
+    runs: StridedRuns,
+) -> Result<ffi::MPI_Request> {
+    let shape = runs.shape;
+    if runs.is_contiguous() {
+        // SAFETY: reading an MPI constant handle.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        let data = Typed {
+            at: runs.at.cast_mut(),
+            count: count(shape.bytes())?,
+            // SAFETY: reading an MPI constant handle.
+            datatype: unsafe { ffi::RSMPI_UINT8_T },
+        };
+        // SAFETY: as documented.
+        unsafe { start(comm, envelope, data, &mut request) }?;
+        return Ok(request);
+    }
+    // SAFETY: reading MPI constants; the counts fit (checked).
+    let datatype = unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let (n, len) = (count(shape.count)?, count(shape.len)?);
+        let stride = runs.stride as ffi::MPI_Aint;
+        let code = ffi::MPI_Type_create_hvector(n, len, stride, ffi::RSMPI_UINT8_T, &mut datatype);
+        check(code, "MPI_Type_create_hvector")?;
+        datatype
+    };
+    // SAFETY: as documented; the datatype's displacements start at the first run.
+    unsafe { post_typed(comm, envelope, runs.at, datatype) }
+}
+
+/// Commits `datatype`, posts one item of it at `at`, and frees it.
+///
+/// # Safety
+/// As [`Message::post`], for the memory `datatype` describes from `at`.
+unsafe fn post_typed(
+    comm: &Comm,
+    envelope: Envelope,
+    at: *const u8,
+    mut datatype: ffi::MPI_Datatype,
+) -> Result<ffi::MPI_Request> {
+    // SAFETY: reading an MPI constant handle.
+    let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: `datatype` is a created datatype, committed before use and freed
+    // after the operation is started (MPI keeps what it needs).
+    unsafe {
+        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
+        let started = committed.and_then(|()| {
+            let data = Typed {
+                at: at.cast_mut(),
+                count: 1,
+                datatype,
+            };
+            start(comm, envelope, data, &mut request)
+        });
+        ffi::MPI_Type_free(&mut datatype);
+        started?;
+    }
+    Ok(request)
 }

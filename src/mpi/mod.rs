@@ -3,7 +3,7 @@
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
-//! chooses between.
+//! chooses between, and how a rank waits for its messages.
 
 pub mod agree;
 pub mod comm;
@@ -12,3 +12,4 @@ pub mod inplace_exchange;
 pub mod p2p;
 pub mod threads;
 pub mod transport;
+pub mod waiting;

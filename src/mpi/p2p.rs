@@ -12,6 +12,7 @@ use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::{Comm, check, count};
 use crate::mpi::transport::{Bytes, Envelope, Transport};
+use crate::mpi::waiting::{oversubscribed, poll_yielding};
 use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.
@@ -68,6 +69,10 @@ pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result
     let code = unsafe {
         let statuses = ffi::RSMPI_STATUSES_IGNORE;
         match blocking {
+            true if oversubscribed() => poll_yielding(|| {
+                let code = ffi::MPI_Testall(n, all, &mut done, statuses);
+                (code, done != 0)
+            }),
             true => ffi::MPI_Waitall(n, all, statuses),
             false => ffi::MPI_Testall(n, all, &mut done, statuses),
         }
@@ -149,6 +154,11 @@ impl Transport for Comm {
         let code = unsafe {
             let statuses = ffi::RSMPI_STATUSES_IGNORE;
             match blocking {
+                // Until a request completes, or none is active (MPI_UNDEFINED).
+                true if oversubscribed() => poll_yielding(|| {
+                    let code = ffi::MPI_Testsome(n, all, &mut done, indices, statuses);
+                    (code, done != 0)
+                }),
                 true => ffi::MPI_Waitsome(n, all, &mut done, indices, statuses),
                 false => ffi::MPI_Testsome(n, all, &mut done, indices, statuses),
             }

@@ -4,9 +4,10 @@
 //!
 //! In place, a rank's buffer holds its input and must end holding its output, so
 //! an element may land only where the elements that were there have left. The data
-//! is cut into pieces (runs of elements between two buffers, at most `chunk` bytes)
-//! and moved in rounds. A piece is *ready* when every piece whose source overlaps
-//! its destination has departed: then it moves, in one message or local copy, in
+//! is cut into pieces (runs of elements between two buffers that follow one another
+//! at fixed strides, spanning at most `chunk` bytes on both sides) and moved in
+//! rounds. A piece is *ready* when every piece whose source span overlaps its
+//! destination span has departed: then it moves, in one message or local copy, in
 //! this round. The pieces waiting for one another form chains and cycles (two
 //! ranks swapping, or the long cycles of a transpose); copying a piece to its
 //! source rank's staging, while the budget allows, vacates its source and breaks
@@ -28,21 +29,209 @@ use crate::distribution::peers::Redistribution;
 /// Most rounds a schedule may take: each round costs every rank a synchronization.
 pub(crate) const MAX_ROUNDS: usize = 1 << 12;
 
-/// One piece of the data: `len` bytes at `src` in rank `from`'s buffer go to `dst`
-/// in rank `to`'s buffer.
+/// How the bytes of a piece lie: `count` runs of `len` bytes, `src_stride` bytes
+/// apart in the source buffer and `dst_stride` apart in the destination buffer
+/// (both `len` for a single run). In the staging a piece lies contiguous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PieceShape {
+    /// Bytes per run.
+    pub len: usize,
+    /// Runs (at least one).
+    pub count: usize,
+    /// Bytes from one run to the next in the source buffer.
+    pub src_stride: usize,
+    /// Bytes from one run to the next in the destination buffer.
+    pub dst_stride: usize,
+}
+
+impl PieceShape {
+    /// One contiguous run of `len` bytes.
+    pub fn contiguous(len: usize) -> PieceShape {
+        PieceShape {
+            len,
+            count: 1,
+            src_stride: len,
+            dst_stride: len,
+        }
+    }
+
+    /// Bytes of the piece.
+    pub fn bytes(&self) -> usize {
+        self.len * self.count
+    }
+
+    /// The span of the piece in its source buffer: from the first byte of its
+    /// first run to the end of its last.
+    pub fn src_span(&self) -> usize {
+        (self.count - 1) * self.src_stride + self.len
+    }
+
+    /// The byte ranges of the runs, from `start`, `stride` bytes apart.
+    pub fn ranges(&self, start: usize, stride: usize) -> impl Iterator<Item = Range<usize>> {
+        let len = self.len;
+        (0..self.count).map(move |i| start + i * stride..start + i * stride + len)
+    }
+}
+
+/// The bytes of a piece in one buffer: `count` runs of `len` bytes from `start`,
+/// `stride` bytes apart.
+#[derive(Clone, Copy, Debug)]
+struct RunSet {
+    start: usize,
+    len: usize,
+    count: usize,
+    stride: usize,
+}
+
+impl RunSet {
+    /// One past the last byte.
+    fn end(&self) -> usize {
+        self.start + (self.count - 1) * self.stride + self.len
+    }
+
+    /// True when some byte lies in both: each run of the set with fewer runs, within
+    /// the other's span, against the one run of the other that could meet it.
+    fn meets(&self, other: &RunSet) -> bool {
+        if self.start >= other.end() || other.start >= self.end() {
+            return false;
+        }
+        let (few, many) = match self.count <= other.count {
+            true => (self, other),
+            false => (other, self),
+        };
+        let first = many.start.saturating_sub(few.start) / few.stride;
+        (first..few.count)
+            .map(|i| few.start + i * few.stride)
+            .take_while(|&at| at < many.end())
+            .any(|at| many.meets_run(at, at + few.len))
+    }
+
+    /// True when some byte of `[from, to)` lies in a run: in the last run that
+    /// starts before `to` (runs do not overlap, so the earlier ones end before it).
+    fn meets_run(&self, from: usize, to: usize) -> bool {
+        if to <= self.start {
+            return false;
+        }
+        let last = ((to - 1 - self.start) / self.stride).min(self.count - 1);
+        self.start + last * self.stride + self.len > from
+    }
+}
+
+/// One piece of the data: the runs of `shape` at `src` in rank `from`'s buffer go
+/// to `dst` in rank `to`'s buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
     /// The rank holding the piece on input.
     pub from: usize,
-    /// Byte offset in `from`'s buffer.
+    /// Byte offset of its first run in `from`'s buffer.
     pub src: usize,
     /// The rank the piece belongs to on output.
     pub to: usize,
-    /// Byte offset in `to`'s buffer.
+    /// Byte offset of its first run in `to`'s buffer.
     pub dst: usize,
-    /// Bytes (at most the schedule's chunk).
-    pub len: usize,
+    /// Its runs (spanning at most the schedule's chunk on both sides).
+    pub shape: PieceShape,
 }
+
+impl Piece {
+    /// Its bytes in the source buffer.
+    fn source(&self) -> RunSet {
+        let PieceShape {
+            len,
+            count,
+            src_stride,
+            ..
+        } = self.shape;
+        RunSet {
+            start: self.src,
+            len,
+            count,
+            stride: src_stride,
+        }
+    }
+
+    /// Its bytes in the destination buffer.
+    fn destination(&self) -> RunSet {
+        let PieceShape {
+            len,
+            count,
+            dst_stride,
+            ..
+        } = self.shape;
+        RunSet {
+            start: self.dst,
+            len,
+            count,
+            stride: dst_stride,
+        }
+    }
+
+    /// True when a local move may copy it over its own source run by run, in the
+    /// order of [`PieceMove::forward`]: a run lands only on source runs already
+    /// read (or on its own, as `memmove` allows). Forward holds when the
+    /// destination starts no later and its runs lie no farther apart; backward
+    /// when both hold the other way.
+    fn moves_over_itself(&self) -> bool {
+        let PieceShape {
+            count,
+            src_stride,
+            dst_stride,
+            ..
+        } = self.shape;
+        let forward = self.dst <= self.src && dst_stride <= src_stride;
+        let backward = self.dst >= self.src && dst_stride >= src_stride;
+        count == 1 || forward || backward
+    }
+
+    /// Appends the run of `len` bytes at `src` going to `dst` when it continues the
+    /// piece's strides, within `limits`; false when it does not.
+    fn extend(&mut self, src: usize, dst: usize, len: usize, limits: PieceLimits) -> bool {
+        let shape = &mut self.shape;
+        let follows = src >= self.src + shape.src_span() && dst >= self.dst + shape.len;
+        if len != shape.len || !follows || shape.count >= limits.runs {
+            return false;
+        }
+        let (src_stride, dst_stride) = match shape.count {
+            1 => (src - self.src, dst - self.dst),
+            _ => (shape.src_stride, shape.dst_stride),
+        };
+        let count = shape.count;
+        let continues =
+            src == self.src + count * src_stride && dst == self.dst + count * dst_stride;
+        if !continues || count * src_stride.max(dst_stride) + len > limits.chunk {
+            return false;
+        }
+        *shape = PieceShape {
+            len,
+            count: count + 1,
+            src_stride,
+            dst_stride,
+        };
+        true
+    }
+}
+
+/// How large a piece may grow, and how many there may be.
+#[derive(Clone, Copy, Debug)]
+struct PieceLimits {
+    /// Most bytes a piece spans, on either side.
+    chunk: usize,
+    /// Most runs in a piece.
+    runs: usize,
+    /// Most pieces.
+    pieces: usize,
+}
+
+/// The staging keeps at least the smaller of its budget and this many bytes,
+/// whatever the scheduling state takes: a budget too small for both still gets
+/// rounds (at the default budgets, of 64 MiB or more, the state of the most
+/// pieces a schedule may have takes 42 MB and the staging the rest).
+const MIN_STAGING_BYTES: usize = 1 << 20;
+
+/// Bytes of scheduling state per piece, every rank holding the whole schedule
+/// while it is made (measured: 147 bytes with the grid_bench pencil transpose's
+/// 131 000 pieces).
+pub const SCHEDULING_BYTES_PER_PIECE: usize = 160;
 
 /// One copy or message of a piece, as one rank sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,8 +244,34 @@ pub struct PieceMove {
     pub staged: Option<usize>,
     /// Its byte offset in its destination rank's buffer.
     pub dst: usize,
-    /// Bytes.
-    pub len: usize,
+    /// Its runs.
+    pub shape: PieceShape,
+}
+
+impl PieceMove {
+    /// The byte ranges of its runs in the source buffer.
+    pub fn src_ranges(&self) -> impl Iterator<Item = Range<usize>> {
+        self.shape.ranges(self.src, self.shape.src_stride)
+    }
+
+    /// The byte ranges of its runs in the destination buffer.
+    #[cfg(feature = "testing")]
+    pub fn dst_ranges(&self) -> impl Iterator<Item = Range<usize>> {
+        self.shape.ranges(self.dst, self.shape.dst_stride)
+    }
+
+    /// True when a local move copies its runs first to last (its destination
+    /// starts no later than its source), false when last to first.
+    pub fn forward(&self) -> bool {
+        self.dst <= self.src
+    }
+
+    /// The byte ranges of its runs in the staging, when staged.
+    #[cfg(feature = "testing")]
+    pub fn staged_ranges(&self) -> Option<impl Iterator<Item = Range<usize>>> {
+        let at = self.staged?;
+        Some(self.shape.ranges(at, self.shape.len))
+    }
 }
 
 /// What one rank does in one round, in this order: copy `stage` from the buffer to
@@ -84,8 +299,8 @@ pub struct RankSchedule {
     pub staging_bytes: usize,
     /// Most messages this rank has in flight in one round.
     pub most_messages: usize,
-    /// Most pieces in one message.
-    pub most_pieces: usize,
+    /// Most runs in one message of several pieces.
+    pub most_blocks: usize,
 }
 
 /// Pieces of at least this many bytes travel as messages of their own, straight
@@ -101,16 +316,17 @@ pub(crate) const DIRECT_BYTES: usize = 1 << 10;
 pub(crate) const GROUPED_BYTES: usize = 32 << 10;
 
 /// The messages of a round's sends or receives (sorted by peer, then source offset,
-/// the same order on both sides): each piece of [`DIRECT_BYTES`] or more alone, the
-/// smaller ones to one peer grouped in order, up to [`GROUPED_BYTES`].
+/// the same order on both sides): each piece of [`DIRECT_BYTES`] or more alone (a
+/// piece of several runs as one strided message), the smaller ones to one peer
+/// grouped in order, up to [`GROUPED_BYTES`].
 pub fn messages(transfers: &[PieceMove]) -> impl Iterator<Item = &[PieceMove]> {
     let mut rest = transfers;
     std::iter::from_fn(move || {
         let first = rest.first()?;
         let mut bytes = 0;
         let grouped = |t: &&PieceMove| {
-            bytes += t.len;
-            t.peer == first.peer && t.len < DIRECT_BYTES && bytes <= GROUPED_BYTES
+            bytes += t.shape.bytes();
+            t.peer == first.peer && t.shape.bytes() < DIRECT_BYTES && bytes <= GROUPED_BYTES
         };
         let (message, tail) = rest.split_at(rest.iter().take_while(grouped).count().max(1));
         rest = tail;
@@ -139,6 +355,10 @@ pub enum Unscheduled {
     TooManyPieces,
     /// More than [`MAX_ROUNDS`] rounds.
     TooManyRounds,
+    /// More runs than [`MAX_RUNS_READ`], or pieces whose sources and destinations
+    /// interleave too finely to find what each waits for within
+    /// [`MAX_OVERLAP_TESTS`].
+    TooIntricate,
     /// Every rank's staging is full of pieces that wait for one another.
     Stuck,
     /// A rank could not allocate its part.
@@ -157,6 +377,9 @@ impl std::fmt::Display for Unscheduled {
             }
             Unscheduled::TooManyPieces => "no bounded schedule: more pieces than the run budget",
             Unscheduled::TooManyRounds => "no bounded schedule: too many rounds",
+            Unscheduled::TooIntricate => {
+                "no bounded schedule: too many runs, or too finely interleaved"
+            }
             Unscheduled::Stuck => "no bounded schedule within the staging budget",
             Unscheduled::OutOfMemory => "no bounded schedule: a rank could not allocate it",
         })
@@ -172,8 +395,12 @@ pub struct Problem<'a> {
     pub layouts: &'a Redistribution,
     /// Bytes per element.
     pub elem_size: usize,
-    /// Each rank's staging budget in bytes.
+    /// Each rank's memory budget in bytes: its staging, and the scheduling state
+    /// every rank holds while the schedule is made.
     pub budgets: &'a [usize],
+    /// Bytes of scheduling state per piece counted against the budgets
+    /// ([`SCHEDULING_BYTES_PER_PIECE`]; 0 leaves all of them to the staging).
+    pub scheduling_bytes_per_piece: usize,
 }
 
 impl Problem<'_> {
@@ -186,45 +413,119 @@ impl Problem<'_> {
     }
 
     /// Every piece that moves, by source rank then source offset; pieces already in
-    /// place are left out. `None` beyond `most` pieces.
-    pub fn pieces(&self, most: usize) -> Option<Vec<Piece>> {
-        let (nranks, size, chunk) = (self.budgets.len(), self.elem_size, self.chunk());
-        if nranks.saturating_mul(nranks) > most {
-            return None;
-        }
+    /// place are left out. Runs longer than the chunk are cut into pieces of one run;
+    /// shorter ones that follow one another at the same strides on both sides join
+    /// one piece of at most `runs_per_piece` runs, spanning at most the chunk.
+    /// Fails beyond `most` pieces, or once it has read `runs_left` runs (counted
+    /// down across calls).
+    pub fn pieces(
+        &self,
+        most: usize,
+        runs_per_piece: usize,
+        runs_left: &mut usize,
+    ) -> Result<Vec<Piece>, Unscheduled> {
         let mut pieces = Vec::new();
+        self.cut(most, runs_per_piece, runs_left, &mut |p| pieces.push(p))?;
+        pieces.sort_unstable_by_key(|p| (p.from, p.src, p.to));
+        Ok(pieces)
+    }
+
+    /// Cuts the pieces as [`Problem::pieces`] does, handing each to `emit`, and
+    /// counts them.
+    fn cut(
+        &self,
+        most: usize,
+        runs_per_piece: usize,
+        runs_left: &mut usize,
+        emit: &mut dyn FnMut(Piece),
+    ) -> Result<usize, Unscheduled> {
+        let nranks = self.budgets.len();
+        if nranks.saturating_mul(nranks) > most {
+            return Err(Unscheduled::TooManyPieces);
+        }
+        let limits = PieceLimits {
+            chunk: self.chunk(),
+            runs: runs_per_piece,
+            pieces: most,
+        };
+        let mut cut = 0;
         for from in 0..nranks {
-            let mut own = Vec::new();
-            let source = self.layouts.input_region(from);
             let receivers = self.layouts.sends(from).into_iter().map(|t| t.peer);
             for to in std::iter::once(from).chain(receivers) {
-                let target = self.layouts.output_region(to);
-                for run in self.layouts.runs(from, to) {
-                    let src = source.local_offset(run.global) as usize * size;
-                    let dst = target.local_offset(run.global) as usize * size;
-                    if from == to && src == dst {
-                        continue;
-                    }
-                    let len = run.len as usize * size;
-                    for at in (0..len).step_by(chunk) {
-                        let len = chunk.min(len - at);
-                        own.push(Piece {
-                            from,
-                            src: src + at,
-                            to,
-                            dst: dst + at,
-                            len,
-                        });
-                    }
-                    if pieces.len() + own.len() > most {
-                        return None;
-                    }
-                }
+                let mut pair = PairCut {
+                    limits,
+                    emit: &mut *emit,
+                    cut: &mut cut,
+                    runs_left: &mut *runs_left,
+                };
+                self.pair_pieces(from, to, &mut pair)?;
             }
-            own.sort_unstable_by_key(|p| (p.src, p.to));
-            pieces.extend(own);
         }
-        Some(pieces)
+        Ok(cut)
+    }
+
+    /// Cuts the pieces `from` sends `to` (its local moves when the same rank).
+    fn pair_pieces(&self, from: usize, to: usize, pair: &mut PairCut) -> Result<(), Unscheduled> {
+        let (size, chunk) = (self.elem_size, pair.limits.chunk);
+        let (source, target) = (
+            self.layouts.input_region(from),
+            self.layouts.output_region(to),
+        );
+        let mut open: Option<Piece> = None;
+        for run in self.layouts.runs(from, to) {
+            *pair.runs_left = (pair.runs_left.checked_sub(1)).ok_or(Unscheduled::TooIntricate)?;
+            let src = source.local_offset(run.global) as usize * size;
+            let dst = target.local_offset(run.global) as usize * size;
+            let len = run.len as usize * size;
+            if from == to && src == dst {
+                continue;
+            }
+            if let Some(piece) = &mut open
+                && piece.extend(src, dst, len, pair.limits)
+            {
+                continue;
+            }
+            if let Some(piece) = open.take() {
+                pair.emit(piece)?;
+            }
+            let piece = |at: usize| Piece {
+                from,
+                src: src + at,
+                to,
+                dst: dst + at,
+                shape: PieceShape::contiguous(chunk.min(len - at)),
+            };
+            match len < chunk {
+                true => open = Some(piece(0)),
+                false => (0..len)
+                    .step_by(chunk)
+                    .try_for_each(|at| pair.emit(piece(at)))?,
+            }
+        }
+        open.map_or(Ok(()), |piece| pair.emit(piece))
+    }
+}
+
+/// Where the pieces of one pair of ranks go while they are cut, and what bounds
+/// them.
+struct PairCut<'a> {
+    limits: PieceLimits,
+    emit: &'a mut dyn FnMut(Piece),
+    /// Pieces cut so far, of every pair.
+    cut: &'a mut usize,
+    /// Runs still to be read, over every cut.
+    runs_left: &'a mut usize,
+}
+
+impl PairCut<'_> {
+    /// Hands `piece` on; fails beyond the most pieces.
+    fn emit(&mut self, piece: Piece) -> Result<(), Unscheduled> {
+        *self.cut += 1;
+        if *self.cut > self.limits.pieces {
+            return Err(Unscheduled::TooManyPieces);
+        }
+        (self.emit)(piece);
+        Ok(())
     }
 }
 
@@ -235,7 +536,8 @@ struct Staging {
     free: Vec<Range<usize>>,
     capacity: usize,
     used: usize,
-    most_used: usize,
+    /// The end of the highest range ever allocated: the staging's size.
+    high_water: usize,
 }
 
 impl Staging {
@@ -244,7 +546,7 @@ impl Staging {
             free: std::iter::once(0..budget).collect(),
             capacity: budget,
             used: 0,
-            most_used: 0,
+            high_water: 0,
         }
     }
 
@@ -256,7 +558,7 @@ impl Staging {
             self.free.remove(i);
         }
         self.used += len;
-        self.most_used = self.most_used.max(self.used);
+        self.high_water = self.high_water.max(at + len);
         Some(at)
     }
 
@@ -313,12 +615,41 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Schedules `problem` in rounds, with at most `most_pieces` pieces.
+    /// Schedules `problem` in rounds, with at most `most_pieces` pieces: a piece
+    /// per run when they fit, with their scheduling state within three quarters of
+    /// the smallest budget ([`SCHEDULING_BYTES_PER_PIECE`]), else pieces of as many
+    /// runs as their spans allow. The staging gets each budget less the scheduling
+    /// state, which is freed only once the schedule is made (but at least
+    /// [`MIN_STAGING_BYTES`] of it).
+    ///
+    /// A piece moves only once all of its destination is vacated, so coarse pieces
+    /// wait longer: a slab split change takes 13 rounds with a piece per run and
+    /// 130 with pieces of 5.
     pub fn new(problem: &Problem, most_pieces: usize) -> Result<Schedule, Unscheduled> {
-        let pieces = problem
-            .pieces(most_pieces)
-            .ok_or(Unscheduled::TooManyPieces)?;
-        let mut scheduler = Scheduler::new(problem, pieces);
+        let per_piece = problem.scheduling_bytes_per_piece;
+        let smallest = problem.budgets.iter().copied().min().unwrap_or(0);
+        let most_fine = match per_piece {
+            0 => most_pieces,
+            bytes => most_pieces.min(smallest / 4 * 3 / bytes),
+        };
+        let mut runs_left = MAX_RUNS_READ;
+        // Counted before they are kept: a cut that does not fit allocates nothing.
+        let runs_per_piece = match problem.cut(most_fine, 1, &mut runs_left, &mut drop) {
+            Err(Unscheduled::TooManyPieces) => usize::MAX,
+            counted => counted.map(|_| 1)?,
+        };
+        let pieces = problem.pieces(most_pieces, runs_per_piece, &mut runs_left)?;
+        let reserve = pieces.len().saturating_mul(per_piece);
+        Schedule::of_pieces(problem, pieces, reserve)
+    }
+
+    /// Schedules `pieces` in rounds, staging within each budget less `reserve`.
+    fn of_pieces(
+        problem: &Problem,
+        pieces: Vec<Piece>,
+        reserve: usize,
+    ) -> Result<Schedule, Unscheduled> {
+        let mut scheduler = Scheduler::new(problem, pieces, reserve)?;
         while !scheduler.pending.is_empty() {
             if scheduler.round == MAX_ROUNDS {
                 return Err(Unscheduled::TooManyRounds);
@@ -326,7 +657,7 @@ impl Schedule {
             scheduler.next_round()?;
         }
         Ok(Schedule {
-            staging_bytes: scheduler.staging.iter().map(|s| s.most_used).collect(),
+            staging_bytes: scheduler.staging.iter().map(|s| s.high_water).collect(),
             rounds: scheduler.round,
             pieces: scheduler.pieces,
             fates: scheduler.fates,
@@ -365,7 +696,7 @@ impl Schedule {
                 src: p.src,
                 staged: staged.map(|s| s.offset),
                 dst: p.dst,
-                len: p.len,
+                shape: p.shape,
             };
             if let (Some(Staged { round, .. }), true) = (staged, p.from == rank) {
                 rounds[round].stage.push(transfer(rank));
@@ -386,17 +717,18 @@ impl Schedule {
             .map(|r| messages(&r.sends).count() + messages(&r.receives).count())
             .max()
             .unwrap_or(0);
-        let most_pieces = rounds
+        let most_blocks = rounds
             .iter()
             .flat_map(|r| messages(&r.sends).chain(messages(&r.receives)))
-            .map(<[PieceMove]>::len)
+            .filter(|m| m.len() > 1)
+            .map(|m| m.iter().map(|t| t.shape.count).sum())
             .max()
             .unwrap_or(0);
         RankSchedule {
             rounds,
             staging_bytes: self.staging_bytes[rank],
             most_messages,
-            most_pieces,
+            most_blocks,
         }
     }
 }
@@ -404,9 +736,8 @@ impl Schedule {
 /// The state of the scheduling, round after round.
 struct Scheduler {
     pieces: Vec<Piece>,
-    /// Each rank's pieces: a range of `pieces`, sorted by source offset.
-    by_rank: Vec<Range<usize>>,
-    chunk: usize,
+    /// What each piece waits for.
+    dependencies: Dependencies,
     fates: Vec<Fate>,
     /// True once a piece no longer needs its source (moved or staged).
     departed: Vec<bool>,
@@ -416,17 +747,20 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    fn new(problem: &Problem, pieces: Vec<Piece>) -> Scheduler {
+    fn new(
+        problem: &Problem,
+        pieces: Vec<Piece>,
+        reserve: usize,
+    ) -> Result<Scheduler, Unscheduled> {
         let nranks = problem.budgets.len();
-        let by_rank = (0..nranks)
+        let by_rank: Vec<Range<usize>> = (0..nranks)
             .map(|r| {
                 pieces.partition_point(|p| p.from < r)..pieces.partition_point(|p| p.from <= r)
             })
             .collect();
         let n = pieces.len();
-        Scheduler {
-            by_rank,
-            chunk: problem.chunk(),
+        Ok(Scheduler {
+            dependencies: Dependencies::new(&pieces, &by_rank)?,
             fates: vec![
                 Fate {
                     moved: None,
@@ -435,22 +769,20 @@ impl Scheduler {
                 n
             ],
             departed: vec![false; n],
-            staging: problem.budgets.iter().map(|&b| Staging::new(b)).collect(),
+            staging: problem
+                .budgets
+                .iter()
+                .map(|&b| Staging::new(b.saturating_sub(reserve).max(b.min(MIN_STAGING_BYTES))))
+                .collect(),
             pending: (0..n).collect(),
             round: 0,
             pieces,
-        }
+        })
     }
 
-    /// The pieces (other than `p`) whose source overlaps `p`'s destination.
+    /// The pieces `p` waits for (see [`Dependencies`]).
     fn blockers(&self, p: usize) -> impl Iterator<Item = usize> + '_ {
-        let Piece { to, dst, len, .. } = self.pieces[p];
-        let range = self.by_rank[to].clone();
-        let first =
-            range.start + self.pieces[range.clone()].partition_point(|q| q.src + self.chunk <= dst);
-        (first..range.end)
-            .take_while(move |&q| self.pieces[q].src < dst + len)
-            .filter(move |&q| q != p && self.pieces[q].src + self.pieces[q].len > dst)
+        self.dependencies.of(p).iter().copied()
     }
 
     /// Moves every ready piece and stages cycle breakers within the budgets (see
@@ -481,8 +813,8 @@ impl Scheduler {
             self.fates[p].moved = Some(self.round);
             self.departed[p] = true;
             if let Some(Staged { offset, .. }) = self.fates[p].staged {
-                let Piece { from, len, .. } = self.pieces[p];
-                self.staging[from].release(offset, len);
+                let Piece { from, shape, .. } = self.pieces[p];
+                self.staging[from].release(offset, shape.bytes());
             }
         }
         staged.iter().for_each(|&q| self.departed[q] = true);
@@ -500,7 +832,7 @@ impl Scheduler {
     /// budget buys fewer rounds, and no more copies than that takes.
     fn break_chains(&mut self, waiting: &[usize], is_ready: &[bool]) -> Vec<usize> {
         let free: usize = self.staging.iter().map(|s| s.capacity - s.used).sum();
-        let pending: usize = waiting.iter().map(|&w| self.pieces[w].len).sum();
+        let pending: usize = waiting.iter().map(|&w| self.pieces[w].shape.bytes()).sum();
         let spacing = (2 * pending).div_ceil(free.max(1)).max(2);
         let mut walked = vec![Walk::Unvisited; self.pieces.len()];
         let mut staged = Vec::new();
@@ -537,8 +869,8 @@ impl Scheduler {
 
     /// Stages `q` in its rank's staging this round, if the budget allows.
     fn stage(&mut self, q: usize) -> bool {
-        let Piece { from, len, .. } = self.pieces[q];
-        let Some(at) = self.staging[from].allocate(len) else {
+        let Piece { from, shape, .. } = self.pieces[q];
+        let Some(at) = self.staging[from].allocate(shape.bytes()) else {
             return false;
         };
         self.fates[q].staged = Some(Staged {
@@ -546,6 +878,62 @@ impl Scheduler {
             offset: at,
         });
         true
+    }
+}
+
+/// Most runs read in cutting the pieces, over every granularity tried: beyond it a
+/// reshape has too many runs to schedule in bounded time, and executions in place
+/// pack what they send.
+const MAX_RUNS_READ: usize = 1 << 24;
+
+/// Most overlap tests (pieces compared, weighted by the runs compared) in finding
+/// what the pieces wait for: beyond it, pieces interleave too finely to schedule
+/// in bounded time, and executions in place pack what they send.
+const MAX_OVERLAP_TESTS: usize = 1 << 24;
+
+/// What each piece waits for, found once: the pieces whose source shares a byte
+/// with its destination, itself only when it cannot move over its own source
+/// ([`Piece::moves_over_itself`]); a staged copy breaks that wait.
+struct Dependencies {
+    /// Piece `p`'s blockers are `blockers[starts[p]..starts[p + 1]]`.
+    starts: Vec<usize>,
+    blockers: Vec<usize>,
+}
+
+impl Dependencies {
+    /// The dependencies of `pieces` (each rank's range of them in `by_rank`, sorted
+    /// by source offset); fails beyond [`MAX_OVERLAP_TESTS`].
+    fn new(pieces: &[Piece], by_rank: &[Range<usize>]) -> Result<Dependencies, Unscheduled> {
+        // No piece starting this far before a byte reaches it.
+        let widest = pieces.iter().map(|p| p.shape.src_span()).max().unwrap_or(0);
+        let mut tests = 0usize;
+        let mut found = Dependencies {
+            starts: vec![0],
+            blockers: Vec::new(),
+        };
+        for (p, piece) in pieces.iter().enumerate() {
+            let destination = piece.destination();
+            let range = by_rank[piece.to].clone();
+            let first = range.start
+                + pieces[range.clone()].partition_point(|q| q.src + widest <= piece.dst);
+            for q in (first..range.end).take_while(|&q| pieces[q].src < destination.end()) {
+                tests += 1 + pieces[q].shape.count.min(piece.shape.count);
+                let meets = pieces[q].source().meets(&destination);
+                if meets && (q != p || !piece.moves_over_itself()) {
+                    found.blockers.push(q);
+                }
+            }
+            if tests > MAX_OVERLAP_TESTS {
+                return Err(Unscheduled::TooIntricate);
+            }
+            found.starts.push(found.blockers.len());
+        }
+        Ok(found)
+    }
+
+    /// The pieces `p` waits for.
+    fn of(&self, p: usize) -> &[usize] {
+        &self.blockers[self.starts[p]..self.starts[p + 1]]
     }
 }
 

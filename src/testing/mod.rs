@@ -13,7 +13,10 @@ pub use crate::distribution::runs::Run;
 pub use crate::mpi::exchange::{Exchange, Mode, Participant};
 pub use crate::mpi::transport::{Bytes, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
-pub use crate::planning::inplace::{PieceMove, Problem, RankSchedule, Schedule};
+pub use crate::planning::inplace::{
+    PieceMove, PieceShape, Problem, RankSchedule, SCHEDULING_BYTES_PER_PIECE, Schedule,
+    Unscheduled, messages,
+};
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };

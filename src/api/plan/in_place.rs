@@ -16,7 +16,9 @@ use crate::core::fallible::{contain_panic, try_vec};
 use crate::mpi::agree::agree;
 use crate::mpi::exchange::Mode;
 use crate::mpi::inplace_exchange::ScheduledExchange;
-use crate::planning::inplace::{PACK_ALL_BYTES, Problem, Schedule, Unscheduled};
+use crate::planning::inplace::{
+    PACK_ALL_BYTES, Problem, SCHEDULING_BYTES_PER_PIECE, Schedule, Unscheduled,
+};
 use crate::planning::planner::Route;
 
 /// How a plan executes in place on the exchange path, decided (the same on every
@@ -120,6 +122,7 @@ impl Plan {
             layouts: &self.plan.layouts,
             elem_size: size,
             budgets: &budgets,
+            scheduling_bytes_per_piece: SCHEDULING_BYTES_PER_PIECE,
         };
         let rank = self.comm.rank();
         // The global schedule is dropped before the staging is allocated, so the
