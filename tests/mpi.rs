@@ -711,10 +711,32 @@ impl Case {
         let budgeted = self.limits.and_then(|l| l.in_place_budget).is_some();
         let scheduled =
             plan.path() == Route::Exchange && plan.is_collective() && self.split.is_some();
-        if budgeted && scheduled && !plan.to_string().contains("; in place in ") {
+        let in_rounds = plan.to_string().contains("; in place in ");
+        if budgeted && scheduled && !in_rounds {
             w.fail(
                 self.name,
                 format!("in place did not take bounded rounds: {plan}"),
+            );
+        }
+        if in_rounds {
+            // The schedule and its staging are kept: a repeated execution in
+            // place allocates nothing.
+            let mut again = input.to_vec();
+            again.resize(buffer.len(), T::default());
+            let (result, usage) = measure(|| plan.execute_in_place(&mut again));
+            if result.is_err() || usage.calls > 0 {
+                let calls = usage.calls;
+                w.fail(
+                    self.name,
+                    format!("repeated execute_in_place: {result:?}, {calls} allocations"),
+                );
+            }
+            check_values(
+                w,
+                self.name,
+                "repeated execute_in_place",
+                &again[..want.len()],
+                &want,
             );
         }
 

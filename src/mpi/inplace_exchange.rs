@@ -234,12 +234,9 @@ impl Buffers {
     /// own source runs already read in that order (schedule invariant).
     unsafe fn move_piece(&self, t: &PieceMove) {
         let (from, to) = (self.source(t), self.destination(t));
-        let runs = 0..t.shape.count;
-        let order: Box<dyn Iterator<Item = usize>> = match t.forward() {
-            true => Box::new(runs),
-            false => Box::new(runs.rev()),
-        };
-        for i in order {
+        let count = t.shape.count;
+        for k in 0..count {
+            let i = if t.forward() { k } else { count - 1 - k };
             // SAFETY: as documented; `copy` allows a single run over its own source.
             unsafe {
                 std::ptr::copy(

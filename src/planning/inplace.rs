@@ -1,4 +1,4 @@
-//! Schedules of in-place execution on the exchange path under a staging budget.
+//! Schedules of in-place execution on the exchange path under a memory budget.
 //! Pure: every rank computes the same global schedule from the layouts, keeps its
 //! own part, and the all-ranks simulation in the tests replays it.
 //!
@@ -6,9 +6,9 @@
 //! an element may land only where the elements that were there have left. The data
 //! is cut into pieces (runs of elements between two buffers that follow one another
 //! at fixed strides, spanning at most `chunk` bytes on both sides) and moved in
-//! rounds. A piece is *ready* when every piece whose source span overlaps its
-//! destination span has departed: then it moves, in one message or local copy, in
-//! this round. The pieces waiting for one another form chains and cycles (two
+//! rounds. A piece is *ready* when every piece whose source shares a byte with its
+//! destination has departed: then it moves, in one message or local copy, in this
+//! round. The pieces waiting for one another form chains and cycles (two
 //! ranks swapping, or the long cycles of a transpose); copying a piece to its
 //! source rank's staging, while the budget allows, vacates its source and breaks
 //! them, and a staged piece moves from the staging once its own destination is

@@ -4,12 +4,16 @@
 //! 6 ranks, 7x1 at 7, 2x2x2 at 8). Every element is checked against its global index, computed
 //! here from the layouts with plain loops (not by the library), out of place, in
 //! place and overlapped; the volumes are checked against the oracle's (each element
-//! reaches each rank that needs it once); bad layouts are agreed on every rank.
+//! reaches each rank that needs it once); bad layouts are agreed on every rank. In
+//! place also runs with a small budget on short runs at a fixed stride, so that
+//! the schedule's pieces join strided runs, sent as MPI vector messages; repeated,
+//! it allocates nothing.
 
-use distreshape::{Layout, Plan, PlanStats};
+use distreshape::{Layout, LayoutArgs, Plan, PlanOptions, PlanStats};
+use mpi::raw::AsRaw;
 use mpi::topology::Communicator;
 
-use super::World;
+use super::{World, measure};
 
 /// One layout as the oracle reads it.
 #[derive(Clone, Debug)]
@@ -282,6 +286,10 @@ pub fn run(w: &World, breadth: Breadth) {
         check_case(w, &c);
     }
     w.passed("grid layouts");
+    for c in strided_cases(w.size) {
+        check_strided_in_place(w, &c);
+    }
+    w.passed("grid layouts in place in strided pieces");
     bad_layouts_are_agreed(w);
     cartesian_communicators(w);
 }
@@ -311,6 +319,67 @@ fn check_case(w: &World, c: &GridCase) {
     })
     .unwrap_or_else(|e| w.fail(&c.name, format!("overlapped: {e}")));
     check_values(w, &c.name, "overlapped", &overlapped, &want);
+}
+
+/// Short runs at a fixed stride: `(64 p, 6, 10)` from rows to columns over `p`
+/// ranks (runs of 10 / p elements, 80 bytes apart), and back.
+fn strided_cases(p: usize) -> Vec<GridCase> {
+    let shape = [64 * p as u64, 6, 10];
+    let rows = Spec::new(&shape, &[p], &[Some(0), None, None]);
+    let columns = Spec::new(&shape, &[p], &[None, None, Some(0)]);
+    vec![
+        case("rows -> columns, strided", rows.clone(), columns.clone()),
+        case("columns -> rows, strided", columns, rows),
+    ]
+}
+
+/// In place with an 8 KiB budget (pieces spanning at most 1 KiB), which holds
+/// the scheduling state of only a few pieces of one run: the runs join strided
+/// pieces. Checks every element, that it took bounded rounds (with more than one
+/// rank), and that a repeated execution allocates nothing.
+fn check_strided_in_place(w: &World, c: &GridCase) {
+    let shape: Vec<i64> = c.input.shape.iter().map(|&n| n as i64).collect();
+    let (input, output) = (c.input.layout(&shape), c.output.layout(&c.written_shape));
+    let options = PlanOptions {
+        in_place_budget: Some(8192),
+        ..PlanOptions::default()
+    };
+    let args = Ok(LayoutArgs::for_element::<u64>(&input, &output));
+    let plan = Plan::create_from_layouts(w.comm.as_raw(), args, options)
+        .unwrap_or_else(|e| w.fail(&c.name, format!("planning with a small budget: {e}")));
+    let (have, want) = (c.input.indices(w.rank), c.output.indices(w.rank));
+    let fresh = || {
+        let mut buffer = have.clone();
+        buffer.resize(have.len().max(want.len()), u64::MAX);
+        buffer
+    };
+    let mut buffer = fresh();
+    plan.execute_in_place(&mut buffer)
+        .unwrap_or_else(|e| w.fail(&c.name, format!("in place, small budget: {e}")));
+    check_values(
+        w,
+        &c.name,
+        "in place, small budget",
+        &buffer[..want.len()],
+        &want,
+    );
+    let in_rounds = plan.to_string().contains("; in place in ");
+    if in_rounds {
+        let mut again = fresh();
+        let (result, usage) = measure(|| plan.execute_in_place(&mut again));
+        if result.is_err() || usage.calls > 0 {
+            let calls = usage.calls;
+            let what = format!("repeated in place: {result:?}, {calls} allocations");
+            w.fail(&c.name, what);
+        }
+        check_values(w, &c.name, "repeated in place", &again[..want.len()], &want);
+    }
+    if w.size > 1 && !in_rounds {
+        w.fail(
+            &c.name,
+            format!("in place did not take bounded rounds: {plan}"),
+        );
+    }
 }
 
 /// The plan's boxes are the oracle's.
