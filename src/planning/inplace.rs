@@ -60,23 +60,22 @@ impl PieceShape {
         self.len * self.count
     }
 
-    /// The span of the piece in its source buffer: from the first byte of its
-    /// first run to the end of its last.
-    pub fn src_span(&self) -> usize {
-        (self.count - 1) * self.src_stride + self.len
-    }
-
-    /// The byte ranges of the runs, from `start`, `stride` bytes apart.
-    pub fn ranges(&self, start: usize, stride: usize) -> impl Iterator<Item = Range<usize>> {
-        let len = self.len;
-        (0..self.count).map(move |i| start + i * stride..start + i * stride + len)
+    /// Its runs from `start`, `stride` bytes apart: in one of its buffers, or in
+    /// the staging (`stride` = `len`).
+    pub fn runs_at(&self, start: usize, stride: usize) -> RunSet {
+        RunSet {
+            start,
+            len: self.len,
+            count: self.count,
+            stride,
+        }
     }
 }
 
 /// The bytes of a piece in one buffer: `count` runs of `len` bytes from `start`,
 /// `stride` bytes apart.
 #[derive(Clone, Copy, Debug)]
-struct RunSet {
+pub struct RunSet {
     start: usize,
     len: usize,
     count: usize,
@@ -87,6 +86,17 @@ impl RunSet {
     /// One past the last byte.
     fn end(&self) -> usize {
         self.start + (self.count - 1) * self.stride + self.len
+    }
+
+    /// The byte ranges of the runs, in order.
+    pub fn ranges(&self) -> impl Iterator<Item = Range<usize>> + use<> {
+        let RunSet {
+            start,
+            len,
+            count,
+            stride,
+        } = *self;
+        (0..count).map(move |i| start + i * stride..start + i * stride + len)
     }
 
     /// True when some byte lies in both: each run of the set with fewer runs, within
@@ -135,35 +145,13 @@ pub struct Piece {
 
 impl Piece {
     /// Its bytes in the source buffer.
-    fn source(&self) -> RunSet {
-        let PieceShape {
-            len,
-            count,
-            src_stride,
-            ..
-        } = self.shape;
-        RunSet {
-            start: self.src,
-            len,
-            count,
-            stride: src_stride,
-        }
+    pub fn source(&self) -> RunSet {
+        self.shape.runs_at(self.src, self.shape.src_stride)
     }
 
     /// Its bytes in the destination buffer.
     fn destination(&self) -> RunSet {
-        let PieceShape {
-            len,
-            count,
-            dst_stride,
-            ..
-        } = self.shape;
-        RunSet {
-            start: self.dst,
-            len,
-            count,
-            stride: dst_stride,
-        }
+        self.shape.runs_at(self.dst, self.shape.dst_stride)
     }
 
     /// True when a local move may copy it over its own source run by run, in the
@@ -186,8 +174,8 @@ impl Piece {
     /// Appends the run of `len` bytes at `src` going to `dst` when it continues the
     /// piece's strides, within `limits`; false when it does not.
     fn extend(&mut self, src: usize, dst: usize, len: usize, limits: PieceLimits) -> bool {
+        let follows = src >= self.source().end() && dst >= self.dst + self.shape.len;
         let shape = &mut self.shape;
-        let follows = src >= self.src + shape.src_span() && dst >= self.dst + shape.len;
         if len != shape.len || !follows || shape.count >= limits.runs {
             return false;
         }
@@ -250,14 +238,14 @@ pub struct PieceMove {
 
 impl PieceMove {
     /// The byte ranges of its runs in the source buffer.
-    pub fn src_ranges(&self) -> impl Iterator<Item = Range<usize>> {
-        self.shape.ranges(self.src, self.shape.src_stride)
+    pub fn src_ranges(&self) -> impl Iterator<Item = Range<usize>> + use<> {
+        self.shape.runs_at(self.src, self.shape.src_stride).ranges()
     }
 
     /// The byte ranges of its runs in the destination buffer.
     #[cfg(feature = "testing")]
-    pub fn dst_ranges(&self) -> impl Iterator<Item = Range<usize>> {
-        self.shape.ranges(self.dst, self.shape.dst_stride)
+    pub fn dst_ranges(&self) -> impl Iterator<Item = Range<usize>> + use<> {
+        self.shape.runs_at(self.dst, self.shape.dst_stride).ranges()
     }
 
     /// True when a local move copies its runs first to last (its destination
@@ -268,9 +256,9 @@ impl PieceMove {
 
     /// The byte ranges of its runs in the staging, when staged.
     #[cfg(feature = "testing")]
-    pub fn staged_ranges(&self) -> Option<impl Iterator<Item = Range<usize>>> {
+    pub fn staged_ranges(&self) -> Option<impl Iterator<Item = Range<usize>> + use<>> {
         let at = self.staged?;
-        Some(self.shape.ranges(at, self.shape.len))
+        Some(self.shape.runs_at(at, self.shape.len).ranges())
     }
 }
 
@@ -295,7 +283,8 @@ pub struct Round {
 pub struct RankSchedule {
     /// The rounds, the same number on every rank.
     pub rounds: Vec<Round>,
-    /// Most staging bytes this rank uses at once (at most its budget).
+    /// The staging this rank needs: the end of the highest slot it uses (at most
+    /// its budget).
     pub staging_bytes: usize,
     /// Most messages this rank has in flight in one round.
     pub most_messages: usize,
@@ -418,7 +407,7 @@ impl Problem<'_> {
     /// one piece of at most `runs_per_piece` runs, spanning at most the chunk.
     /// Fails beyond `most` pieces, or once it has read `runs_left` runs (counted
     /// down across calls).
-    pub fn pieces(
+    fn pieces(
         &self,
         most: usize,
         runs_per_piece: usize,
@@ -905,7 +894,11 @@ impl Dependencies {
     /// by source offset); fails beyond [`MAX_OVERLAP_TESTS`].
     fn new(pieces: &[Piece], by_rank: &[Range<usize>]) -> Result<Dependencies, Unscheduled> {
         // No piece starting this far before a byte reaches it.
-        let widest = pieces.iter().map(|p| p.shape.src_span()).max().unwrap_or(0);
+        let widest = pieces
+            .iter()
+            .map(|p| p.source().end() - p.src)
+            .max()
+            .unwrap_or(0);
         let mut tests = 0usize;
         let mut found = Dependencies {
             starts: vec![0],

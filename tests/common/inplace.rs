@@ -116,8 +116,7 @@ pub fn replay_in_place(
     for piece in schedule.moves().map(|m| m.piece) {
         seen.pieces += 1;
         seen.strided += usize::from(piece.shape.count > 1);
-        let stride = piece.shape.src_stride;
-        for run in piece.shape.ranges(piece.src, stride) {
+        for run in piece.source().ranges() {
             run.for_each(|i| readers[piece.from][i] += 1);
         }
     }
