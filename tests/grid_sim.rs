@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use distreshape::testing::{
-    BlockLengths, GridBox, GridLayout, LayoutSide as Side, MessageLimits, RankPlan, Redistribution,
-    RegionRuns, Run, nothing_moves,
+    BlockLengths, GridBox, GridLayout, LayoutSide as Side, MessageCutter, MessageKind,
+    MessageLimits, Messages, Placement, RankPlan, Redistribution, RegionRuns, Run, nothing_moves,
 };
 
 use common::engine::{Engine, RankRun, run_real_exchange};
@@ -438,6 +438,48 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
             seen.strided > 0 && seen.pieces <= runs / 4,
             "{ctx}: {seen:?}, {runs} runs"
         );
+    }
+}
+
+/// An x -> y pencil transpose shares global runs of one block of the fastest axis
+/// (16 elements here), but they lie back to back in both pencils over a whole
+/// plane of the block (16 x 16 elements, 2 KiB): the messages are cut from those
+/// joint runs, so with 2 KiB direct messages every plane travels alone, straight
+/// between the buffers, on both sides alike.
+#[test]
+fn pencil_transpose_planes_travel_whole_as_direct_messages() {
+    let shape = [16u64, 32, 32];
+    let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
+    let y = GridLayout::balanced(&shape, &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
+    let layouts = Arc::new(Redistribution::new(x, y).unwrap());
+    let plans: Vec<RankPlan> = (0..4)
+        .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+        .collect();
+    let limits = MessageLimits {
+        max_bytes: 1 << 20,
+        direct_bytes: 2048,
+        packed_bytes: 1 << 20,
+        max_runs: 1 << 10,
+    };
+    for (r, plan) in plans.iter().enumerate() {
+        assert_eq!(plan.sends.len(), 1, "rank {r} sends within its grid row");
+        let peer = plan.sends[0].peer;
+        let sides = [
+            (plan.send_runs(peer), Placement::Source),
+            (plans[peer].recv_runs(r), Placement::Target),
+        ];
+        for (runs, placement) in sides {
+            let mut cutter = MessageCutter::new(runs, placement, 8, limits);
+            let mut segments = Vec::new();
+            let mut planes = 0;
+            while let Some(kind) = cutter.next_message(&mut segments) {
+                assert_eq!(kind, MessageKind::Direct, "rank {r} -> {peer}");
+                assert_eq!(segments.len(), 1);
+                assert_eq!(segments[0].len, 16 * 16 * 8, "rank {r} -> {peer}");
+                planes += 1;
+            }
+            assert_eq!(planes, 8, "rank {r} -> {peer}: one message per plane");
+        }
     }
 }
 

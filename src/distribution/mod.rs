@@ -2,7 +2,8 @@
 //! what two ranks share, computed analytically, never per element. No MPI.
 //! Process-grid layouts ([`grid`]: slabs are the one-axis case), the groups two
 //! shapes of a reshape share ([`groups`]), the elements of a box seen from the
-//! other side of a reshape ([`region`]), who sends what to whom ([`peers`]) and
+//! other side of a reshape ([`region`]) and its shared runs as stretches of both
+//! buffers ([`joint_runs`]), who sends what to whom ([`peers`]) and
 //! when nothing moves at all ([`identity`]); balanced slabs and shape products
 //! ([`layout`]).
 #![forbid(unsafe_code)]
@@ -10,6 +11,7 @@
 pub mod grid;
 pub mod groups;
 pub mod identity;
+pub mod joint_runs;
 pub mod layout;
 pub mod peers;
 pub mod region;

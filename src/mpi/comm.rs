@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
-use crate::mpi::waiting::oversubscribed;
+use crate::mpi::waiting::{complete_collective, oversubscribed};
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
@@ -172,21 +172,20 @@ impl Comm {
             ))
         })?;
         send.copy_from_slice(values);
-        // SAFETY: both buffers hold values.len() i64 values (rsmpi has no MPI_IN_PLACE,
-        // hence the copy).
-        check(
-            unsafe {
-                ffi::MPI_Allreduce(
-                    send.as_ptr().cast::<c_void>(),
-                    values.as_mut_ptr().cast::<c_void>(),
-                    count(values.len())?,
-                    ffi::RSMPI_INT64_T,
-                    ffi::RSMPI_MAX,
-                    self.raw(),
-                )
-            },
-            "MPI_Allreduce",
-        )
+        let (n, comm) = (count(values.len())?, self.raw());
+        let (send, receive) = (send.as_ptr().cast::<c_void>(), values.as_mut_ptr());
+        let receive = receive.cast::<c_void>();
+        // SAFETY: both buffers hold n i64 values and outlive the collective, which
+        // completes before the call returns (rsmpi has no MPI_IN_PLACE, hence the
+        // copy); the types are MPI constants.
+        let code = unsafe {
+            let (int64, max) = (ffi::RSMPI_INT64_T, ffi::RSMPI_MAX);
+            complete_collective(
+                || ffi::MPI_Allreduce(send, receive, n, int64, max, comm),
+                |request| ffi::MPI_Iallreduce(send, receive, n, int64, max, comm, request),
+            )
+        };
+        check(code, "MPI_Allreduce")
     }
 
     /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
@@ -200,21 +199,20 @@ impl Comm {
             )));
         }
         all.resize(n, 0);
-        // SAFETY: all holds mine.len() values per rank.
-        check(
-            unsafe {
-                ffi::MPI_Allgather(
-                    mine.as_ptr().cast::<c_void>(),
-                    count(mine.len())?,
-                    ffi::RSMPI_INT64_T,
-                    all.as_mut_ptr().cast::<c_void>(),
-                    count(mine.len())?,
-                    ffi::RSMPI_INT64_T,
-                    self.raw(),
-                )
-            },
-            "MPI_Allgather",
-        )
+        let (each, comm) = (count(mine.len())?, self.raw());
+        let (send, receive) = (mine.as_ptr().cast::<c_void>(), all.as_mut_ptr().cast());
+        // SAFETY: all holds mine.len() values per rank; both outlive the collective,
+        // which completes before the call returns; the type is an MPI constant.
+        let code = unsafe {
+            let int64 = ffi::RSMPI_INT64_T;
+            complete_collective(
+                || ffi::MPI_Allgather(send, each, int64, receive, each, int64, comm),
+                |request| {
+                    ffi::MPI_Iallgather(send, each, int64, receive, each, int64, comm, request)
+                },
+            )
+        };
+        check(code, "MPI_Allgather")
     }
 
     /// The dimensions of the communicator's Cartesian topology (the caller's: the
@@ -247,19 +245,18 @@ impl Comm {
 
     /// Broadcasts `bytes` from `root`.
     pub fn broadcast(&self, bytes: &mut [u8], root: usize) -> Result<()> {
-        // SAFETY: every rank passes a buffer of the same length.
-        check(
-            unsafe {
-                ffi::MPI_Bcast(
-                    bytes.as_mut_ptr().cast::<c_void>(),
-                    count(bytes.len())?,
-                    ffi::RSMPI_UINT8_T,
-                    root as c_int,
-                    self.raw(),
-                )
-            },
-            "MPI_Bcast",
-        )
+        let (at, n, comm) = (bytes.as_mut_ptr().cast(), count(bytes.len())?, self.raw());
+        let root = root as c_int;
+        // SAFETY: every rank passes a buffer of the same length, which outlives the
+        // collective, completed before the call returns; the type is an MPI constant.
+        let code = unsafe {
+            let uint8 = ffi::RSMPI_UINT8_T;
+            complete_collective(
+                || ffi::MPI_Bcast(at, n, uint8, root, comm),
+                |request| ffi::MPI_Ibcast(at, n, uint8, root, comm, request),
+            )
+        };
+        check(code, "MPI_Bcast")
     }
 }
 

@@ -1,10 +1,12 @@
 //! The cutting of shared runs into bounded messages: sender and receiver cut the
 //! same runs with the same limits, so their messages match one for one, and each
-//! side places them in its own buffer. Messages can be cut on the fly or cut once
-//! and replayed.
+//! side places them in its own buffer. The runs are joint runs (contiguous in both
+//! buffers, [`JointRuns`]), which both sides know alike, so a run long in both
+//! buffers travels alone however short its global runs. Messages can be cut on the
+//! fly or cut once and replayed.
 
-use crate::distribution::region::{Region, RegionRuns};
-use crate::distribution::runs::Run;
+use crate::distribution::joint_runs::{JointRun, JointRuns};
+use crate::distribution::region::RegionRuns;
 
 /// A contiguous piece of a local buffer, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,8 +22,8 @@ pub struct Segment {
 pub struct MessageLimits {
     /// Most bytes in one message (MPI counts are 32-bit).
     pub max_bytes: usize,
-    /// Runs of at least this many bytes travel alone, straight from the sender's
-    /// buffer into the receiver's (runs are contiguous on both sides).
+    /// Joint runs of at least this many bytes travel alone, straight from the
+    /// sender's buffer into the receiver's (they are contiguous on both sides).
     pub direct_bytes: usize,
     /// Most bytes packed together from smaller runs (the size of a staging slot).
     pub packed_bytes: usize,
@@ -32,9 +34,9 @@ pub struct MessageLimits {
 /// What kind of message [`Messages::next_message`] cut (the same on both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind {
-    /// One run (or a piece of one), contiguous in both buffers.
+    /// One joint run (or a piece of one), contiguous in both buffers.
     Direct,
-    /// Several small runs, contiguous in neither buffer in general.
+    /// Several short joint runs, contiguous in at most one buffer.
     Packed,
 }
 
@@ -55,12 +57,11 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// Byte offset of the run of `runs` starting at `global`, `bytes` long.
-    fn place(&mut self, runs: &RegionRuns, global: u64, bytes: usize, elem_size: usize) -> usize {
-        let in_region = |region: &Region| region.local_offset(global) as usize * elem_size;
+    /// Byte offset of `run`, `bytes` long.
+    fn place(&mut self, run: JointRun, bytes: usize, elem_size: usize) -> usize {
         match self {
-            Placement::Source => in_region(runs.source()),
-            Placement::Target => in_region(runs.target()),
+            Placement::Source => run.source as usize * elem_size,
+            Placement::Target => run.target as usize * elem_size,
             Placement::Packed { next } => {
                 *next += bytes;
                 *next - bytes
@@ -74,9 +75,9 @@ impl Placement {
 /// side places the runs in its own buffer.
 #[derive(Clone, Debug)]
 pub struct MessageCutter {
-    runs: RegionRuns,
+    runs: JointRuns,
     placement: Placement,
-    pending: Option<Run>,
+    pending: Option<JointRun>,
     limits: MessageLimits,
     elem_size: usize,
 }
@@ -91,7 +92,7 @@ impl MessageCutter {
         limits: MessageLimits,
     ) -> MessageCutter {
         MessageCutter {
-            runs,
+            runs: JointRuns::new(runs),
             placement,
             pending: None,
             limits,
@@ -105,30 +106,20 @@ impl MessageCutter {
         (self.placement, self.pending) = (placement, None);
     }
 
-    fn take(&mut self) -> Option<Run> {
+    fn take(&mut self) -> Option<JointRun> {
         self.pending.take().or_else(|| self.runs.next())
     }
 
     /// The first `most` elements of `run`; the rest waits for the next message.
-    fn split(&mut self, run: Run, most: u64) -> Run {
-        if run.len <= most {
-            return run;
-        }
-        self.pending = Some(Run {
-            global: run.global + most,
-            len: run.len - most,
-        });
-        Run {
-            global: run.global,
-            len: most,
-        }
+    fn split(&mut self, run: JointRun, most: u64) -> JointRun {
+        let (head, rest) = run.split(most);
+        self.pending = rest;
+        head
     }
 
-    fn push(&mut self, segments: &mut Vec<Segment>, run: Run) {
+    fn push(&mut self, segments: &mut Vec<Segment>, run: JointRun) {
         let len = run.len as usize * self.elem_size;
-        let offset = self
-            .placement
-            .place(&self.runs, run.global, len, self.elem_size);
+        let offset = self.placement.place(run, len, self.elem_size);
         push_coalesced(segments, Segment { offset, len });
     }
 }

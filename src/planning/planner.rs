@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
 use crate::distribution::grid::GridLayout;
+use crate::distribution::joint_runs::JointRuns;
 use crate::distribution::layout::balanced_slab;
 use crate::distribution::peers::{PeerVolume, Redistribution};
 use crate::distribution::region::{Region, RegionRuns};
@@ -183,13 +184,12 @@ impl RankPlan {
     }
 
     /// The copies of the elements this rank keeps, from its input to its output,
-    /// runs contiguous on both sides merged, read from `runs` (this rank's
+    /// one per joint run (runs contiguous on both sides merged), read from `runs` (this rank's
     /// [`RankPlan::local_runs`], which an execution rewinds rather than makes anew).
     pub fn kept_copies<'a>(&self, runs: &'a mut RegionRuns) -> KeptCopies<'a> {
         KeptCopies {
-            runs,
+            runs: JointRuns::new(runs),
             elem_size: self.elem_size,
-            pending: None,
         }
     }
 
@@ -283,43 +283,24 @@ impl RankPlan {
     }
 }
 
-/// The copies of the elements a rank keeps (see [`RankPlan::kept_copies`]):
-/// allocates nothing.
+/// The copies of the elements a rank keeps (see [`RankPlan::kept_copies`]), one
+/// per joint run: allocates nothing.
 #[derive(Debug)]
 pub struct KeptCopies<'a> {
-    runs: &'a mut RegionRuns,
+    runs: JointRuns<&'a mut RegionRuns>,
     elem_size: usize,
-    /// A copy read but not merged into the one before it.
-    pending: Option<KeptCopy>,
-}
-
-impl KeptCopies<'_> {
-    /// The next run as a copy between the two buffers.
-    fn next_run(&mut self) -> Option<KeptCopy> {
-        let run = self.runs.next()?;
-        let size = self.elem_size;
-        let src = self.runs.source().local_offset(run.global) as usize * size;
-        let dst = self.runs.target().local_offset(run.global) as usize * size;
-        Some(KeptCopy {
-            from: src..src + run.len as usize * size,
-            to: dst,
-        })
-    }
 }
 
 impl Iterator for KeptCopies<'_> {
     type Item = KeptCopy;
 
     fn next(&mut self) -> Option<KeptCopy> {
-        let mut open = self.pending.take().or_else(|| self.next_run())?;
-        while let Some(copy) = self.next_run() {
-            if copy.from.start != open.from.end || copy.to != open.to + open.from.len() {
-                self.pending = Some(copy);
-                break;
-            }
-            open.from.end = copy.from.end;
-        }
-        Some(open)
+        let run = self.runs.next()?;
+        let (size, from) = (self.elem_size, run.source as usize * self.elem_size);
+        Some(KeptCopy {
+            from: from..from + run.len as usize * size,
+            to: run.target as usize * size,
+        })
     }
 }
 
