@@ -443,11 +443,12 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
 
 /// An x -> y pencil transpose shares global runs of one block of the fastest axis
 /// (16 elements here), but they lie back to back in both pencils over a whole
-/// plane of the block (16 x 16 elements, 2 KiB): the messages are cut from those
-/// joint runs, so with 2 KiB direct messages every plane travels alone, straight
-/// between the buffers, on both sides alike.
+/// plane of the block (16 x 16 elements, 2 KiB), and the planes lie back to back in
+/// the sender's pencil: with 2 KiB direct messages, all that a rank sends its peer
+/// is one message, contiguous on the sending side and eight planes at one stride on
+/// the receiving side.
 #[test]
-fn pencil_transpose_planes_travel_whole_as_direct_messages() {
+fn pencil_transpose_travels_as_one_strided_message_per_peer() {
     let shape = [16u64, 32, 32];
     let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
     let y = GridLayout::balanced(&shape, &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
@@ -461,24 +462,36 @@ fn pencil_transpose_planes_travel_whole_as_direct_messages() {
         packed_bytes: 1 << 20,
         max_runs: 1 << 10,
     };
+    let plane = 16 * 16 * 8;
     for (r, plan) in plans.iter().enumerate() {
         assert_eq!(plan.sends.len(), 1, "rank {r} sends within its grid row");
         let peer = plan.sends[0].peer;
-        let sides = [
-            (plan.send_runs(peer), Placement::Source),
-            (plans[peer].recv_runs(r), Placement::Target),
-        ];
-        for (runs, placement) in sides {
+        let cut = |runs, placement| {
             let mut cutter = MessageCutter::new(runs, placement, 8, limits);
             let mut segments = Vec::new();
-            let mut planes = 0;
-            while let Some(kind) = cutter.next_message(&mut segments) {
-                assert_eq!(kind, MessageKind::Direct, "rank {r} -> {peer}");
-                assert_eq!(segments.len(), 1);
-                assert_eq!(segments[0].len, 16 * 16 * 8, "rank {r} -> {peer}");
-                planes += 1;
-            }
-            assert_eq!(planes, 8, "rank {r} -> {peer}: one message per plane");
+            assert_eq!(
+                cutter.next_message(&mut segments),
+                Some(MessageKind::Direct)
+            );
+            assert_eq!(
+                cutter.next_message(&mut Vec::new()),
+                None,
+                "rank {r} -> {peer}"
+            );
+            segments
+        };
+        let sent = cut(plan.send_runs(peer), Placement::Source);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].len, 8 * plane, "rank {r} -> {peer}");
+        let received = cut(plans[peer].recv_runs(r), Placement::Target);
+        assert_eq!(
+            received.len(),
+            8,
+            "rank {r} -> {peer}: one segment per plane"
+        );
+        for (i, segment) in received.iter().enumerate() {
+            assert_eq!(segment.len, plane);
+            assert_eq!(segment.offset, received[0].offset + i * 2 * plane);
         }
     }
 }

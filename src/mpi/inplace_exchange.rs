@@ -17,9 +17,9 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::mpi::comm::{Comm, check, count};
-use crate::mpi::p2p::{Typed, cancel_all, complete_all, start};
-use crate::mpi::transport::{Channel, Envelope};
-use crate::planning::inplace::{PieceMove, PieceShape, RankSchedule, messages};
+use crate::mpi::p2p::{cancel_all, complete_all, start_bytes, start_datatype};
+use crate::mpi::transport::{Bytes, Channel, Envelope};
+use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
@@ -166,30 +166,33 @@ struct Buffers {
 impl Buffers {
     /// Where the runs of piece `t` are read: its staging slot (contiguous) when it
     /// was staged and the execution is in place, else its place in the input.
-    fn source(&self, t: &PieceMove) -> StridedRuns {
+    fn source(&self, t: &PieceMove) -> Bytes {
         match (t.staged, self.in_place) {
-            (Some(at), true) => StridedRuns {
+            (Some(at), true) => Bytes {
                 // SAFETY: staging offsets lie within the staging (schedule invariant).
-                at: unsafe { self.staging.add(at) }.cast_const(),
+                at: unsafe { self.staging.add(at) },
+                block: t.shape.len,
+                blocks: t.shape.count,
                 stride: t.shape.len,
-                shape: t.shape,
             },
-            _ => StridedRuns {
+            _ => Bytes {
                 // SAFETY: sources lie within the input (planner invariant).
-                at: unsafe { self.input.add(t.src) },
+                at: unsafe { self.input.add(t.src) }.cast_mut(),
+                block: t.shape.len,
+                blocks: t.shape.count,
                 stride: t.shape.src_stride,
-                shape: t.shape,
             },
         }
     }
 
     /// Where the runs of piece `t` land in the output.
-    fn destination(&self, t: &PieceMove) -> StridedRuns {
-        StridedRuns {
+    fn destination(&self, t: &PieceMove) -> Bytes {
+        Bytes {
             // SAFETY: destinations lie within the output (planner invariant).
-            at: unsafe { self.output.add(t.dst) }.cast_const(),
+            at: unsafe { self.output.add(t.dst) },
+            block: t.shape.len,
+            blocks: t.shape.count,
             stride: t.shape.dst_stride,
-            shape: t.shape,
         }
     }
 
@@ -202,7 +205,7 @@ impl Buffers {
     }
 
     /// Where the runs of piece `t` are read (sends) or land (receives).
-    fn runs(&self, t: &PieceMove, side: Side) -> StridedRuns {
+    fn runs(&self, t: &PieceMove, side: Side) -> Bytes {
         match side {
             Side::Send => self.source(t),
             Side::Receive => self.destination(t),
@@ -238,30 +241,8 @@ impl Buffers {
         for k in 0..count {
             let i = if t.forward() { k } else { count - 1 - k };
             // SAFETY: as documented; `copy` allows a single run over its own source.
-            unsafe {
-                std::ptr::copy(
-                    from.at.add(i * from.stride),
-                    to.at.add(i * to.stride).cast_mut(),
-                    t.shape.len,
-                )
-            };
+            unsafe { std::ptr::copy(from.block_at(i), to.block_at(i), t.shape.len) };
         }
-    }
-}
-
-/// The runs of one piece in memory: `shape.count` runs of `shape.len` bytes from
-/// `at`, `stride` bytes apart.
-#[derive(Clone, Copy)]
-struct StridedRuns {
-    at: *const u8,
-    stride: usize,
-    shape: PieceShape,
-}
-
-impl StridedRuns {
-    /// True when the runs follow one another without gaps.
-    fn is_contiguous(&self) -> bool {
-        self.shape.count == 1 || self.stride == self.shape.len
     }
 }
 
@@ -280,7 +261,7 @@ struct Message<I> {
     pieces: I,
 }
 
-impl<I: ExactSizeIterator<Item = StridedRuns>> Message<I> {
+impl<I: ExactSizeIterator<Item = Bytes>> Message<I> {
     /// Posts the message: one contiguous piece as bytes, one strided piece through
     /// an MPI hvector datatype, several pieces through an MPI hindexed datatype
     /// over all their runs, built in `lists` (no copy); a datatype is freed once
@@ -291,21 +272,22 @@ impl<I: ExactSizeIterator<Item = StridedRuns>> Message<I> {
     /// completes.
     unsafe fn post(self, comm: &Comm, lists: &mut BlockLists<'_>) -> Result<ffi::MPI_Request> {
         let (envelope, base, mut pieces) = (self.envelope, self.base, self.pieces);
+        // SAFETY: reading an MPI constant handle.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         if pieces.len() == 1
             && let Some(runs) = pieces.next()
         {
             // SAFETY: as documented.
-            return unsafe { post_piece(comm, envelope, runs) };
+            unsafe { start_bytes(comm, envelope, runs, &mut request) }?;
+            return Ok(request);
         }
         let BlockLists { lens, offsets } = lists;
         lens.clear();
         offsets.clear();
         for runs in pieces {
-            for i in 0..runs.shape.count {
-                // SAFETY: the run lies within the piece's memory (as documented).
-                let at = unsafe { runs.at.add(i * runs.stride) };
-                lens.push(count(runs.shape.len)?);
-                offsets.push((at as isize - base as isize) as ffi::MPI_Aint);
+            for i in 0..runs.blocks {
+                lens.push(count(runs.block)?);
+                offsets.push((runs.block_at(i) as isize - base as isize) as ffi::MPI_Aint);
             }
         }
         // SAFETY: the block lists hold `lens.len()` entries; reading MPI constants.
@@ -323,73 +305,7 @@ impl<I: ExactSizeIterator<Item = StridedRuns>> Message<I> {
             datatype
         };
         // SAFETY: as documented; the datatype's displacements start at `base`.
-        unsafe { post_typed(comm, envelope, base, datatype) }
+        unsafe { start_datatype(comm, envelope, base.cast_mut(), datatype, &mut request) }?;
+        Ok(request)
     }
-}
-
-/// Posts the message of one piece: as bytes when contiguous, else through an MPI
-/// hvector datatype over its runs.
-///
-/// # Safety
-/// As [`Message::post`].
-unsafe fn post_piece(
-    comm: &Comm,
-    envelope: Envelope,
-    runs: StridedRuns,
-) -> Result<ffi::MPI_Request> {
-    let shape = runs.shape;
-    if runs.is_contiguous() {
-        // SAFETY: reading an MPI constant handle.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let data = Typed {
-            at: runs.at.cast_mut(),
-            count: count(shape.bytes())?,
-            // SAFETY: reading an MPI constant handle.
-            datatype: unsafe { ffi::RSMPI_UINT8_T },
-        };
-        // SAFETY: as documented.
-        unsafe { start(comm, envelope, data, &mut request) }?;
-        return Ok(request);
-    }
-    // SAFETY: reading MPI constants; the counts fit (checked).
-    let datatype = unsafe {
-        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
-        let (n, len) = (count(shape.count)?, count(shape.len)?);
-        let stride = runs.stride as ffi::MPI_Aint;
-        let code = ffi::MPI_Type_create_hvector(n, len, stride, ffi::RSMPI_UINT8_T, &mut datatype);
-        check(code, "MPI_Type_create_hvector")?;
-        datatype
-    };
-    // SAFETY: as documented; the datatype's displacements start at the first run.
-    unsafe { post_typed(comm, envelope, runs.at, datatype) }
-}
-
-/// Commits `datatype`, posts one item of it at `at`, and frees it.
-///
-/// # Safety
-/// As [`Message::post`], for the memory `datatype` describes from `at`.
-unsafe fn post_typed(
-    comm: &Comm,
-    envelope: Envelope,
-    at: *const u8,
-    mut datatype: ffi::MPI_Datatype,
-) -> Result<ffi::MPI_Request> {
-    // SAFETY: reading an MPI constant handle.
-    let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-    // SAFETY: `datatype` is a created datatype, committed before use and freed
-    // after the operation is started (MPI keeps what it needs).
-    unsafe {
-        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
-        let started = committed.and_then(|()| {
-            let data = Typed {
-                at: at.cast_mut(),
-                count: 1,
-                datatype,
-            };
-            start(comm, envelope, data, &mut request)
-        });
-        ffi::MPI_Type_free(&mut datatype);
-        started?;
-    }
-    Ok(request)
 }

@@ -1,8 +1,8 @@
 //! Point-to-point MPI shared by both exchange engines, on the plan's private
-//! communicator: starting one send or receive (of bytes, or of one MPI datatype for
-//! the in-place schedule's multi-piece messages), completing requests, and
-//! cancelling them after a failure. The exchange engine reaches it through
-//! [`Transport`].
+//! communicator: starting one send or receive (of contiguous bytes, of blocks at a
+//! stride through an MPI hvector datatype, or of one MPI datatype for the in-place
+//! schedule's multi-piece messages), completing requests, and cancelling them
+//! after a failure. The exchange engine reaches it through [`Transport`].
 
 use std::os::raw::{c_int, c_void};
 
@@ -58,6 +58,71 @@ pub unsafe fn start(
         }
     };
     check(code, call)
+}
+
+/// Starts the send or receive of `bytes`: as bytes when contiguous, else through
+/// an MPI hvector datatype over its blocks.
+///
+/// # Safety
+/// Every block of `bytes` valid for the message (readable for a send, writable
+/// for a receive) until `request` completes.
+pub unsafe fn start_bytes(
+    comm: &Comm,
+    envelope: Envelope,
+    bytes: Bytes,
+    request: &mut ffi::MPI_Request,
+) -> Result<()> {
+    if bytes.is_contiguous() {
+        let data = Typed {
+            at: bytes.at,
+            count: count(bytes.len())?,
+            // SAFETY: reading an MPI constant handle.
+            datatype: unsafe { ffi::RSMPI_UINT8_T },
+        };
+        // SAFETY: as documented.
+        return unsafe { start(comm, envelope, data, request) };
+    }
+    // SAFETY: reading MPI constants; the counts fit (checked).
+    let datatype = unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let (n, len) = (count(bytes.blocks)?, count(bytes.block)?);
+        let stride = bytes.stride as ffi::MPI_Aint;
+        let code = ffi::MPI_Type_create_hvector(n, len, stride, ffi::RSMPI_UINT8_T, &mut datatype);
+        check(code, "MPI_Type_create_hvector")?;
+        datatype
+    };
+    // SAFETY: as documented; the datatype's displacements start at the first block.
+    unsafe { start_datatype(comm, envelope, bytes.at, datatype, request) }
+}
+
+/// Commits `datatype`, starts the send or receive of one item of it at `at`, and
+/// frees it (MPI keeps what the pending operation needs).
+///
+/// # Safety
+/// The memory `datatype` describes from `at` valid for the message (readable for
+/// a send, writable for a receive) until `request` completes.
+pub unsafe fn start_datatype(
+    comm: &Comm,
+    envelope: Envelope,
+    at: *mut u8,
+    mut datatype: ffi::MPI_Datatype,
+    request: &mut ffi::MPI_Request,
+) -> Result<()> {
+    // SAFETY: `datatype` is a created datatype, committed before use and freed
+    // after the operation is started.
+    unsafe {
+        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
+        let started = committed.and_then(|()| {
+            let data = Typed {
+                at,
+                count: 1,
+                datatype,
+            };
+            start(comm, envelope, data, request)
+        });
+        ffi::MPI_Type_free(&mut datatype);
+        started
+    }
 }
 
 /// Completes every request of `requests` (see [`Transport::complete_all`]).
@@ -121,14 +186,8 @@ impl Transport for Comm {
         bytes: Bytes,
         request: &mut ffi::MPI_Request,
     ) -> Result<()> {
-        let data = Typed {
-            at: bytes.at,
-            count: count(bytes.len)?,
-            // SAFETY: reading an MPI constant handle.
-            datatype: unsafe { ffi::RSMPI_UINT8_T },
-        };
         // SAFETY: forwarded from the caller.
-        unsafe { start(self, envelope, data, request) }
+        unsafe { start_bytes(self, envelope, bytes, request) }
     }
 
     fn complete_all(&self, requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {

@@ -9,14 +9,52 @@ use std::os::raw::c_int;
 use crate::core::error::Result;
 use crate::planning::schedule::Side;
 
-/// The bytes of one message: `len` bytes at `at`, read by a send, written by a
-/// receive.
+/// The bytes of one message: `blocks` blocks of `block` bytes each, the first at
+/// `at` and each `stride` bytes after the one before (one block, or a stride of
+/// `block`: contiguous), read by a send, written by a receive. Both ends of a
+/// message move the same number of bytes, each laid out in its own blocks.
 #[derive(Clone, Copy, Debug)]
 pub struct Bytes {
-    /// The first byte (may be dangling when `len` is 0).
+    /// The first byte (may be dangling when nothing moves).
     pub at: *mut u8,
-    /// How many bytes.
-    pub len: usize,
+    /// Bytes per block.
+    pub block: usize,
+    /// How many blocks.
+    pub blocks: usize,
+    /// Bytes from the start of one block to the start of the next.
+    pub stride: usize,
+}
+
+impl Bytes {
+    /// `len` contiguous bytes at `at`.
+    pub fn contiguous(at: *mut u8, len: usize) -> Bytes {
+        Bytes {
+            at,
+            block: len,
+            blocks: 1,
+            stride: len,
+        }
+    }
+
+    /// How many bytes the message moves.
+    pub fn len(&self) -> usize {
+        self.block * self.blocks
+    }
+
+    /// True when the message moves nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when the blocks follow one another without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.blocks <= 1 || self.stride == self.block
+    }
+
+    /// The start of block `i`.
+    pub fn block_at(&self, i: usize) -> *mut u8 {
+        self.at.wrapping_add(i * self.stride)
+    }
 }
 
 /// Who one message goes to or comes from, and how it is matched: messages between
@@ -76,8 +114,8 @@ pub trait Transport {
     /// Starts sending or receiving `bytes` as `envelope` says.
     ///
     /// # Safety
-    /// `bytes` valid (readable for a send, writable for a receive) and not touched
-    /// by anything else until `request` completes.
+    /// Every block of `bytes` valid (readable for a send, writable for a receive)
+    /// and not touched by anything else until `request` completes.
     unsafe fn start(
         &self,
         envelope: Envelope,

@@ -22,8 +22,11 @@ pub struct Segment {
 pub struct MessageLimits {
     /// Most bytes in one message (MPI counts are 32-bit).
     pub max_bytes: usize,
-    /// Joint runs of at least this many bytes travel alone, straight from the
-    /// sender's buffer into the receiver's (they are contiguous on both sides).
+    /// Joint runs of at least this many bytes travel straight from the sender's
+    /// buffer into the receiver's (they are contiguous on both sides): alone, or
+    /// with the runs as long that follow them back to back in the sender's buffer
+    /// and at one stride in the receiver's, which receives them through a strided
+    /// datatype.
     pub direct_bytes: usize,
     /// Most bytes packed together from smaller runs (the size of a staging slot).
     pub packed_bytes: usize,
@@ -34,7 +37,9 @@ pub struct MessageLimits {
 /// What kind of message [`Messages::next_message`] cut (the same on both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind {
-    /// One joint run (or a piece of one), contiguous in both buffers.
+    /// Joint runs straight between the buffers: one (or a piece of one), or
+    /// several as long, back to back in the sender's buffer and at one stride in the
+    /// receiver's (one segment, or segments of one length at one stride).
     Direct,
     /// Several short joint runs, contiguous in at most one buffer.
     Packed,
@@ -117,6 +122,28 @@ impl MessageCutter {
         head
     }
 
+    /// Joins to the direct message of `first` (whole) the runs after it that are
+    /// as long, back to back in the source and at one stride in the target, within
+    /// the limits: one contiguous send, one strided receive.
+    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) {
+        let run_bytes = first.len * self.elem_size as u64;
+        let most_runs = (self.limits.max_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
+        let (mut last, mut stride, mut runs) = (first, None, 1);
+        while runs < most_runs {
+            let Some(next) = self.take() else { break };
+            let step = next.target - last.target;
+            let follows = next.len == first.len
+                && next.source == last.source + last.len
+                && stride.is_none_or(|s| s == step);
+            if !follows {
+                self.pending = Some(next);
+                break;
+            }
+            self.push(segments, next);
+            (last, stride, runs) = (next, Some(step), runs + 1);
+        }
+    }
+
     fn push(&mut self, segments: &mut Vec<Segment>, run: JointRun) {
         let len = run.len as usize * self.elem_size;
         let offset = self.placement.place(run, len, self.elem_size);
@@ -135,20 +162,20 @@ pub trait Messages {
     fn is_exhausted(&mut self) -> bool;
 
     /// Cuts the next round: up to `per_round` messages, ending early after a packed one
-    /// (its staging slot is busy until the round completes), each handed to `post` as
-    /// segments of the local buffer. Returns how many were cut, 0 once the messages
-    /// are exhausted. Both ends of a stream cut the same rounds.
+    /// (its staging slot is busy until the round completes), each handed to `post`
+    /// with its kind as segments of the local buffer. Returns how many were cut, 0
+    /// once the messages are exhausted. Both ends of a stream cut the same rounds.
     fn next_round<E>(
         &mut self,
         segments: &mut Vec<Segment>,
         per_round: usize,
-        mut post: impl FnMut(&[Segment]) -> Result<(), E>,
+        mut post: impl FnMut(MessageKind, &[Segment]) -> Result<(), E>,
     ) -> Result<usize, E> {
         for posted in 0..per_round {
             let Some(kind) = self.next_message(segments) else {
                 return Ok(posted);
             };
-            post(segments)?;
+            post(kind, segments)?;
             if kind == MessageKind::Packed {
                 return Ok(posted + 1);
             }
@@ -166,6 +193,9 @@ impl Messages for MessageCutter {
             let most = (self.limits.max_bytes as u64 / size).max(1);
             let piece = self.split(first, most);
             self.push(segments, piece);
+            if self.pending.is_none() {
+                self.join_strided(segments, piece);
+            }
             return Some(MessageKind::Direct);
         }
         let mut bytes = first.len * size;
@@ -229,13 +259,13 @@ impl CutMessages {
         self.segments.len()
     }
 
-    /// Bytes of the largest message scattered over several segments on this side
-    /// (the largest that goes through a staging slot).
+    /// Bytes of the largest packed message scattered over several segments on this
+    /// side (the largest that goes through a staging slot).
     pub fn largest_scattered_bytes(&self) -> usize {
         let mut start = 0;
         let mut largest = 0;
-        for &(end, _) in &self.ends {
-            if end - start > 1 {
+        for &(end, kind) in &self.ends {
+            if end - start > 1 && kind == MessageKind::Packed {
                 largest = largest.max(self.segments[start..end].iter().map(|s| s.len).sum());
             }
             start = end;
@@ -350,6 +380,38 @@ mod tests {
                 .map(|(i, _)| i)
                 .collect();
             prop_assert_eq!(covered, want);
+        }
+
+        #[test]
+        fn direct_messages_are_strided_in_the_target(
+            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..40, max_runs in 1usize..5
+        ) {
+            let RegionPair { a, b, .. } = pair;
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes: max_bytes.max(direct), max_runs };
+            let cut = |placement| {
+                let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
+                let (mut segs, mut messages) = (Vec::new(), Vec::new());
+                while let Some(kind) = cutter.next_message(&mut segs) {
+                    messages.push((kind, segs.clone()));
+                }
+                messages
+            };
+            let (sent, received) = (cut(Placement::Source), cut(Placement::Target));
+            prop_assert_eq!(sent.len(), received.len());
+            for ((kind, source), (other, target)) in sent.iter().zip(&received) {
+                prop_assert_eq!(kind, other);
+                let bytes: usize = target.iter().map(|s| s.len).sum();
+                prop_assert_eq!(bytes, source.iter().map(|s| s.len).sum::<usize>());
+                if *kind == MessageKind::Direct {
+                    prop_assert_eq!(source.len(), 1, "contiguous in the source: {:?}", source);
+                    prop_assert!(bytes <= max_bytes.max(4) && target.len() <= max_runs);
+                    let stride = target.get(1).map(|s| s.offset - target[0].offset);
+                    for (i, seg) in target.iter().enumerate() {
+                        prop_assert_eq!(seg.len, target[0].len);
+                        prop_assert_eq!(seg.offset, target[0].offset + i * stride.unwrap_or(0));
+                    }
+                }
+            }
         }
     }
 }

@@ -44,25 +44,43 @@ pub struct NetworkReport {
     pub size_mismatches: Vec<String>,
 }
 
-/// The address of a message's bytes, moved between the ranks' threads under the
-/// network's lock.
+/// A message's bytes, moved between the ranks' threads under the network's lock.
 #[derive(Clone, Copy, Debug)]
-struct Addr(*mut u8);
+struct Blocks(Bytes);
 
-// SAFETY: the address is only dereferenced under the network's lock, while the
-// operation is active: its owner keeps the bytes valid and untouched until the
+// SAFETY: the blocks are only dereferenced under the network's lock, while the
+// operation is active: its owner keeps them valid and untouched until the
 // request completes (the contract of `Transport::start`).
-unsafe impl Send for Addr {}
+unsafe impl Send for Blocks {}
 
 /// One send or receive.
 #[derive(Debug)]
 struct Operation {
-    at: Addr,
-    len: usize,
+    blocks: Blocks,
     /// The (source, destination, tag) it matches on.
     key: Key,
     side: Side,
     done: bool,
+}
+
+/// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
+/// number of bytes, laid out in blocks of their own).
+///
+/// # Safety
+/// Every block of `from` readable, every block of `to` writable, the two disjoint.
+unsafe fn copy_blocks(from: Bytes, to: Bytes) {
+    let (mut read, mut written) = (0, 0);
+    while read < from.len() {
+        let (i, in_from) = (read / from.block, read % from.block);
+        let (j, in_to) = (written / to.block, written % to.block);
+        let n = (from.block - in_from).min(to.block - in_to);
+        // SAFETY: both ranges lie within a block of their message (as documented).
+        unsafe {
+            let src = from.block_at(i).add(in_from);
+            std::ptr::copy_nonoverlapping(src, to.block_at(j).add(in_to), n);
+        }
+        (read, written) = (read + n, written + n);
+    }
 }
 
 /// Who sends to whom, with which tag.
@@ -187,17 +205,20 @@ impl State {
             Side::Send => (index, other),
             Side::Receive => (other, index),
         };
-        let (from, to) = (&self.operations[send], &self.operations[receive]);
-        if from.len != to.len {
-            let mismatch = format!("{key:?}: sent {} B, receive of {} B", from.len, to.len);
+        let (from, to) = (
+            self.operations[send].blocks.0,
+            self.operations[receive].blocks.0,
+        );
+        if from.len() != to.len() {
+            let mismatch = format!("{key:?}: sent {} B, receive of {} B", from.len(), to.len());
             self.report.size_mismatches.push(mismatch);
-        } else if from.len > 0 {
-            // SAFETY: both operations are active, so their owners keep the bytes
+        } else {
+            // SAFETY: both operations are active, so their owners keep the blocks
             // valid (the send's readable, the receive's writable) and untouched;
             // they belong to different ranks' buffers, which do not overlap.
-            unsafe { std::ptr::copy_nonoverlapping(from.at.0, to.at.0, from.len) };
+            unsafe { copy_blocks(from, to) };
         }
-        self.report.received[key.1] += to.len as u64;
+        self.report.received[key.1] += to.len() as u64;
         self.operations[send].done = true;
         self.operations[receive].done = true;
         self.epoch += 1;
@@ -283,8 +304,7 @@ impl Transport for Endpoint<'_> {
         let mut state = self.network.lock();
         *request = state.operations.len();
         state.operations.push(Operation {
-            at: Addr(bytes.at),
-            len: bytes.len,
+            blocks: Blocks(bytes),
             key,
             side: envelope.side,
             done: false,

@@ -9,18 +9,18 @@
 //! for that execution.
 //!
 //! The messages are cut from joint runs (stretches contiguous in both buffers, which
-//! may span many global runs), so a long one travels as a message of its own,
-//! straight from the sender's buffer into the receiver's. Short ones are packed
-//! together: a packed message that is scattered in the local buffer goes through
-//! the stream's slot (packed before the send, unpacked after the receive). MPI
-//! derived datatypes would avoid that copy, but measured they do not pay: with
-//! `bench/datatypes.c` a vector datatype is no faster than a pack and a contiguous
-//! send on MPICH 4.0 (up to 1.25x slower for small runs), and at most 10 % faster
-//! on Open MPI 4.1; with `bench/pencil_messages.c` (a pencil transpose's pattern)
-//! one vector message per peer matches the joint-run messages with two ranks per
-//! core but takes 1.3-2.2x the contiguous time with four, and a vector of 1 KiB
-//! blocks on the sending side 2.3-3.3x, where packing takes 1.4-1.7x
-//! (docs/src/performance/analysis.md).
+//! may span many global runs), so a long one travels straight from the sender's
+//! buffer into the receiver's: alone, or with the runs as long that follow it back
+//! to back in the sender's buffer and at one stride in the receiver's, which
+//! receives them through a strided datatype (a pencil transpose: one message per
+//! peer). Short ones are packed together: a packed message that is scattered in the
+//! local buffer goes through the stream's slot (packed before the send, unpacked
+//! after the receive). Measured (docs/src/performance/analysis.md), a datatype on
+//! the receiving side of long runs beats a message per run (`bench/pencil_messages.c`:
+//! 0.80-1.25 of the contiguous time against 1.09-1.18 with two ranks per core, about
+//! even with four), but one on the sending side, or over short runs, does not: up
+//! to 3.2x with four ranks per core, and with `bench/datatypes.c` no faster than a
+//! pack and a contiguous send on MPICH 4.0, at most 10 % faster on Open MPI 4.1.
 //! Packed messages are capped so the slots stay within the plan's budget
 //! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
 //! array.

@@ -9,7 +9,7 @@ use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
 use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 use crate::planning::messages::{
-    CutMessages, MessageCutter, MessageLimits, Messages, Placement, Segment,
+    CutMessages, MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{ScheduledStream, Side};
@@ -143,10 +143,16 @@ impl Stream {
         // SAFETY: the slot lies inside the slots' capacity.
         let slot = unsafe { slots.add(self.slot.start) };
         let (mut posted, mut unpack) = (0, false);
-        let mut post_one = |segments: &[Segment]| {
+        let mut post_one = |kind: MessageKind, segments: &[Segment]| {
             let request = &mut requests[posted];
+            let message = Message {
+                kind,
+                segments,
+                buffer,
+                slot,
+            };
             // SAFETY: forwarded from the caller.
-            let packed = unsafe { post(transport, envelope, segments, buffer, slot, request) }?;
+            let packed = unsafe { post(transport, envelope, message, request) }?;
             posted += 1;
             unpack |= packed && side == Side::Receive;
             Ok(())
@@ -210,35 +216,67 @@ pub(super) fn stream_cutter(
     MessageCutter::new(runs, placement, plan.elem_size, limits)
 }
 
-/// Posts one message into `request`: straight from or into `buffer` when it is one
-/// segment there, otherwise through `slot` (packed first for a send). Returns
+/// One message of a round, as segments of the local buffer.
+struct Message<'a> {
+    kind: MessageKind,
+    segments: &'a [Segment],
+    buffer: *mut u8,
+    /// The stream's slot, for a packed message scattered in the buffer.
+    slot: *mut u8,
+}
+
+impl Message<'_> {
+    /// Its bytes in `buffer`: one segment, or (direct) segments of one length at
+    /// one stride; `None` for a packed message over several segments.
+    fn in_buffer(&self) -> Option<Bytes> {
+        let (first, second) = match self.segments {
+            // SAFETY: the segment lies inside the buffer (caller's contract).
+            [only] => {
+                return Some(Bytes::contiguous(
+                    unsafe { self.buffer.add(only.offset) },
+                    only.len,
+                ));
+            }
+            [first, second, ..] if self.kind == MessageKind::Direct => (first, second),
+            _ => return None,
+        };
+        Some(Bytes {
+            // SAFETY: as above.
+            at: unsafe { self.buffer.add(first.offset) },
+            block: first.len,
+            blocks: self.segments.len(),
+            stride: second.offset - first.offset,
+        })
+    }
+}
+
+/// Posts one message into `request`: straight from or into the buffer when it is
+/// one segment there, or direct (segments at one stride, through a strided
+/// datatype), otherwise through the slot (packed first for a send). Returns
 /// whether the message went through the slot.
 ///
 /// # Safety
-/// The segments must lie inside `buffer`; `slot` must hold their total length and be
-/// unused until the request completes.
+/// The segments must lie inside the buffer; the slot must hold their total length
+/// and be unused until the request completes.
 unsafe fn post<T: Transport>(
     transport: &T,
     envelope: Envelope,
-    segments: &[Segment],
-    buffer: *mut u8,
-    slot: *mut u8,
+    message: Message<'_>,
     request: &mut T::Request,
 ) -> Result<bool> {
-    let len: usize = segments.iter().map(|s| s.len).sum();
-    let (at, packed) = match segments {
-        // SAFETY: the segment lies inside buffer.
-        [only] => (unsafe { buffer.add(only.offset) }, false),
-        _ => {
+    let (bytes, packed) = match message.in_buffer() {
+        Some(bytes) => (bytes, false),
+        None => {
+            let len = message.segments.iter().map(|s| s.len).sum();
             if envelope.side == Side::Send {
-                // SAFETY: the segments lie inside buffer; the slot holds `len` bytes.
-                unsafe { pack(segments, buffer, slot) };
+                // SAFETY: the segments lie inside the buffer; the slot holds `len` bytes.
+                unsafe { pack(message.segments, message.buffer, message.slot) };
             }
-            (slot, true)
+            (Bytes::contiguous(message.slot, len), true)
         }
     };
-    // SAFETY: `at` is valid for `len` bytes until the request completes.
-    unsafe { transport.start(envelope, Bytes { at, len }, request) }?;
+    // SAFETY: the bytes are valid until the request completes.
+    unsafe { transport.start(envelope, bytes, request) }?;
     Ok(packed)
 }
 
