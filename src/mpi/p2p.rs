@@ -75,7 +75,7 @@ pub unsafe fn start_bytes(
     if bytes.is_contiguous() {
         let data = Typed {
             at: bytes.at,
-            count: count(bytes.len())?,
+            count: count(bytes.total_bytes())?,
             // SAFETY: reading an MPI constant handle.
             datatype: unsafe { ffi::RSMPI_UINT8_T },
         };

@@ -37,13 +37,8 @@ impl Bytes {
     }
 
     /// How many bytes the message moves.
-    pub fn len(&self) -> usize {
+    pub fn total_bytes(&self) -> usize {
         self.block * self.blocks
-    }
-
-    /// True when the message moves nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// True when the blocks follow one another without gaps.

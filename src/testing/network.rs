@@ -70,7 +70,7 @@ struct Operation {
 /// Every block of `from` readable, every block of `to` writable, the two disjoint.
 unsafe fn copy_blocks(from: Bytes, to: Bytes) {
     let (mut read, mut written) = (0, 0);
-    while read < from.len() {
+    while read < from.total_bytes() {
         let (i, in_from) = (read / from.block, read % from.block);
         let (j, in_to) = (written / to.block, written % to.block);
         let n = (from.block - in_from).min(to.block - in_to);
@@ -209,8 +209,9 @@ impl State {
             self.operations[send].blocks.0,
             self.operations[receive].blocks.0,
         );
-        if from.len() != to.len() {
-            let mismatch = format!("{key:?}: sent {} B, receive of {} B", from.len(), to.len());
+        if from.total_bytes() != to.total_bytes() {
+            let (sent, received) = (from.total_bytes(), to.total_bytes());
+            let mismatch = format!("{key:?}: sent {sent} B, receive of {received} B");
             self.report.size_mismatches.push(mismatch);
         } else {
             // SAFETY: both operations are active, so their owners keep the blocks
@@ -218,7 +219,7 @@ impl State {
             // they belong to different ranks' buffers, which do not overlap.
             unsafe { copy_blocks(from, to) };
         }
-        self.report.received[key.1] += to.len() as u64;
+        self.report.received[key.1] += to.total_bytes() as u64;
         self.operations[send].done = true;
         self.operations[receive].done = true;
         self.epoch += 1;

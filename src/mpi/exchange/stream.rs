@@ -229,24 +229,19 @@ impl Message<'_> {
     /// Its bytes in `buffer`: one segment, or (direct) segments of one length at
     /// one stride; `None` for a packed message over several segments.
     fn in_buffer(&self) -> Option<Bytes> {
-        let (first, second) = match self.segments {
-            // SAFETY: the segment lies inside the buffer (caller's contract).
-            [only] => {
-                return Some(Bytes::contiguous(
-                    unsafe { self.buffer.add(only.offset) },
-                    only.len,
-                ));
-            }
-            [first, second, ..] if self.kind == MessageKind::Direct => (first, second),
-            _ => return None,
-        };
-        Some(Bytes {
-            // SAFETY: as above.
-            at: unsafe { self.buffer.add(first.offset) },
-            block: first.len,
-            blocks: self.segments.len(),
-            stride: second.offset - first.offset,
-        })
+        let first = self.segments.first()?;
+        // SAFETY: the segments lie inside the buffer (contract of `post`).
+        let at = unsafe { self.buffer.add(first.offset) };
+        match self.segments {
+            [_] => Some(Bytes::contiguous(at, first.len)),
+            [_, second, ..] if self.kind == MessageKind::Direct => Some(Bytes {
+                at,
+                block: first.len,
+                blocks: self.segments.len(),
+                stride: second.offset - first.offset,
+            }),
+            _ => None,
+        }
     }
 }
 
