@@ -2,8 +2,9 @@
 //! same runs with the same limits, so their messages match one for one, and each
 //! side places them in its own buffer. The runs are joint runs (contiguous in both
 //! buffers, [`JointRuns`]), which both sides know alike, so a run long in both
-//! buffers travels alone however short its global runs. Messages can be cut on the
-//! fly or cut once and replayed.
+//! buffers travels straight between them however short its global runs, and long
+//! runs back to back in the sender's buffer travel together (one contiguous send,
+//! one strided receive). Messages can be cut on the fly or cut once and replayed.
 
 use crate::distribution::joint_runs::{JointRun, JointRuns};
 use crate::distribution::region::RegionRuns;
