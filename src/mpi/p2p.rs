@@ -17,13 +17,13 @@ use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.
 #[derive(Clone, Copy, Debug)]
-pub struct Typed {
+struct Typed {
     /// Where the datatype's displacements start.
-    pub at: *mut u8,
+    at: *mut u8,
     /// How many items.
-    pub count: c_int,
+    count: c_int,
     /// The items' MPI datatype.
-    pub datatype: ffi::MPI_Datatype,
+    datatype: ffi::MPI_Datatype,
 }
 
 /// Starts the send (`MPI_Isend`) or receive (`MPI_Irecv`) of `data` over
@@ -32,7 +32,7 @@ pub struct Typed {
 /// # Safety
 /// `data` valid for the message (readable for a send, writable for a receive)
 /// until `request` completes.
-pub unsafe fn start(
+unsafe fn start(
     comm: &Comm,
     envelope: Envelope,
     data: Typed,
