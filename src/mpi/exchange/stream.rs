@@ -230,8 +230,8 @@ impl Message<'_> {
     /// one stride; `None` for a packed message over several segments.
     fn in_buffer(&self) -> Option<Bytes> {
         let first = self.segments.first()?;
-        // SAFETY: the segments lie inside the buffer (contract of `post`).
-        let at = unsafe { self.buffer.add(first.offset) };
+        // No dereference here: `post`'s contract makes it a byte of the buffer.
+        let at = self.buffer.wrapping_add(first.offset);
         match self.segments {
             [_] => Some(Bytes::contiguous(at, first.len)),
             [_, second, ..] if self.kind == MessageKind::Direct => Some(Bytes {
