@@ -316,11 +316,9 @@ fn random_grid_redistributions_deliver_every_element_once() {
 /// direct and packed, over several rounds.
 fn small_limits(rng: &mut Rng) -> MessageLimits {
     let max_bytes = 8 * (1 + rng.below(12) as usize);
-    let direct_bytes = max_bytes.min(8 * (1 + rng.below(3) as usize));
     MessageLimits {
         max_bytes,
-        direct_bytes,
-        lone_bytes: max_bytes.min(direct_bytes * (1 + rng.below(4) as usize)),
+        direct_bytes: max_bytes.min(8 * (1 + rng.below(3) as usize)),
         packed_bytes: max_bytes,
         max_runs: 1 + rng.below(4) as usize,
     }
@@ -448,15 +446,9 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
 /// plane of the block (16 x 16 elements, 2 KiB), and the planes lie back to back in
 /// the sender's pencil: with 2 KiB direct messages, all that a rank sends its peer
 /// is one message, contiguous on the sending side and eight planes at one stride on
-/// the receiving side, whether or not a plane is long enough to travel alone.
+/// the receiving side.
 #[test]
 fn pencil_transpose_travels_as_one_strided_message_per_peer() {
-    for lone_bytes in [2048, 8192] {
-        one_strided_message_per_peer(lone_bytes);
-    }
-}
-
-fn one_strided_message_per_peer(lone_bytes: usize) {
     let shape = [16u64, 32, 32];
     let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
     let y = GridLayout::balanced(&shape, &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
@@ -467,7 +459,6 @@ fn one_strided_message_per_peer(lone_bytes: usize) {
     let limits = MessageLimits {
         max_bytes: 1 << 20,
         direct_bytes: 2048,
-        lone_bytes,
         packed_bytes: 1 << 20,
         max_runs: 1 << 10,
     };
@@ -503,45 +494,6 @@ fn one_strided_message_per_peer(lone_bytes: usize) {
             assert_eq!(segment.offset, received[0].offset + i * 2 * plane);
         }
     }
-}
-
-/// Bricks to x-pencils share joint runs of 16 elements (128 B) scattered in the
-/// brick: none joins another, so they are packed below `lone_bytes` and travel
-/// alone from it.
-#[test]
-fn lone_runs_are_packed_below_the_lone_size() {
-    let shape = [16u64, 32, 32];
-    let bricks = GridLayout::balanced(&shape, &[2, 2, 1], &[Some(0), Some(1), Some(2)], 4).unwrap();
-    let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
-    let layouts = Arc::new(Redistribution::new(bricks, x).unwrap());
-    let plan = RankPlan::for_layouts(layouts, 8, 0).expect("plan");
-    let peer = plan.sends[0].peer;
-    let kinds = |lone_bytes| {
-        let limits = MessageLimits {
-            max_bytes: 1 << 20,
-            direct_bytes: 128,
-            lone_bytes,
-            packed_bytes: 1 << 20,
-            max_runs: 1 << 10,
-        };
-        let mut cutter = MessageCutter::new(plan.send_runs(peer), Placement::Source, 8, limits);
-        let (mut segments, mut kinds) = (Vec::new(), Vec::new());
-        while let Some(kind) = cutter.next_message(&mut segments) {
-            kinds.push((kind, segments.len()));
-        }
-        kinds
-    };
-    let packed = kinds(256);
-    assert_eq!(packed.len(), 1, "{packed:?}");
-    assert!(
-        packed[0].0 == MessageKind::Packed && packed[0].1 > 1,
-        "{packed:?}"
-    );
-    let alone = kinds(128);
-    assert!(
-        alone.len() > 1 && alone.iter().all(|&k| k == (MessageKind::Direct, 1)),
-        "{alone:?}"
-    );
 }
 
 #[test]

@@ -148,7 +148,6 @@ fn case() -> impl Strategy<Value = Case> {
                     limits: MessageLimits {
                         max_bytes: max_bytes * 8,
                         direct_bytes: (max_bytes * 8).min(24),
-                        lone_bytes: (max_bytes * 8).min(48),
                         packed_bytes: max_bytes * 8,
                         max_runs,
                     },
@@ -428,7 +427,6 @@ fn seed_case(n: u64, p: u64) -> Case {
         limits: MessageLimits {
             max_bytes: 1 << 20,
             direct_bytes: 64,
-            lone_bytes: 256,
             packed_bytes: 1 << 10,
             max_runs: 1 << 10,
         },
@@ -472,7 +470,6 @@ fn non_divisible_same_split_falls_back_to_exchange() {
         limits: MessageLimits {
             max_bytes: 64,
             direct_bytes: 16,
-            lone_bytes: 24,
             packed_bytes: 32,
             max_runs: 2,
         },

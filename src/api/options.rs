@@ -76,19 +76,10 @@ impl PlanOptions {
     /// Packed messages are capped at no more than this (1 GiB).
     pub const MAX_PACKED_BYTES: usize = 1 << 30;
 
-    /// Joint runs of at least this many bytes (64 KiB, or the packed cap when
-    /// smaller) travel straight between the buffers, together with the runs as long
-    /// that follow them back to back in the sender's buffer at one stride in the
-    /// receiver's (one message, received through an MPI vector datatype); smaller
-    /// ones are packed.
+    /// Runs of at least this many bytes (64 KiB, or the packed cap when smaller)
+    /// travel as messages of their own, straight between the buffers; smaller ones
+    /// are packed.
     pub const DIRECT_BYTES: usize = 64 << 10;
-
-    /// A joint run that no other joins travels alone from this many bytes (256
-    /// KiB, or the packed cap when smaller); a shorter one is packed: with 4 ranks
-    /// per core one message per 64 KiB run took 1.6-1.8x the contiguous time
-    /// where packing took 1.2-1.4x, and with 1 or 2 the two were even
-    /// (`bench/pencil_messages.c`).
-    pub const LONE_BYTES: usize = 256 << 10;
 
     /// The message limits when the busiest rank talks to `peers` ranks per direction.
     pub(super) fn limits(&self, peers: usize) -> MessageLimits {
@@ -99,7 +90,6 @@ impl PlanOptions {
         MessageLimits {
             max_bytes,
             direct_bytes: packed_bytes.min(PlanOptions::DIRECT_BYTES),
-            lone_bytes: packed_bytes.min(PlanOptions::LONE_BYTES),
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
         }

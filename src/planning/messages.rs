@@ -29,10 +29,6 @@ pub struct MessageLimits {
     /// and at one stride in the receiver's, which receives them through a strided
     /// datatype.
     pub direct_bytes: usize,
-    /// A joint run of at least this many bytes (at least `direct_bytes`, at most
-    /// `packed_bytes`) travels straight between the buffers even when no run joins
-    /// it; a shorter one that none joins is packed with the runs after it.
-    pub lone_bytes: usize,
     /// Most bytes packed together from smaller runs (the size of a staging slot).
     pub packed_bytes: usize,
     /// Most runs packed together.
@@ -130,8 +126,7 @@ impl MessageCutter {
     /// Joins to the direct message of `first` (whole) the runs after it that are
     /// as long, back to back in the source and at one stride in the target, within
     /// the limits: one contiguous send, one strided receive.
-    /// Returns how many runs the message holds.
-    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) -> u64 {
+    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) {
         let run_bytes = first.len * self.elem_size as u64;
         let most_runs = (self.limits.max_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
         let (mut last, mut stride, mut runs) = (first, None, 1);
@@ -148,26 +143,6 @@ impl MessageCutter {
             self.push(segments, next);
             (last, stride, runs) = (next, Some(step), runs + 1);
         }
-        runs
-    }
-
-    /// Packs the runs after the message's first `bytes`, within the limits,
-    /// stopping before a run long enough to travel alone.
-    fn pack_after(&mut self, segments: &mut Vec<Segment>, mut bytes: u64) -> MessageKind {
-        let size = self.elem_size as u64;
-        for _ in 1..self.limits.max_runs {
-            let Some(run) = self.take() else { break };
-            let run_bytes = run.len * size;
-            if run_bytes >= self.limits.lone_bytes as u64
-                || bytes + run_bytes > self.limits.packed_bytes as u64
-            {
-                self.pending = Some(run);
-                break;
-            }
-            bytes += run_bytes;
-            self.push(segments, run);
-        }
-        MessageKind::Packed
     }
 
     fn push(&mut self, segments: &mut Vec<Segment>, run: JointRun) {
@@ -215,20 +190,30 @@ impl Messages for MessageCutter {
         segments.clear();
         let first = self.take()?;
         let size = self.elem_size as u64;
-        let bytes = first.len * size;
-        if bytes < self.limits.direct_bytes as u64 {
-            self.push(segments, first);
-            return Some(self.pack_after(segments, bytes));
-        }
-        let most = (self.limits.max_bytes as u64 / size).max(1);
-        let piece = self.split(first, most);
-        self.push(segments, piece);
-        let split = self.pending.is_some();
-        if split || self.join_strided(segments, piece) > 1 || bytes >= self.limits.lone_bytes as u64
-        {
+        if first.len * size >= self.limits.direct_bytes as u64 {
+            let most = (self.limits.max_bytes as u64 / size).max(1);
+            let piece = self.split(first, most);
+            self.push(segments, piece);
+            if self.pending.is_none() {
+                self.join_strided(segments, piece);
+            }
             return Some(MessageKind::Direct);
         }
-        Some(self.pack_after(segments, bytes))
+        let mut bytes = first.len * size;
+        self.push(segments, first);
+        for _ in 1..self.limits.max_runs {
+            let Some(run) = self.take() else { break };
+            let run_bytes = run.len * size;
+            if run_bytes >= self.limits.direct_bytes as u64
+                || bytes + run_bytes > self.limits.packed_bytes as u64
+            {
+                self.pending = Some(run);
+                break;
+            }
+            bytes += run_bytes;
+            self.push(segments, run);
+        }
+        Some(MessageKind::Packed)
     }
 
     /// True when every run has been cut into messages.
@@ -349,7 +334,7 @@ mod tests {
         #[test]
         fn kept_messages_replay_what_the_cutter_cuts(pair in region_pair(), budget in 0usize..40) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, lone_bytes: 16, packed_bytes: 24, max_runs: 3 };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -373,13 +358,11 @@ mod tests {
 
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
-            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, lone in 1usize..60,
-            max_runs in 1usize..4
+            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = max_bytes.max(direct);
-            let lone_bytes = lone.clamp(direct, packed_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, lone_bytes, packed_bytes, max_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
@@ -402,13 +385,10 @@ mod tests {
 
         #[test]
         fn direct_messages_are_strided_in_the_target(
-            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..40, lone in 4usize..120,
-            max_runs in 1usize..5
+            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..40, max_runs in 1usize..5
         ) {
             let RegionPair { a, b, .. } = pair;
-            let packed_bytes = max_bytes.max(direct);
-            let lone_bytes = lone.clamp(direct, packed_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, lone_bytes, packed_bytes, max_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes: max_bytes.max(direct), max_runs };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());

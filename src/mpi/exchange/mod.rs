@@ -13,9 +13,7 @@
 //! buffer into the receiver's: alone, or with the runs as long that follow it back
 //! to back in the sender's buffer and at one stride in the receiver's, which
 //! receives them through a strided datatype (a pencil transpose: one message per
-//! peer); a run that none joins goes alone only from
-//! [`PlanOptions::LONE_BYTES`](crate::PlanOptions::LONE_BYTES). Short ones are
-//! packed together: a packed message that is scattered in the
+//! peer). Short ones are packed together: a packed message that is scattered in the
 //! local buffer goes through the stream's slot (packed before the send, unpacked
 //! after the receive). Measured (docs/src/performance/analysis.md), a datatype on
 //! the receiving side of long runs beats a message per run (`bench/pencil_messages.c`:
