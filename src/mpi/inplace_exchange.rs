@@ -18,7 +18,7 @@ use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::mpi::comm::{Comm, check, count};
 use crate::mpi::p2p::{cancel_all, complete_all, start_bytes, start_datatype};
-use crate::mpi::transport::{Bytes, Channel, Envelope};
+use crate::mpi::transport::{Bytes, Channel, Envelope, copy_blocks};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
@@ -175,13 +175,18 @@ impl Buffers {
                 blocks: t.shape.count,
                 stride: t.shape.len,
             },
-            _ => Bytes {
-                // SAFETY: sources lie within the input (planner invariant).
-                at: unsafe { self.input.add(t.src) }.cast_mut(),
-                block: t.shape.len,
-                blocks: t.shape.count,
-                stride: t.shape.src_stride,
-            },
+            _ => self.in_input(t),
+        }
+    }
+
+    /// Where the runs of piece `t` lie in the input.
+    fn in_input(&self, t: &PieceMove) -> Bytes {
+        Bytes {
+            // SAFETY: sources lie within the input (planner invariant).
+            at: unsafe { self.input.add(t.src) }.cast_mut(),
+            block: t.shape.len,
+            blocks: t.shape.count,
+            stride: t.shape.src_stride,
         }
     }
 
@@ -217,16 +222,9 @@ impl Buffers {
     /// # Safety
     /// Execution in place; the piece lies in the buffer, its slot in the staging.
     unsafe fn stage(&self, t: &PieceMove) {
-        let len = t.shape.len;
-        // SAFETY: staging offsets lie within the staging (schedule invariant).
-        let slot = unsafe { self.staging.add(t.staged.unwrap_or(0)) };
-        for (i, run) in t.src_ranges().enumerate() {
-            // SAFETY: as documented: the run in the buffer, its place in the slot,
-            // which no other piece uses while this one is staged.
-            unsafe {
-                std::ptr::copy_nonoverlapping(self.input.add(run.start), slot.add(i * len), len)
-            };
-        }
+        // SAFETY: as documented: the runs in the buffer, their slot (the piece's
+        // source once staged) in the staging, which no other piece uses meanwhile.
+        unsafe { copy_blocks(self.in_input(t), self.source(t)) };
     }
 
     /// Moves local piece `t` run by run from its source to its destination, first

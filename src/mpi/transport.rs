@@ -52,6 +52,26 @@ impl Bytes {
     }
 }
 
+/// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
+/// number of bytes, laid out in blocks of their own).
+///
+/// # Safety
+/// Every block of `from` readable, every block of `to` writable, the two disjoint.
+pub unsafe fn copy_blocks(from: Bytes, to: Bytes) {
+    let (mut read, mut written) = (0, 0);
+    while read < from.total_bytes() {
+        let (i, in_from) = (read / from.block, read % from.block);
+        let (j, in_to) = (written / to.block, written % to.block);
+        let n = (from.block - in_from).min(to.block - in_to);
+        // SAFETY: both ranges lie within a block of their message (as documented).
+        unsafe {
+            let src = from.block_at(i).add(in_from);
+            std::ptr::copy_nonoverlapping(src, to.block_at(j).add(in_to), n);
+        }
+        (read, written) = (read + n, written + n);
+    }
+}
+
 /// Who one message goes to or comes from, and how it is matched: messages between
 /// two ranks with the same tag match in the order they were started, as in MPI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

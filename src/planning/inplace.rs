@@ -89,6 +89,7 @@ impl RunSet {
     }
 
     /// The byte ranges of the runs, in order.
+    #[cfg(feature = "testing")]
     pub fn ranges(&self) -> impl Iterator<Item = Range<usize>> + use<> {
         let RunSet {
             start,
@@ -238,6 +239,7 @@ pub struct PieceMove {
 
 impl PieceMove {
     /// The byte ranges of its runs in the source buffer.
+    #[cfg(feature = "testing")]
     pub fn src_ranges(&self) -> impl Iterator<Item = Range<usize>> + use<> {
         self.shape.runs_at(self.src, self.shape.src_stride).ranges()
     }

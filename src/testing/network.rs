@@ -17,7 +17,7 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
-use crate::mpi::transport::{Bytes, Envelope, Transport};
+use crate::mpi::transport::{Bytes, Envelope, Transport, copy_blocks};
 use crate::planning::schedule::Side;
 
 /// The request handle of no operation.
@@ -61,26 +61,6 @@ struct Operation {
     key: Key,
     side: Side,
     done: bool,
-}
-
-/// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
-/// number of bytes, laid out in blocks of their own).
-///
-/// # Safety
-/// Every block of `from` readable, every block of `to` writable, the two disjoint.
-unsafe fn copy_blocks(from: Bytes, to: Bytes) {
-    let (mut read, mut written) = (0, 0);
-    while read < from.total_bytes() {
-        let (i, in_from) = (read / from.block, read % from.block);
-        let (j, in_to) = (written / to.block, written % to.block);
-        let n = (from.block - in_from).min(to.block - in_to);
-        // SAFETY: both ranges lie within a block of their message (as documented).
-        unsafe {
-            let src = from.block_at(i).add(in_from);
-            std::ptr::copy_nonoverlapping(src, to.block_at(j).add(in_to), n);
-        }
-        (read, written) = (read + n, written + n);
-    }
 }
 
 /// Who sends to whom, with which tag.
