@@ -19,6 +19,9 @@
  *   slot rounds: rounds of 16 MiB received into a slot, then unpacked (the library's
  *                packed messages, for runs under 64 KiB)
  *   pack rounds: the reverse pattern in rounds of 16 MiB packed into a slot, then sent
+ *   both rounds: runs scattered on both sides (stride 2 BLK in the input too), in rounds
+ *                of 16 MiB packed into a slot, sent, received into a second slot and
+ *                unpacked (the library's packed messages between two scattered boxes)
  * Every variant but the bound copies the kept runs one by one. */
 #include <mpi.h>
 #include <sched.h>
@@ -26,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BOUND, PER_RUN, RECV_VECTOR, SEND_VECTOR, SLOT_ROUNDS, PACK_ROUNDS, VARIANTS };
-static const char *names[VARIANTS] = {"bound",       "per run",     "recv vector",
-                                      "send vector", "slot rounds", "pack rounds"};
+enum { BOUND, PER_RUN, RECV_VECTOR, SEND_VECTOR, SLOT_ROUNDS, PACK_ROUNDS, BOTH_ROUNDS, VARIANTS };
+static const char *names[VARIANTS] = {"bound",       "per run",     "recv vector", "send vector",
+                                      "slot rounds", "pack rounds", "both rounds"};
 enum { REPEATS = 9, SLOT_BYTES = 16 << 20 };
 
 static long blk, runs;
@@ -84,6 +87,21 @@ static void slot_rounds(int reversed, MPI_Request *q) {
   }
 }
 
+/* Rounds of at most SLOT_BYTES, scattered on both sides: the input's runs at a stride of
+ * 2 blk packed into the slot and sent, received into `contiguous`, then unpacked. */
+static void both_rounds(MPI_Request *q) {
+  long per = SLOT_BYTES / blk > 0 ? SLOT_BYTES / blk : 1;
+  for (long i = 0; i < runs; i += per) {
+    long n = i + per < runs ? per : runs - i;
+    MPI_Irecv(contiguous, n * blk, MPI_BYTE, partner, 6, MPI_COMM_WORLD, &q[0]);
+    for (long k = 0; k < n; k++) memcpy(slot + k * blk, in + blk + (i + k) * 2 * blk, blk);
+    MPI_Isend(slot, n * blk, MPI_BYTE, partner, 6, MPI_COMM_WORLD, &q[1]);
+    if (i == 0) keep_runs();
+    wait_yielding(2, q);
+    for (long k = 0; k < n; k++) memcpy(scattered() + (i + k) * 2 * blk, contiguous + k * blk, blk);
+  }
+}
+
 static void run(int variant) {
   MPI_Request *q = malloc(2 * (runs + 1) * sizeof *q);
   int n = 0;
@@ -115,6 +133,9 @@ static void run(int variant) {
   case SLOT_ROUNDS:
   case PACK_ROUNDS:
     slot_rounds(variant == PACK_ROUNDS, q);
+    break;
+  case BOTH_ROUNDS:
+    both_rounds(q);
     break;
   }
   free(q);

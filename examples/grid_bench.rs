@@ -33,6 +33,11 @@
 //!   the local box into per-destination contiguous chunks, `MPI_Alltoallv` on the
 //!   sub-communicator, unpack into the output box; its output must equal the
 //!   library's, element for element;
+//! - baseline 3 (cases that keep the shape): pack + `MPI_Alltoallv` on
+//!   MPI_COMM_WORLD + unpack written by hand, as heFFTe's `reshape3d_alltoallv`
+//!   does: every rank's boxes gathered, the intersection with each peer's box
+//!   packed in C order into one contiguous chunk per peer, the part the rank keeps
+//!   copied box to box; its output must equal the library's, element for element;
 //! - the growth of the peak resident set (VmHWM, reset through /proc/self/clear_refs
 //!   when the kernel allows) during one execute, as MiB and as a fraction of the
 //!   local data (max(input, output) bytes of the rank), max over ranks;
@@ -482,6 +487,124 @@ impl HandTranspose {
 }
 
 // ---------------------------------------------------------------------------------
+// Baseline 3: pack + Alltoallv + unpack by hand, as heFFTe's reshape3d_alltoallv
+// ---------------------------------------------------------------------------------
+
+/// `len` elements copied from index `from` of one buffer to index `to` of another.
+struct BlockCopy {
+    from: usize,
+    to: usize,
+    len: usize,
+}
+
+/// Runs every block copy of `copies` from `src` into `dst`.
+fn copy_blocks(src: &[f64], dst: &mut [f64], copies: &[BlockCopy]) {
+    for c in copies {
+        dst[c.to..c.to + c.len].copy_from_slice(&src[c.from..c.from + c.len]);
+    }
+}
+
+/// A redistribution between two layouts of one shape written by hand: the part of
+/// the input box each peer's output box holds packed into one chunk per peer (C
+/// order of the intersection), `MPI_Alltoallv` on the world, the chunks unpacked,
+/// and the part this rank keeps copied box to box. The block copies are listed
+/// once, as a tuned code would.
+struct HandAlltoallv {
+    comm: ffi::MPI_Comm,
+    sends: Counts,
+    recvs: Counts,
+    pack: Vec<BlockCopy>,
+    unpack: Vec<BlockCopy>,
+    kept: Vec<BlockCopy>,
+    send: Vec<f64>,
+    recv: Vec<f64>,
+    /// The output box, compared with the library's after the timed runs.
+    output: Vec<f64>,
+}
+
+impl HandAlltoallv {
+    /// Collective: gathers every rank's boxes and lists the block copies.
+    fn new(world: &SimpleCommunicator, input: &GridBox, output: &GridBox) -> HandAlltoallv {
+        let rank = world.rank() as usize;
+        let (inputs, outputs) = (all_boxes(world, input), all_boxes(world, output));
+        let shared_with = |boxes: &[GridBox], mine: &GridBox| -> Vec<Option<GridBox>> {
+            let peers = boxes.iter().enumerate();
+            peers
+                .map(|(peer, other)| intersection(mine, other).filter(|_| peer != rank))
+                .collect()
+        };
+        let (to_peers, from_peers) = (shared_with(&outputs, input), shared_with(&inputs, output));
+        let volume = |shared: &Option<GridBox>| shared.as_ref().map_or(0, GridBox::len);
+        let sends = Counts::new(to_peers.iter().map(volume));
+        let recvs = Counts::new(from_peers.iter().map(volume));
+        let (mut pack, mut unpack) = (Vec::new(), Vec::new());
+        for (shared, &at) in to_peers.iter().zip(&sends.displs) {
+            let Some(shared) = shared else { continue };
+            runs_within(input, shared, |from, k, len| {
+                pack.push(BlockCopy {
+                    from,
+                    to: at as usize + k,
+                    len,
+                });
+            });
+        }
+        for (shared, &at) in from_peers.iter().zip(&recvs.displs) {
+            let Some(shared) = shared else { continue };
+            runs_within(output, shared, |to, k, len| {
+                unpack.push(BlockCopy {
+                    from: at as usize + k,
+                    to,
+                    len,
+                });
+            });
+        }
+        HandAlltoallv {
+            comm: world.as_raw(),
+            send: vec![0.0; sends.total],
+            recv: vec![0.0; recvs.total],
+            output: vec![f64::NAN; output.len() as usize],
+            kept: kept_copies(input, output),
+            sends,
+            recvs,
+            pack,
+            unpack,
+        }
+    }
+
+    /// One redistribution of `input` (the input box) into the output box.
+    fn run(&mut self, input: &[f64]) {
+        copy_blocks(input, &mut self.send, &self.pack);
+        alltoallv(
+            self.comm,
+            &self.send,
+            &self.sends,
+            &mut self.recv,
+            &self.recvs,
+        );
+        copy_blocks(&self.recv, &mut self.output, &self.unpack);
+        copy_blocks(input, &mut self.output, &self.kept);
+    }
+}
+
+/// The block copies of the elements that boxes `input` and `output` share, from the
+/// input's buffer into the output's.
+fn kept_copies(input: &GridBox, output: &GridBox) -> Vec<BlockCopy> {
+    let Some(shared) = intersection(input, output) else {
+        return Vec::new();
+    };
+    let (mut from, mut copies) = (Vec::new(), Vec::new());
+    runs_within(input, &shared, |at, _, _| from.push(at));
+    runs_within(output, &shared, |to, k, len| {
+        copies.push(BlockCopy {
+            from: from[k / len],
+            to,
+            len,
+        });
+    });
+    copies
+}
+
+// ---------------------------------------------------------------------------------
 // Measurement helpers
 // ---------------------------------------------------------------------------------
 
@@ -521,15 +644,40 @@ fn contiguous_run(shared: &[u64], a: &[u64], b: &[u64]) -> u64 {
     run
 }
 
-/// The intersection's extents of the box at `lo`, `ext` with this `other` box.
-fn shared_extents(lo: &[u64], ext: &[u64], other: &GridBox) -> Vec<u64> {
-    (0..lo.len())
-        .map(|a| {
-            let start = lo[a].max(other.offsets[a]);
-            let end = (lo[a] + ext[a]).min(other.offsets[a] + other.extents[a]);
-            end.saturating_sub(start)
+/// The intersection of boxes `a` and `b`, `None` when empty.
+fn intersection(a: &GridBox, b: &GridBox) -> Option<GridBox> {
+    let (offsets, extents) = (0..a.offsets.len())
+        .map(|i| {
+            let start = a.offsets[i].max(b.offsets[i]);
+            let end = (a.offsets[i] + a.extents[i]).min(b.offsets[i] + b.extents[i]);
+            (start, end.saturating_sub(start))
+        })
+        .unzip();
+    let shared = GridBox { offsets, extents };
+    (!shared.is_empty()).then_some(shared)
+}
+
+/// Collective: every rank's `mine`, in rank order.
+fn all_boxes(world: &SimpleCommunicator, mine: &GridBox) -> Vec<GridBox> {
+    let d = mine.offsets.len();
+    let flat = [mine.offsets.clone(), mine.extents.clone()].concat();
+    let mut all = vec![0u64; 2 * d * world.size() as usize];
+    world.all_gather_into(&flat[..], &mut all[..]);
+    all.chunks(2 * d)
+        .map(|b| GridBox {
+            offsets: b[..d].to_vec(),
+            extents: b[d..].to_vec(),
         })
         .collect()
+}
+
+/// The runs of the sub-box `shared` of the buffer of box `full`, in the sub-box's
+/// C order: `f(index in the buffer, index in the sub-box, length)`.
+fn runs_within(full: &GridBox, shared: &GridBox, f: impl FnMut(usize, usize, usize)) {
+    let lo: Vec<u64> = (0..full.offsets.len())
+        .map(|a| shared.offsets[a] - full.offsets[a])
+        .collect();
+    for_each_run(&full.extents, &lo, &shared.extents, f);
 }
 
 /// Collective: the shortest run (bytes) any rank sends to another, when the output
@@ -539,18 +687,17 @@ fn min_run_bytes(world: &SimpleCommunicator, b: &Buffers) -> Option<u64> {
     if b.gshape != b.new_shape {
         return None;
     }
-    let d = b.gshape.len();
-    let mine = [b.out_box.offsets.clone(), b.out_box.extents.clone()].concat();
-    let mut all = vec![0u64; 2 * d * world.size() as usize];
-    world.all_gather_into(&mine[..], &mut all[..]);
-    let shortest = all
-        .chunks(2 * d)
+    let shortest = all_boxes(world, &b.out_box)
+        .iter()
         .enumerate()
         .filter(|&(peer, _)| peer != world.rank() as usize)
         .filter_map(|(_, out)| {
-            let (lo, ext) = out.split_at(d);
-            let shared = shared_extents(lo, ext, &b.in_box);
-            (!shared.contains(&0)).then(|| contiguous_run(&shared, &b.in_box.extents, ext))
+            let shared = intersection(out, &b.in_box)?;
+            Some(contiguous_run(
+                &shared.extents,
+                &b.in_box.extents,
+                &out.extents,
+            ))
         })
         .min()
         .map_or(u64::MAX, |n| n * 8);
@@ -588,8 +735,27 @@ struct Times {
     execute: f64,
     stay_memcpy: f64,
     alltoallv: f64,
-    /// The hand-written transpose, when the case has one.
-    hand: Option<f64>,
+    /// Baseline 2, for pencil transposes.
+    hand_transpose: Option<f64>,
+    /// Baseline 3, for cases that keep the shape.
+    hand_alltoallv: Option<f64>,
+}
+
+/// Series timed per run: the kept memcpy, execute, Alltoallv, baselines 2 and 3.
+const TIMED: usize = 5;
+
+/// The hand-written baselines a case has.
+struct ByHand {
+    transpose: Option<HandTranspose>,
+    alltoallv: Option<HandAlltoallv>,
+}
+
+impl ByHand {
+    /// True when every hand-written baseline gave `output`.
+    fn matches(&self, output: &[f64]) -> bool {
+        self.transpose.as_ref().is_none_or(|h| h.output == output)
+            && self.alltoallv.as_ref().is_none_or(|h| h.output == output)
+    }
 }
 
 /// Runs the plan and the baselines interleaved (so that a drifting machine load
@@ -600,11 +766,11 @@ fn time_out_of_place(
     plan: &Plan,
     b: &mut Buffers,
     c: &mut Contiguous,
-    hand: &mut Option<HandTranspose>,
+    hand: &mut ByHand,
 ) -> Times {
-    let mut local = Vec::with_capacity(4 * o.repeat);
+    let mut local = Vec::with_capacity(TIMED * o.repeat);
     for i in 0..o.warmup + o.repeat {
-        let mut t = [0.0f64; 4];
+        let mut t = [0.0f64; TIMED];
         t[0] = barrier_timed(world, || {
             b.output[..c.stay].copy_from_slice(&b.input[..c.stay]);
             std::hint::black_box(&mut b.output);
@@ -615,8 +781,11 @@ fn time_out_of_place(
         t[2] = barrier_timed(world, || {
             alltoallv(world.as_raw(), &c.send, &c.sends, &mut c.recv, &c.recvs)
         });
-        if let Some(h) = hand.as_mut() {
+        if let Some(h) = hand.transpose.as_mut() {
             t[3] = barrier_timed(world, || h.run(&b.input));
+        }
+        if let Some(h) = hand.alltoallv.as_mut() {
+            t[4] = barrier_timed(world, || h.run(&b.input));
         }
         world.barrier();
         if i >= o.warmup {
@@ -624,12 +793,21 @@ fn time_out_of_place(
         }
     }
     let all = max_f64(world, &local);
-    let series = |k: usize| median(&all.iter().skip(k).step_by(4).copied().collect::<Vec<_>>());
+    let series = |k: usize| {
+        median(
+            &all.iter()
+                .skip(k)
+                .step_by(TIMED)
+                .copied()
+                .collect::<Vec<_>>(),
+        )
+    };
     Times {
         stay_memcpy: series(0),
         execute: series(1),
         alltoallv: series(2),
-        hand: hand.as_ref().map(|_| series(3)),
+        hand_transpose: hand.transpose.as_ref().map(|_| series(3)),
+        hand_alltoallv: hand.alltoallv.as_ref().map(|_| series(4)),
     }
 }
 
@@ -672,6 +850,8 @@ struct Row {
     ratio1: f64,
     baseline2_s: Option<f64>,
     ratio2: Option<f64>,
+    baseline3_s: Option<f64>,
+    ratio3: Option<f64>,
     /// Most bytes a rank sends or receives.
     moved_mib: f64,
     /// Most peers a rank sends to or receives from.
@@ -685,8 +865,8 @@ struct Row {
     local_data_mib: f64,
     correct: bool,
     inplace_correct: bool,
-    /// The hand-written transpose gave the library's output (true without one).
-    baseline2_matches: bool,
+    /// The hand-written baselines gave the library's output (true without one).
+    baselines_match: bool,
     /// The shortest run sent between ranks, for same-shape cases that move data.
     min_run_bytes: Option<u64>,
 }
@@ -733,17 +913,21 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         buffers: mut b,
     } = make_plan(world, case);
     let mut contiguous = Contiguous::new(world, &plan);
-    let mut hand = case
-        .transpose
-        .as_ref()
-        .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box));
+    let mut hand = ByHand {
+        transpose: case
+            .transpose
+            .as_ref()
+            .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box)),
+        alltoallv: (b.gshape == b.new_shape)
+            .then(|| HandAlltoallv::new(world, &b.in_box, &b.out_box)),
+    };
     let times = time_out_of_place(world, o, &plan, &mut b, &mut contiguous, &mut hand);
     drop(contiguous);
     b.output.fill(f64::NAN);
     world.barrier();
     let extra = peak_growth(|| plan.execute(&b.input, &mut b.output).expect("execute")).bytes;
     let correct = verify(&b.output, &b.new_shape, &b.out_box);
-    let matches = hand.as_ref().is_none_or(|h| h.output == b.output);
+    let matches = hand.matches(&b.output);
     drop(hand);
     let ip = in_place(world, o, &plan, &b);
     let stats = plan.stats();
@@ -772,8 +956,10 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         execute_s: times.execute,
         baseline1_s,
         ratio1: times.execute / baseline1_s,
-        baseline2_s: times.hand,
-        ratio2: times.hand.map(|h| times.execute / h),
+        baseline2_s: times.hand_transpose,
+        ratio2: times.hand_transpose.map(|h| times.execute / h),
+        baseline3_s: times.hand_alltoallv,
+        ratio3: times.hand_alltoallv.map(|h| times.execute / h),
         moved_mib: m[5],
         max_peers: max_u64(world, stats.peers_sent.max(stats.peers_received) as u64),
         extra_mib: m[0],
@@ -785,7 +971,7 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         local_data_mib: m[4],
         correct: all_true(world, correct),
         inplace_correct: all_true(world, ip.correct),
-        baseline2_matches: all_true(world, matches),
+        baselines_match: all_true(world, matches),
         min_run_bytes: min_run,
     }
 }
@@ -827,6 +1013,8 @@ fn json_line(r: &Row) -> String {
     kv("ratio_vs_baseline1", json_num(r.ratio1));
     kv("baseline2_s", json_opt(r.baseline2_s));
     kv("ratio_vs_baseline2", json_opt(r.ratio2));
+    kv("baseline3_s", json_opt(r.baseline3_s));
+    kv("ratio_vs_baseline3", json_opt(r.ratio3));
     kv("ratio_target", json_num(RATIO_TARGET));
     kv("max_moved_mib_per_rank", json_num(r.moved_mib));
     kv("max_peers", r.max_peers.to_string());
@@ -839,7 +1027,7 @@ fn json_line(r: &Row) -> String {
     kv("local_data_mib", json_num(r.local_data_mib));
     kv("outofplace_correct", r.correct.to_string());
     kv("inplace_correct", r.inplace_correct.to_string());
-    kv("baseline2_matches", r.baseline2_matches.to_string());
+    kv("baselines_match", r.baselines_match.to_string());
     kv(
         "min_run_bytes",
         r.min_run_bytes.map_or("null".into(), |n| n.to_string()),
@@ -860,7 +1048,7 @@ fn ms(x: f64) -> String {
 }
 
 /// The table's columns: heading and width (the first left-aligned).
-const COLUMNS: [(&str, usize); 19] = [
+const COLUMNS: [(&str, usize); 21] = [
     ("case", 20),
     ("P", 2),
     ("shape", 26),
@@ -871,6 +1059,8 @@ const COLUMNS: [(&str, usize); 19] = [
     ("/base1", 6),
     ("base2 ms", 8),
     ("/base2", 6),
+    ("base3 ms", 8),
+    ("/base3", 6),
     ("MiB/rank", 8),
     ("peers", 5),
     ("xtra MiB", 8),
@@ -902,7 +1092,7 @@ fn print_header() {
 
 /// Prints one case's line of the table.
 fn print_row(r: &Row) {
-    let ok = r.correct && r.inplace_correct && r.baseline2_matches;
+    let ok = r.correct && r.inplace_correct && r.baselines_match;
     print_cells(&[
         r.case.to_string(),
         r.procs.to_string(),
@@ -914,6 +1104,8 @@ fn print_row(r: &Row) {
         format!("{:.2}", r.ratio1),
         ms(r.baseline2_s.unwrap_or(f64::NAN)),
         r.ratio2.map_or("-".into(), |x| format!("{x:.2}")),
+        ms(r.baseline3_s.unwrap_or(f64::NAN)),
+        r.ratio3.map_or("-".into(), |x| format!("{x:.2}")),
         format!("{:.1}", r.moved_mib),
         r.max_peers.to_string(),
         format!("{:.1}", r.extra_mib),
