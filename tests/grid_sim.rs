@@ -321,6 +321,7 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
         direct_bytes: max_bytes.min(8 * (1 + rng.below(3) as usize)),
         packed_bytes: max_bytes,
         max_runs: 1 + rng.below(4) as usize,
+        strided_sends: rng.below(2) == 0,
     }
 }
 
@@ -461,6 +462,7 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
         direct_bytes: 2048,
         packed_bytes: 1 << 20,
         max_runs: 1 << 10,
+        strided_sends: false,
     };
     let plane = 16 * 16 * 8;
     for (r, plan) in plans.iter().enumerate() {
@@ -492,6 +494,58 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
         for (i, segment) in received.iter().enumerate() {
             assert_eq!(segment.len, plane);
             assert_eq!(segment.offset, received[0].offset + i * 2 * plane);
+        }
+    }
+}
+
+/// Bricks to x-pencils share runs of half the fastest axis (16 elements, 128 B)
+/// at a stride of the whole axis in the brick, back to back in the pencil: with
+/// strided sends each rank sends each peer one message, 128 runs at one stride
+/// in its brick, received as one contiguous stretch of the pencil; without, one
+/// message per run.
+#[test]
+fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
+    let shape = [16u64, 32, 32];
+    let bricks = GridLayout::balanced(&shape, &[2, 2, 1], &[Some(0), Some(1), Some(2)], 4).unwrap();
+    let x = GridLayout::balanced(&shape, &[2, 2], &[None, Some(0), Some(1)], 4).unwrap();
+    let layouts = Arc::new(Redistribution::new(bricks, x).unwrap());
+    let plans: Vec<RankPlan> = (0..4)
+        .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+        .collect();
+    let limits = |strided_sends| MessageLimits {
+        max_bytes: 1 << 20,
+        direct_bytes: 128,
+        packed_bytes: 1 << 20,
+        max_runs: 1 << 10,
+        strided_sends,
+    };
+    let messages = |runs, placement, strided_sends| {
+        let mut cutter = MessageCutter::new(runs, placement, 8, limits(strided_sends));
+        let mut all = Vec::new();
+        let mut segments = Vec::new();
+        while let Some(kind) = cutter.next_message(&mut segments) {
+            assert_eq!(kind, MessageKind::Direct);
+            all.push(segments.clone());
+        }
+        all
+    };
+    let (run, shared) = (16 * 8, 8 * 16 * 16 * 8);
+    for (r, plan) in plans.iter().enumerate() {
+        assert!(!plan.sends.is_empty(), "rank {r} sends");
+        for send in &plan.sends {
+            let peer = send.peer;
+            let sent = messages(plan.send_runs(peer), Placement::Source, true);
+            let received = messages(plans[peer].recv_runs(r), Placement::Target, true);
+            assert_eq!((sent.len(), received.len()), (1, 1), "rank {r} -> {peer}");
+            assert_eq!(received[0].len(), 1, "contiguous in the pencil");
+            assert_eq!(received[0][0].len, shared);
+            assert_eq!(sent[0].len(), shared / run, "one segment per run");
+            for (i, segment) in sent[0].iter().enumerate() {
+                assert_eq!(segment.len, run);
+                assert_eq!(segment.offset, sent[0][0].offset + i * 2 * run);
+            }
+            let per_run = messages(plan.send_runs(peer), Placement::Source, false);
+            assert_eq!(per_run.len(), shared / run, "rank {r} -> {peer}");
         }
     }
 }

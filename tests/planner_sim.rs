@@ -150,6 +150,7 @@ fn case() -> impl Strategy<Value = Case> {
                         direct_bytes: (max_bytes * 8).min(24),
                         packed_bytes: max_bytes * 8,
                         max_runs,
+                        strided_sends: max_runs % 2 == 0,
                     },
                 })
             },
@@ -429,6 +430,7 @@ fn seed_case(n: u64, p: u64) -> Case {
             direct_bytes: 64,
             packed_bytes: 1 << 10,
             max_runs: 1 << 10,
+            strided_sends: false,
         },
     }
 }
@@ -472,6 +474,7 @@ fn non_divisible_same_split_falls_back_to_exchange() {
             direct_bytes: 16,
             packed_bytes: 32,
             max_runs: 2,
+            strided_sends: true,
         },
     };
     check_case(&case);

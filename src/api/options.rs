@@ -81,8 +81,9 @@ impl PlanOptions {
     /// are packed.
     pub const DIRECT_BYTES: usize = 64 << 10;
 
-    /// The message limits when the busiest rank talks to `peers` ranks per direction.
-    pub(super) fn limits(&self, peers: usize) -> MessageLimits {
+    /// The message limits when the busiest rank talks to `peers` ranks per
+    /// direction, with `strided_sends` (agreed by the ranks).
+    pub(super) fn limits(&self, peers: usize, strided_sends: bool) -> MessageLimits {
         let max_bytes = self.max_message_bytes.max(1);
         let packed_bytes = (self.slot_bytes / peers)
             .clamp(PlanOptions::MIN_PACKED_BYTES, PlanOptions::MAX_PACKED_BYTES)
@@ -92,6 +93,7 @@ impl PlanOptions {
             direct_bytes: packed_bytes.min(PlanOptions::DIRECT_BYTES),
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
+            strided_sends,
         }
     }
 

@@ -3,12 +3,14 @@
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
-//! chooses between, and how a rank waits for its messages.
+//! chooses between, how a rank waits for its messages, and what was measured of
+//! the MPI library that shapes them.
 
 pub mod agree;
 pub mod comm;
 pub mod exchange;
 pub mod inplace_exchange;
+pub mod library;
 pub mod p2p;
 pub mod threads;
 pub mod transport;

@@ -4,7 +4,9 @@
 //! buffers, [`JointRuns`]), which both sides know alike, so a run long in both
 //! buffers travels straight between them however short its global runs, and long
 //! runs back to back in the sender's buffer travel together (one contiguous send,
-//! one strided receive). Messages can be cut on the fly or cut once and replayed.
+//! one strided receive), as do, where the limits allow strided sends, long runs
+//! back to back in the receiver's buffer (one strided send, one contiguous
+//! receive). Messages can be cut on the fly or cut once and replayed.
 
 use crate::distribution::joint_runs::{JointRun, JointRuns};
 use crate::distribution::region::RegionRuns;
@@ -27,20 +29,35 @@ pub struct MessageLimits {
     /// buffer into the receiver's (they are contiguous on both sides): alone, or
     /// with the runs as long that follow them back to back in the sender's buffer
     /// and at one stride in the receiver's, which receives them through a strided
-    /// datatype.
+    /// datatype (or, with `strided_sends`, back to back in the receiver's buffer
+    /// and at one stride in the sender's).
     pub direct_bytes: usize,
     /// Most bytes packed together from smaller runs (the size of a staging slot).
     pub packed_bytes: usize,
     /// Most runs packed together.
     pub max_runs: usize,
+    /// Long runs back to back in the receiver's buffer and at one stride in the
+    /// sender's travel together, sent through a strided datatype (where the MPI
+    /// library was measured to send one faster than a message per run).
+    pub strided_sends: bool,
+}
+
+/// The buffer in which the runs of a direct message lie at one stride (they lie
+/// back to back in the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StridedIn {
+    /// The receiver's: one contiguous send, one strided receive.
+    Target,
+    /// The sender's: one strided send, one contiguous receive.
+    Source,
 }
 
 /// What kind of message [`Messages::next_message`] cut (the same on both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind {
     /// Joint runs straight between the buffers: one (or a piece of one), or
-    /// several as long, back to back in the sender's buffer and at one stride in the
-    /// receiver's (one segment, or segments of one length at one stride).
+    /// several as long, back to back in one buffer and at one stride in the other
+    /// (on each side one segment, or segments of one length at one stride).
     Direct,
     /// Several short joint runs, contiguous in at most one buffer.
     Packed,
@@ -124,18 +141,28 @@ impl MessageCutter {
     }
 
     /// Joins to the direct message of `first` (whole) the runs after it that are
-    /// as long, back to back in the source and at one stride in the target, within
-    /// the limits: one contiguous send, one strided receive.
+    /// as long, back to back in one buffer and at one stride in the other, within
+    /// the limits. The second run decides which buffer holds the stride: the
+    /// target when it follows `first` in the source, else the source when strided
+    /// sends are allowed and it follows `first` in the target.
     fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) {
         let run_bytes = first.len * self.elem_size as u64;
         let most_runs = (self.limits.max_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
         let (mut last, mut stride, mut runs) = (first, None, 1);
+        let mut strided_in = None;
         while runs < most_runs {
             let Some(next) = self.take() else { break };
-            let step = next.target - last.target;
-            let follows = next.len == first.len
-                && next.source == last.source + last.len
-                && stride.is_none_or(|s| s == step);
+            let in_source = next.source == last.source + last.len;
+            let in_target = next.target == last.target + last.len;
+            let strided_in = *strided_in.get_or_insert(match self.limits.strided_sends {
+                true if !in_source && in_target => StridedIn::Source,
+                _ => StridedIn::Target,
+            });
+            let (back_to_back, step) = match strided_in {
+                StridedIn::Target => (in_source, next.target - last.target),
+                StridedIn::Source => (in_target, next.source - last.source),
+            };
+            let follows = next.len == first.len && back_to_back && stride.is_none_or(|s| s == step);
             if !follows {
                 self.pending = Some(next);
                 break;
@@ -334,7 +361,7 @@ mod tests {
         #[test]
         fn kept_messages_replay_what_the_cutter_cuts(pair in region_pair(), budget in 0usize..40) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3 };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3, strided_sends: budget % 2 == 0 };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -358,18 +385,19 @@ mod tests {
 
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
-            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4
+            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4,
+            strided_sends: bool
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = max_bytes.max(direct);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs, strided_sends };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
             while let Some(kind) = cutter.next_message(&mut segs) {
                 let bytes: usize = segs.iter().map(|s| s.len).sum();
                 match kind {
-                    MessageKind::Direct => prop_assert!(segs.len() == 1 && bytes <= max_bytes.max(4)),
+                    MessageKind::Direct => prop_assert!(bytes <= max_bytes.max(4) && segs.len() <= max_runs),
                     MessageKind::Packed => prop_assert!(bytes <= packed_bytes.max(4) && segs.len() <= max_runs),
                 }
                 covered.extend(segs.iter().flat_map(|s| (s.offset / 4)..(s.offset + s.len) / 4));
@@ -384,11 +412,12 @@ mod tests {
         }
 
         #[test]
-        fn direct_messages_are_strided_in_the_target(
-            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..40, max_runs in 1usize..5
+        fn direct_messages_are_contiguous_in_one_buffer_and_strided_in_the_other(
+            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..16, max_runs in 1usize..6,
+            strided_sends: bool
         ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes: max_bytes.max(direct), max_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes: max_bytes.max(direct), max_runs, strided_sends };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());
@@ -404,12 +433,18 @@ mod tests {
                 let bytes: usize = target.iter().map(|s| s.len).sum();
                 prop_assert_eq!(bytes, source.iter().map(|s| s.len).sum::<usize>());
                 if *kind == MessageKind::Direct {
-                    prop_assert_eq!(source.len(), 1, "contiguous in the source: {:?}", source);
-                    prop_assert!(bytes <= max_bytes.max(4) && target.len() <= max_runs);
-                    let stride = target.get(1).map(|s| s.offset - target[0].offset);
-                    for (i, seg) in target.iter().enumerate() {
-                        prop_assert_eq!(seg.len, target[0].len);
-                        prop_assert_eq!(seg.offset, target[0].offset + i * stride.unwrap_or(0));
+                    let strided = match (source.len(), strided_sends) {
+                        (1, _) => target,
+                        (_, true) => source,
+                        (_, false) => return Err(TestCaseError::fail(format!("strided send {source:?}"))),
+                    };
+                    let contiguous = if source.len() == 1 { source } else { target };
+                    prop_assert_eq!(contiguous.len(), 1, "contiguous on one side: {:?}", contiguous);
+                    prop_assert!(bytes <= max_bytes.max(4) && strided.len() <= max_runs);
+                    let stride = strided.get(1).map(|s| s.offset - strided[0].offset);
+                    for (i, seg) in strided.iter().enumerate() {
+                        prop_assert_eq!(seg.len, strided[0].len);
+                        prop_assert_eq!(seg.offset, strided[0].offset + i * stride.unwrap_or(0));
                     }
                 }
             }

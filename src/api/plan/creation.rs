@@ -9,6 +9,7 @@ use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
+use crate::mpi::library::strided_sends_pay;
 use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
@@ -57,6 +58,9 @@ pub(super) struct AgreedPlan {
     pub(super) window_width: usize,
     /// True when some rank sends or receives anything (decided from the layouts).
     pub(super) communicates: bool,
+    /// True when every rank proposes strided sends
+    /// ([`crate::mpi::library::strided_sends_pay`]).
+    pub(super) strided_sends: bool,
 }
 
 /// The arguments every rank validated and agreed on, and the buffers for the slab
@@ -68,9 +72,10 @@ pub(super) struct Agreed {
     pub(super) gathered: Gathered,
 }
 
-/// Agrees on the planning outcome and on what sizes every rank's exchange: the
-/// busiest rank's peer count and the narrowest window width any rank proposes for
-/// `peers_per_window` peers per window (agreed as the maximum of its complement).
+/// Agrees on the planning outcome and on what shapes every rank's exchange: the
+/// busiest rank's peer count, the narrowest window width any rank proposes for
+/// `peers_per_window` peers per window, and strided sends when every rank
+/// proposes them (both agreed as the maximum of their complement).
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
@@ -83,7 +88,11 @@ pub(super) fn agree_on_plan(
         .as_ref()
         .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
     let proposed = width.as_ref().copied().unwrap_or(comm.size());
-    let mut piggyback = [peers as i64, !(proposed as i64)];
+    let mut piggyback = [
+        peers as i64,
+        !(proposed as i64),
+        !i64::from(strided_sends_pay()),
+    ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
     let plan = planned?;
@@ -91,6 +100,7 @@ pub(super) fn agree_on_plan(
         communicates: !nothing_moves(&plan.layouts),
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
+        strided_sends: !piggyback[2] != 0,
         plan,
     })
 }

@@ -13,15 +13,18 @@
 //! buffer into the receiver's: alone, or with the runs as long that follow it back
 //! to back in the sender's buffer and at one stride in the receiver's, which
 //! receives them through a strided datatype (a pencil transpose: one message per
-//! peer). Short ones are packed together: a packed message that is scattered in the
-//! local buffer goes through the stream's slot (packed before the send, unpacked
-//! after the receive). Measured (docs/src/performance/analysis.md), a datatype on
-//! the receiving side of long runs beats a message per run (`bench/pencil_messages.c`:
-//! 0.80-1.25 of the contiguous time against 1.09-1.18 with two ranks per core, about
-//! even with four), but one on the sending side, or over short runs, does not: up
-//! to 3.2x with four ranks per core, and with `bench/datatypes.c` no faster than a
-//! pack and a contiguous send on MPICH 4.0, at most 10 % faster on Open MPI 4.1.
-//! Packed messages are capped so the slots stay within the plan's budget
+//! peer), or, where the MPI library's strided sends were measured to pay
+//! ([`crate::mpi::library`]), back to back in the receiver's buffer and at one
+//! stride in the sender's, which sends them through one (bricks to pencils, a slab
+//! split change). Short ones are packed together: a packed message that is
+//! scattered in the local buffer goes through the stream's slot (packed before the
+//! send, unpacked after the receive). Measured (docs/src/performance/analysis.md),
+//! a datatype on the receiving side of long runs beats a message per run
+//! (`bench/pencil_messages.c`: 0.80-1.25 of the contiguous time against 1.09-1.18
+//! with two ranks per core, about even with four); one on the sending side does on
+//! Open MPI 4.1 (a third to two fifths off), not on MPICH 4.0; over short runs
+//! neither beats a pack and a contiguous message (`bench/datatypes.c`). Packed
+//! messages are capped so the slots stay within the plan's budget
 //! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
 //! array.
 //!
