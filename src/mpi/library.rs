@@ -5,9 +5,10 @@
 //!
 //! Measured with `examples/bench.rs` and `examples/grid_bench.rs`
 //! (docs/src/performance/analysis.md): on Open MPI 4.1 a strided send took a
-//! slab split change at P = 4 from 48-54 to 39-40 ms and bricks to x-pencils at
-//! P = 8 from 22-25 to 15 ms; on MPICH 4.0 (ch4:ucx) it was no faster at P = 8 and
-//! up to 20 % slower at P = 4, so there each run keeps a message of its own.
+//! slab split change at P = 4 from 61-64 to 45 ms and bricks to x-pencils at
+//! P = 8 from 24-25 to 14-16 ms; on MPICH 4.0 (ch4:ucx) it was no faster at P = 8
+//! and as often a fifth slower as faster at P = 4, so there each run keeps a
+//! message of its own.
 
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;

@@ -22,7 +22,7 @@
 //! a datatype on the receiving side of long runs beats a message per run
 //! (`bench/pencil_messages.c`: 0.80-1.25 of the contiguous time against 1.09-1.18
 //! with two ranks per core, about even with four); one on the sending side does on
-//! Open MPI 4.1 (a third to two fifths off), not on MPICH 4.0; over short runs
+//! Open MPI 4.1 (a sixth to two fifths off), not on MPICH 4.0; over short runs
 //! neither beats a pack and a contiguous message (`bench/datatypes.c`). Packed
 //! messages are capped so the slots stay within the plan's budget
 //! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
