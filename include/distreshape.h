@@ -237,7 +237,8 @@ typedef struct dr_plan_options {
   /*
    Most extra bytes an execution in place on the exchange path takes on a rank
    (its staging and the schedule being made), 0 or more; -1 (the default) for
-   the larger of 64 MiB and a tenth of the rank's buffer.
+   the larger of 64 MiB and a tenth of the rank's buffer, less a 64th of that
+   left to MPI's own buffers.
    */
   int64_t in_place_budget;
 } dr_plan_options;
@@ -415,7 +416,8 @@ const char *dr_version(void);
 
 /*
  Fills `*options` with the defaults (local): those of `dr_plan_create`, with
- `in_place_budget` -1 (the larger of 64 MiB and a tenth of the rank's buffer).
+ `in_place_budget` -1 (the larger of 64 MiB and a tenth of the rank's buffer,
+ less a 64th of that left to MPI's own buffers).
 
  # Safety
  `options` NULL or writable.

@@ -263,7 +263,8 @@ struct options {
     /// Peers per window on the exchange path (default 64).
     std::int64_t window = -1;
     /// Most bytes in place on the exchange path stages on a rank (default: the
-    /// larger of 64 MiB and a tenth of the rank's buffer).
+    /// larger of 64 MiB and a tenth of the rank's buffer, less a 64th of that left
+    /// to MPI's own buffers).
     std::int64_t in_place_budget = -1;
 
     /// The C struct of these options.
