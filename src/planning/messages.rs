@@ -52,6 +52,14 @@ enum StridedIn {
     Source,
 }
 
+/// How the runs of a direct message follow its first: back to back in one buffer,
+/// `step` elements apart in the other (`within`).
+#[derive(Clone, Copy, Debug)]
+struct Stride {
+    within: StridedIn,
+    step: u64,
+}
+
 /// What kind of message [`Messages::next_message`] cut (the same on both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind {
@@ -148,27 +156,40 @@ impl MessageCutter {
     fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) {
         let run_bytes = first.len * self.elem_size as u64;
         let most_runs = (self.limits.max_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
-        let (mut last, mut stride, mut runs) = (first, None, 1);
-        let mut strided_in = None;
+        let (mut last, mut stride, mut runs) = (first, None::<Stride>, 1);
         while runs < most_runs {
             let Some(next) = self.take() else { break };
-            let in_source = next.source == last.source + last.len;
-            let in_target = next.target == last.target + last.len;
-            let strided_in = *strided_in.get_or_insert(match self.limits.strided_sends {
-                true if !in_source && in_target => StridedIn::Source,
-                _ => StridedIn::Target,
-            });
-            let (back_to_back, step) = match strided_in {
-                StridedIn::Target => (in_source, next.target - last.target),
-                StridedIn::Source => (in_target, next.source - last.source),
+            let within = stride.map_or_else(|| self.strided_buffer(last, next), |s| s.within);
+            let (back_to_back, step) = match within {
+                StridedIn::Target => (
+                    next.source == last.source + last.len,
+                    next.target - last.target,
+                ),
+                StridedIn::Source => (
+                    next.target == last.target + last.len,
+                    next.source - last.source,
+                ),
             };
-            let follows = next.len == first.len && back_to_back && stride.is_none_or(|s| s == step);
+            let follows =
+                next.len == first.len && back_to_back && stride.is_none_or(|s| s.step == step);
             if !follows {
                 self.pending = Some(next);
                 break;
             }
             self.push(segments, next);
-            (last, stride, runs) = (next, Some(step), runs + 1);
+            (last, stride, runs) = (next, Some(Stride { within, step }), runs + 1);
+        }
+    }
+
+    /// The buffer a direct message holds at one stride, decided by its second run
+    /// `next` after `last`: the source when strided sends are allowed and `next`
+    /// follows `last` in the target only, else the target.
+    fn strided_buffer(&self, last: JointRun, next: JointRun) -> StridedIn {
+        let in_source = next.source == last.source + last.len;
+        let in_target = next.target == last.target + last.len;
+        match self.limits.strided_sends && in_target && !in_source {
+            true => StridedIn::Source,
+            false => StridedIn::Target,
         }
     }
 
