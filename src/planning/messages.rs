@@ -187,9 +187,10 @@ impl MessageCutter {
     fn strided_buffer(&self, last: JointRun, next: JointRun) -> StridedIn {
         let in_source = next.source == last.source + last.len;
         let in_target = next.target == last.target + last.len;
-        match self.limits.strided_sends && in_target && !in_source {
-            true => StridedIn::Source,
-            false => StridedIn::Target,
+        if self.limits.strided_sends && in_target && !in_source {
+            StridedIn::Source
+        } else {
+            StridedIn::Target
         }
     }
 
