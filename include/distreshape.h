@@ -220,8 +220,9 @@ typedef struct dr_plan_options {
    */
   int64_t max_message_bytes;
   /*
-   The message slots for packed messages (runs under 64 KiB), per direction,
-   over all peers, at least 1 (default 16 MiB).
+   The message slots for packed messages (runs under 64 KiB, and long runs at
+   a stride on a node with more than two ranks per core under MPICH), per
+   direction, over all peers, at least 1 (default 16 MiB).
    */
   int64_t slot_bytes;
   /*

@@ -15,9 +15,11 @@ use std::sync::Arc;
 
 use distreshape::testing::{
     BlockLengths, GridBox, GridLayout, LayoutSide as Side, MessageCutter, MessageKind,
-    MessageLimits, Messages, Placement, RankPlan, Redistribution, RegionRuns, Run, nothing_moves,
+    MessageLimits, Messages, Placement, RankPlan, Redistribution, RegionRuns, Run, Segment,
+    StridedRuns, nothing_moves,
 };
 
+use common::STRIDED_RUNS;
 use common::engine::{Engine, RankRun, run_real_exchange};
 use common::inplace::replay_in_place;
 
@@ -321,7 +323,7 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
         direct_bytes: max_bytes.min(8 * (1 + rng.below(3) as usize)),
         packed_bytes: max_bytes,
         max_runs: 1 + rng.below(4) as usize,
-        strided_sends: rng.below(2) == 0,
+        strided_runs: STRIDED_RUNS[rng.below(STRIDED_RUNS.len() as u64) as usize],
     }
 }
 
@@ -447,7 +449,7 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
 /// plane of the block (16 x 16 elements, 2 KiB), and the planes lie back to back in
 /// the sender's pencil: with 2 KiB direct messages, all that a rank sends its peer
 /// is one message, contiguous on the sending side and eight planes at one stride on
-/// the receiving side.
+/// the receiving side (received through a strided datatype, or through the slot).
 #[test]
 fn pencil_transpose_travels_as_one_strided_message_per_peer() {
     let shape = [16u64, 32, 32];
@@ -457,52 +459,48 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
     let plans: Vec<RankPlan> = (0..4)
         .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
         .collect();
-    let limits = MessageLimits {
-        max_bytes: 1 << 20,
-        direct_bytes: 2048,
-        packed_bytes: 1 << 20,
-        max_runs: 1 << 10,
-        strided_sends: false,
-    };
     let plane = 16 * 16 * 8;
-    for (r, plan) in plans.iter().enumerate() {
-        assert_eq!(plan.sends.len(), 1, "rank {r} sends within its grid row");
-        let peer = plan.sends[0].peer;
-        let cut = |runs, placement| {
-            let mut cutter = MessageCutter::new(runs, placement, 8, limits);
-            let mut segments = Vec::new();
-            assert_eq!(
-                cutter.next_message(&mut segments),
-                Some(MessageKind::Direct)
-            );
-            assert_eq!(
-                cutter.next_message(&mut Vec::new()),
-                None,
-                "rank {r} -> {peer}"
-            );
-            segments
+    for (strided_runs, kind) in [
+        (StridedRuns::StridedReceives, MessageKind::Direct),
+        (StridedRuns::Slots, MessageKind::Packed),
+    ] {
+        let limits = MessageLimits {
+            max_bytes: 1 << 20,
+            direct_bytes: 2048,
+            packed_bytes: 1 << 20,
+            max_runs: 1 << 10,
+            strided_runs,
         };
-        let sent = cut(plan.send_runs(peer), Placement::Source);
-        assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].len, 8 * plane, "rank {r} -> {peer}");
-        let received = cut(plans[peer].recv_runs(r), Placement::Target);
-        assert_eq!(
-            received.len(),
-            8,
-            "rank {r} -> {peer}: one segment per plane"
-        );
-        for (i, segment) in received.iter().enumerate() {
-            assert_eq!(segment.len, plane);
-            assert_eq!(segment.offset, received[0].offset + i * 2 * plane);
+        for (r, plan) in plans.iter().enumerate() {
+            assert_eq!(plan.sends.len(), 1, "rank {r} sends within its grid row");
+            let peer = plan.sends[0].peer;
+            let cut = |runs, placement| {
+                let mut cutter = MessageCutter::new(runs, placement, 8, limits);
+                let mut segments = Vec::new();
+                assert_eq!(cutter.next_message(&mut segments), Some(kind));
+                let last = cutter.next_message(&mut Vec::new());
+                assert_eq!(last, None, "rank {r} -> {peer}");
+                segments
+            };
+            let sent = cut(plan.send_runs(peer), Placement::Source);
+            assert_eq!(sent.len(), 1);
+            assert_eq!(sent[0].len, 8 * plane, "rank {r} -> {peer}");
+            let received = cut(plans[peer].recv_runs(r), Placement::Target);
+            assert_eq!(received.len(), 8, "rank {r} -> {peer}: a segment per plane");
+            for (i, segment) in received.iter().enumerate() {
+                assert_eq!(segment.len, plane);
+                assert_eq!(segment.offset, received[0].offset + i * 2 * plane);
+            }
         }
     }
 }
 
 /// Bricks to x-pencils share runs of half the fastest axis (16 elements, 128 B)
 /// at a stride of the whole axis in the brick, back to back in the pencil: with
-/// strided sends each rank sends each peer one message, 128 runs at one stride
-/// in its brick, received as one contiguous stretch of the pencil; without, one
-/// message per run.
+/// strided datatypes at both ends each rank sends each peer one message, 128 runs
+/// at one stride in its brick, received as one contiguous stretch of the pencil;
+/// through the slots, the same message packed by the sender (and a slot of half
+/// its bytes cuts it in two); with strided receives only, one message per run.
 #[test]
 fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
     let shape = [16u64, 32, 32];
@@ -512,40 +510,60 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
     let plans: Vec<RankPlan> = (0..4)
         .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
         .collect();
-    let limits = |strided_sends| MessageLimits {
+    let (run, shared) = (16 * 8, 8 * 16 * 16 * 8);
+    let limits = |strided_runs, packed_bytes| MessageLimits {
         max_bytes: 1 << 20,
         direct_bytes: 128,
-        packed_bytes: 1 << 20,
+        packed_bytes,
         max_runs: 1 << 10,
-        strided_sends,
+        strided_runs,
     };
-    let messages = |runs, placement, strided_sends| {
-        let mut cutter = MessageCutter::new(runs, placement, 8, limits(strided_sends));
+    let messages = |runs, placement, limits: MessageLimits| {
+        let mut cutter = MessageCutter::new(runs, placement, 8, limits);
         let mut all = Vec::new();
         let mut segments = Vec::new();
         while let Some(kind) = cutter.next_message(&mut segments) {
-            assert_eq!(kind, MessageKind::Direct);
-            all.push(segments.clone());
+            all.push((kind, segments.clone()));
         }
         all
     };
-    let (run, shared) = (16 * 8, 8 * 16 * 16 * 8);
+    let at_one_stride = |segments: &[Segment]| {
+        for (i, segment) in segments.iter().enumerate() {
+            assert_eq!(segment.len, run);
+            assert_eq!(segment.offset, segments[0].offset + i * 2 * run);
+        }
+    };
     for (r, plan) in plans.iter().enumerate() {
         assert!(!plan.sends.is_empty(), "rank {r} sends");
         for send in &plan.sends {
             let peer = send.peer;
-            let sent = messages(plan.send_runs(peer), Placement::Source, true);
-            let received = messages(plans[peer].recv_runs(r), Placement::Target, true);
-            assert_eq!((sent.len(), received.len()), (1, 1), "rank {r} -> {peer}");
-            assert_eq!(received[0].len(), 1, "contiguous in the pencil");
-            assert_eq!(received[0][0].len, shared);
-            assert_eq!(sent[0].len(), shared / run, "one segment per run");
-            for (i, segment) in sent[0].iter().enumerate() {
-                assert_eq!(segment.len, run);
-                assert_eq!(segment.offset, sent[0][0].offset + i * 2 * run);
+            let (sends, receives) = (plan.send_runs(peer), plans[peer].recv_runs(r));
+            for (strided_runs, kind, packed_bytes) in [
+                (StridedRuns::StridedDatatypes, MessageKind::Direct, 1 << 20),
+                (StridedRuns::Slots, MessageKind::Packed, 1 << 20),
+                (StridedRuns::Slots, MessageKind::Packed, shared / 2),
+            ] {
+                let limits = limits(strided_runs, packed_bytes);
+                let sent = messages(sends.clone(), Placement::Source, limits);
+                let received = messages(receives.clone(), Placement::Target, limits);
+                let count = shared / packed_bytes.min(shared);
+                assert_eq!(
+                    (sent.len(), received.len()),
+                    (count, count),
+                    "rank {r} -> {peer}"
+                );
+                for ((sent_kind, sent), (received_kind, received)) in sent.iter().zip(&received) {
+                    assert_eq!((*sent_kind, *received_kind), (kind, kind));
+                    assert_eq!(received.len(), 1, "contiguous in the pencil");
+                    assert_eq!(received[0].len, shared / count);
+                    assert_eq!(sent.len(), shared / count / run, "one segment per run");
+                    at_one_stride(sent);
+                }
             }
-            let per_run = messages(plan.send_runs(peer), Placement::Source, false);
+            let limits = limits(StridedRuns::StridedReceives, 1 << 20);
+            let per_run = messages(sends.clone(), Placement::Source, limits);
             assert_eq!(per_run.len(), shared / run, "rank {r} -> {peer}");
+            assert!(per_run.iter().all(|(kind, _)| *kind == MessageKind::Direct));
         }
     }
 }

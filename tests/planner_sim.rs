@@ -17,13 +17,14 @@ mod common;
 use std::collections::BTreeSet;
 
 use distreshape::testing::{
-    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
+    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment, StridedRuns,
 };
 use distreshape::testing::{RankPlan, Route};
 use distreshape::testing::{ReshapeArgs, check_local};
 use distreshape::{Target, balanced_slab};
 use proptest::prelude::*;
 
+use common::STRIDED_RUNS;
 use common::engine::{Engine, engine, to_bytes};
 use common::inplace::Replayed;
 use common::kept::copy_kept;
@@ -150,7 +151,7 @@ fn case() -> impl Strategy<Value = Case> {
                         direct_bytes: (max_bytes * 8).min(24),
                         packed_bytes: max_bytes * 8,
                         max_runs,
-                        strided_sends: max_runs % 2 == 0,
+                        strided_runs: STRIDED_RUNS[max_runs % STRIDED_RUNS.len()],
                     },
                 })
             },
@@ -430,7 +431,7 @@ fn seed_case(n: u64, p: u64) -> Case {
             direct_bytes: 64,
             packed_bytes: 1 << 10,
             max_runs: 1 << 10,
-            strided_sends: false,
+            strided_runs: StridedRuns::StridedReceives,
         },
     }
 }
@@ -474,7 +475,7 @@ fn non_divisible_same_split_falls_back_to_exchange() {
             direct_bytes: 16,
             packed_bytes: 32,
             max_runs: 2,
-            strided_sends: true,
+            strided_runs: StridedRuns::StridedDatatypes,
         },
     };
     check_case(&case);

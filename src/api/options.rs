@@ -1,6 +1,6 @@
 //! The tuning knobs of a plan, their defaults, and the message limits they give.
 
-use crate::planning::messages::MessageLimits;
+use crate::planning::messages::{MessageLimits, StridedRuns};
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
 /// exercise the chunked paths with small arrays.
@@ -8,8 +8,9 @@ use crate::planning::messages::MessageLimits;
 pub struct PlanOptions {
     /// Most bytes in one MPI message (MPI counts are 32-bit; default `i32::MAX`).
     pub max_message_bytes: usize,
-    /// The message slots for packed messages (small runs), per direction, over all
-    /// peers (default [`PlanOptions::DEFAULT_SLOT_BYTES`]): packed messages are
+    /// The message slots for packed messages (small runs, and long runs at a
+    /// stride where they travel through the slots: `crate::mpi::library`), per
+    /// direction, over all peers (default [`PlanOptions::DEFAULT_SLOT_BYTES`]): packed messages are
     /// capped at this divided by the largest peer count of any rank (but at least
     /// [`PlanOptions::MIN_PACKED_BYTES`]), so the slots never exceed it by more than
     /// that floor times the peer count, nor the bytes actually moved.
@@ -92,8 +93,9 @@ impl PlanOptions {
     pub const DIRECT_BYTES: usize = 64 << 10;
 
     /// The message limits when the busiest rank talks to `peers` ranks per
-    /// direction, with `strided_sends` (agreed by the ranks).
-    pub(super) fn limits(&self, peers: usize, strided_sends: bool) -> MessageLimits {
+    /// direction, with long strided runs travelling as `strided_runs` (agreed by
+    /// the ranks).
+    pub(super) fn limits(&self, peers: usize, strided_runs: StridedRuns) -> MessageLimits {
         let max_bytes = self.max_message_bytes.max(1);
         let packed_bytes = (self.slot_bytes / peers)
             .clamp(PlanOptions::MIN_PACKED_BYTES, PlanOptions::MAX_PACKED_BYTES)
@@ -103,7 +105,7 @@ impl PlanOptions {
             direct_bytes: packed_bytes.min(PlanOptions::DIRECT_BYTES),
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
-            strided_sends,
+            strided_runs,
         }
     }
 

@@ -17,8 +17,9 @@ pub struct dr_plan_options {
     /// Most bytes in one MPI message, 1 to 2^31 - 1 (the default; MPI counts are
     /// 32-bit).
     pub max_message_bytes: i64,
-    /// The message slots for packed messages (runs under 64 KiB), per direction,
-    /// over all peers, at least 1 (default 16 MiB).
+    /// The message slots for packed messages (runs under 64 KiB, and long runs at
+    /// a stride on a node with more than two ranks per core under MPICH), per
+    /// direction, over all peers, at least 1 (default 16 MiB).
     pub slot_bytes: i64,
     /// Most runs cut into the messages of one round, and most segments a plan
     /// lists at creation (16-24 bytes each), at least 1 (default 262144).

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
-use crate::mpi::waiting::{complete_collective, oversubscribed};
+use crate::mpi::node::oversubscribed;
+use crate::mpi::waiting::complete_collective;
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;

@@ -1,41 +1,65 @@
 //! What was measured of the MPI library this process runs on, where it decides
-//! how the exchange cuts its messages: whether one send through a strided datatype
-//! beats a message per run. Every rank proposes its answer when a plan is made and
-//! the ranks agree on it, so both ends of a stream cut the same messages.
+//! how the exchange cuts its messages: how long runs back to back in one buffer
+//! and at one stride in the other travel together ([`StridedRuns`]). Every rank
+//! proposes its answer when a plan is made and the ranks agree on it, so both ends
+//! of a stream cut the same messages.
 //!
-//! Measured with `examples/bench.rs` and `examples/grid_bench.rs`
-//! (docs/src/performance/analysis.md): on Open MPI 4.1 a strided send took a
-//! slab split change at P = 4 from 61-64 to 45 ms and bricks to x-pencils at
-//! P = 8 from 24-25 to 14-16 ms; on MPICH 4.0 (ch4:ucx) it was no faster at P = 8
-//! and as often a fifth slower as faster at P = 4, so there each run keeps a
-//! message of its own.
+//! Measured with `examples/bench.rs`, `examples/grid_bench.rs` and
+//! `bench/pencil_messages.c` (docs/src/performance/analysis.md):
+//! - on Open MPI 4.1 a strided send took a slab split change at P = 4 from 61-64
+//!   to 45 ms and bricks to x-pencils at P = 8 from 24-25 to 14-16 ms; on MPICH
+//!   4.0 (ch4:ucx) it was no faster at P = 8 and as often a fifth slower as
+//!   faster at P = 4, so there each run keeps a message of its own;
+//! - on MPICH with four ranks per core, a receive through a strided datatype took
+//!   1.7-1.8x the contiguous bound where the same bytes through a slot, unpacked,
+//!   took 1.2-1.3x; with one or two ranks per core the strided receive was the
+//!   faster (0.85-0.92x against 1.15-1.26x).
 
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
 use mpi::ffi;
 
-/// The environment variable that overrides the measured choice: `1` lets the
-/// exchange send through strided datatypes, `0` does not.
+use crate::mpi::node::crowded;
+use crate::planning::messages::StridedRuns;
+
+/// The environment variable that overrides the measured choice of strided sends:
+/// `1` lets the exchange send through strided datatypes, `0` does not.
 pub const STRIDED_SENDS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SENDS";
 
-/// True when this rank proposes that long runs back to back in the receiver's
-/// buffer and at one stride in the sender's travel as one strided send: as
-/// [`STRIDED_SENDS_VARIABLE`] says when it is `0` or `1`, else when the MPI
-/// library is Open MPI. Decided once per process (reading the environment
-/// allocates); MPI need not be initialized.
-pub fn strided_sends_pay() -> bool {
-    static STRIDED_SENDS: OnceLock<bool> = OnceLock::new();
-    *STRIDED_SENDS.get_or_init(|| {
-        match std::env::var(STRIDED_SENDS_VARIABLE)
-            .as_deref()
-            .map(str::trim)
-        {
-            Ok("1") => true,
-            Ok("0") => false,
-            _ => library_version().contains("Open MPI"),
+/// The environment variable that overrides the measured choice of slots: `1`
+/// makes long strided runs travel through the slots, `0` does not (it takes
+/// precedence over [`STRIDED_SENDS_VARIABLE`]).
+pub const STRIDED_SLOTS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SLOTS";
+
+/// How this rank proposes that long strided runs travel: through the slots when
+/// [`STRIDED_SLOTS_VARIABLE`] is `1`, or when it is not `0` and the library is
+/// MPICH on a node with more than two ranks per processor; else through strided
+/// datatypes on both sides when [`STRIDED_SENDS_VARIABLE`] is `1`, or when it is
+/// not `0` and the library is Open MPI; else through strided receives only.
+/// Decided once per process (reading the environment allocates); MPI need not be
+/// initialized.
+pub fn proposed_strided_runs() -> StridedRuns {
+    static STRIDED_RUNS: OnceLock<StridedRuns> = OnceLock::new();
+    *STRIDED_RUNS.get_or_init(|| {
+        let open_mpi = library_version().contains("Open MPI");
+        let slots = switch(STRIDED_SLOTS_VARIABLE).unwrap_or_else(|| !open_mpi && crowded());
+        let sends = switch(STRIDED_SENDS_VARIABLE).unwrap_or(open_mpi);
+        match (slots, sends) {
+            (true, _) => StridedRuns::Slots,
+            (false, true) => StridedRuns::StridedDatatypes,
+            (false, false) => StridedRuns::StridedReceives,
         }
     })
+}
+
+/// The setting of the environment variable `name`: `Some` when it is `1` or `0`.
+fn switch(name: &str) -> Option<bool> {
+    match std::env::var(name).as_deref().map(str::trim) {
+        Ok("1") => Some(true),
+        Ok("0") => Some(false),
+        _ => None,
+    }
 }
 
 /// The MPI library's version string (`MPI_Get_library_version`, which MPI lets

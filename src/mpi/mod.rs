@@ -3,14 +3,15 @@
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
-//! chooses between, how a rank waits for its messages, and what was measured of
-//! the MPI library that shapes them.
+//! chooses between, how a rank waits for its messages, what the node it runs on
+//! holds, and what was measured of the MPI library that shapes them.
 
 pub mod agree;
 pub mod comm;
 pub mod exchange;
 pub mod inplace_exchange;
 pub mod library;
+pub mod node;
 pub mod p2p;
 pub mod threads;
 pub mod transport;

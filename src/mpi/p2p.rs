@@ -11,8 +11,9 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::node::oversubscribed;
 use crate::mpi::transport::{Bytes, Envelope, Transport};
-use crate::mpi::waiting::{oversubscribed, poll_yielding};
+use crate::mpi::waiting::poll_yielding;
 use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.

@@ -14,33 +14,10 @@
 //! processor per rank the waits are MPI's own.
 
 use std::os::raw::c_int;
-use std::sync::OnceLock;
 
 use mpi::ffi;
 
-/// Launcher variables giving the number of ranks of the job on this node: Open
-/// MPI's, then MPICH's (Hydra).
-const LOCAL_SIZE_VARIABLES: [&str; 2] = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"];
-
-/// True when the launcher says this node runs more ranks than it has online
-/// processors (decided once per process, at the first plan's creation: reading
-/// the environment allocates).
-pub fn oversubscribed() -> bool {
-    static OVERSUBSCRIBED: OnceLock<bool> = OnceLock::new();
-    *OVERSUBSCRIBED.get_or_init(|| {
-        let local_ranks = LOCAL_SIZE_VARIABLES
-            .iter()
-            .find_map(|name| std::env::var(name).ok()?.trim().parse().ok());
-        // SAFETY: sysconf only reads a system value.
-        let processors = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        exceeds(local_ranks, processors)
-    })
-}
-
-/// True when `local_ranks` is known and above `processors` (when that is known).
-fn exceeds(local_ranks: Option<libc::c_long>, processors: libc::c_long) -> bool {
-    matches!(local_ranks, Some(n) if processors > 0 && n > processors)
-}
+use crate::mpi::node::oversubscribed;
 
 /// Polls `test` until it reports completion or fails, yielding the processor
 /// between polls; returns the status code of the last poll.
@@ -83,14 +60,6 @@ pub fn complete_collective(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn oversubscribed_only_with_more_ranks_than_processors() {
-        assert!(exceeds(Some(4), 2));
-        assert!(!exceeds(Some(2), 2));
-        assert!(!exceeds(None, 2));
-        assert!(!exceeds(Some(4), -1));
-    }
 
     #[test]
     fn polling_stops_at_completion_or_failure() {

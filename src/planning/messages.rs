@@ -3,10 +3,10 @@
 //! side places them in its own buffer. The runs are joint runs (contiguous in both
 //! buffers, [`JointRuns`]), which both sides know alike, so a run long in both
 //! buffers travels straight between them however short its global runs, and long
-//! runs back to back in the sender's buffer travel together (one contiguous send,
-//! one strided receive), as do, where the limits allow strided sends, long runs
-//! back to back in the receiver's buffer (one strided send, one contiguous
-//! receive). Messages can be cut on the fly or cut once and replayed.
+//! runs back to back in one buffer and at one stride in the other travel together
+//! as [`StridedRuns`] says: through a strided datatype, or through the slot of the
+//! side that holds the stride. Messages can be cut on the fly or cut once and
+//! replayed.
 
 use crate::distribution::joint_runs::{JointRun, JointRuns};
 use crate::distribution::region::RegionRuns;
@@ -27,22 +27,37 @@ pub struct MessageLimits {
     pub max_bytes: usize,
     /// Joint runs of at least this many bytes travel straight from the sender's
     /// buffer into the receiver's (they are contiguous on both sides): alone, or
-    /// with the runs as long that follow them back to back in the sender's buffer
-    /// and at one stride in the receiver's, which receives them through a strided
-    /// datatype (or, with `strided_sends`, back to back in the receiver's buffer
-    /// and at one stride in the sender's).
+    /// with the runs as long that follow them back to back in one buffer and at
+    /// one stride in the other, as `strided_runs` says.
     pub direct_bytes: usize,
-    /// Most bytes packed together from smaller runs (the size of a staging slot).
+    /// Most bytes packed together from smaller runs, or from long ones at one stride
+    /// with [`StridedRuns::Slots`] (the size of a staging slot).
     pub packed_bytes: usize,
     /// Most runs packed together.
     pub max_runs: usize,
-    /// Long runs back to back in the receiver's buffer and at one stride in the
-    /// sender's travel together, sent through a strided datatype (where the MPI
-    /// library was measured to send one faster than a message per run).
-    pub strided_sends: bool,
+    /// How long runs back to back in one buffer and at one stride in the other
+    /// travel together.
+    pub strided_runs: StridedRuns,
 }
 
-/// The buffer in which the runs of a direct message lie at one stride (they lie
+/// How long joint runs that follow one another back to back in one buffer, and at
+/// one stride in the other, travel together: chosen by what was measured of the
+/// MPI library (`crate::mpi::library`), the same on every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StridedRuns {
+    /// In one direct message received through a strided datatype when the
+    /// receiver's buffer holds the stride; one message each when the sender's does.
+    StridedReceives,
+    /// In one direct message sent or received through a strided datatype,
+    /// whichever buffer holds the stride.
+    StridedDatatypes,
+    /// In one packed message through the slot of the side whose buffer holds the
+    /// stride (packed there by a sender, unpacked from it by a receiver), so that
+    /// every message is contiguous at both ends.
+    Slots,
+}
+
+/// The buffer in which the joined runs of a message lie at one stride (they lie
 /// back to back in the other).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StridedIn {
@@ -67,7 +82,8 @@ pub enum MessageKind {
     /// several as long, back to back in one buffer and at one stride in the other
     /// (on each side one segment, or segments of one length at one stride).
     Direct,
-    /// Several short joint runs, contiguous in at most one buffer.
+    /// Several joint runs through a slot, contiguous in at most one buffer: short
+    /// ones, or long ones at one stride with [`StridedRuns::Slots`].
     Packed,
 }
 
@@ -148,14 +164,20 @@ impl MessageCutter {
         head
     }
 
-    /// Joins to the direct message of `first` (whole) the runs after it that are
-    /// as long, back to back in one buffer and at one stride in the other, within
-    /// the limits. The second run decides which buffer holds the stride: the
-    /// target when it follows `first` in the source, else the source when strided
-    /// sends are allowed and it follows `first` in the target.
-    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) {
+    /// Joins to the message of `first` (whole) the runs after it that are as
+    /// long, back to back in one buffer and at one stride in the other, within the
+    /// limits (a slot's bytes when they travel through the slots); returns how
+    /// many runs the message holds. The second run decides which buffer holds the
+    /// stride: the target when it follows `first` in the source, else the source
+    /// when [`StridedRuns`] lets the sender's buffer hold it and it follows
+    /// `first` in the target.
+    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) -> u64 {
         let run_bytes = first.len * self.elem_size as u64;
-        let most_runs = (self.limits.max_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
+        let most_bytes = match self.limits.strided_runs {
+            StridedRuns::Slots => self.limits.packed_bytes,
+            _ => self.limits.max_bytes,
+        };
+        let most_runs = (most_bytes as u64 / run_bytes).min(self.limits.max_runs as u64);
         let (mut last, mut stride, mut runs) = (first, None::<Stride>, 1);
         while runs < most_runs {
             let Some(next) = self.take() else { break };
@@ -179,15 +201,18 @@ impl MessageCutter {
             self.push(segments, next);
             (last, stride, runs) = (next, Some(Stride { within, step }), runs + 1);
         }
+        runs
     }
 
-    /// The buffer a direct message holds at one stride, decided by its second run
-    /// `next` after `last`: the source when strided sends are allowed and `next`
-    /// follows `last` in the target only, else the target.
+    /// The buffer a message of joined runs holds at one stride, decided by its
+    /// second run `next` after `last`: the source when [`StridedRuns`] lets the
+    /// sender's buffer hold it and `next` follows `last` in the target only, else
+    /// the target.
     fn strided_buffer(&self, last: JointRun, next: JointRun) -> StridedIn {
         let in_source = next.source == last.source + last.len;
         let in_target = next.target == last.target + last.len;
-        if self.limits.strided_sends && in_target && !in_source {
+        let sender_strided = self.limits.strided_runs != StridedRuns::StridedReceives;
+        if sender_strided && in_target && !in_source {
             StridedIn::Source
         } else {
             StridedIn::Target
@@ -243,10 +268,16 @@ impl Messages for MessageCutter {
             let most = (self.limits.max_bytes as u64 / size).max(1);
             let piece = self.split(first, most);
             self.push(segments, piece);
-            if self.pending.is_none() {
-                self.join_strided(segments, piece);
-            }
-            return Some(MessageKind::Direct);
+            let runs = match self.pending {
+                None => self.join_strided(segments, piece),
+                Some(_) => 1,
+            };
+            let slotted = runs > 1 && self.limits.strided_runs == StridedRuns::Slots;
+            return Some(if slotted {
+                MessageKind::Packed
+            } else {
+                MessageKind::Direct
+            });
         }
         let mut bytes = first.len * size;
         self.push(segments, first);
@@ -378,12 +409,22 @@ mod tests {
     use crate::distribution::region::test_regions::{RegionPair, region_pair};
     use proptest::prelude::*;
 
+    fn any_strided_runs() -> impl Strategy<Value = StridedRuns> {
+        prop_oneof![
+            Just(StridedRuns::StridedReceives),
+            Just(StridedRuns::StridedDatatypes),
+            Just(StridedRuns::Slots),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]
-        fn kept_messages_replay_what_the_cutter_cuts(pair in region_pair(), budget in 0usize..40) {
+        fn kept_messages_replay_what_the_cutter_cuts(
+            pair in region_pair(), budget in 0usize..40, strided_runs in any_strided_runs()
+        ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3, strided_sends: budget % 2 == 0 };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3, strided_runs };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -407,12 +448,12 @@ mod tests {
 
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
-            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, max_runs in 1usize..4,
-            strided_sends: bool
+            pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, packed in 1usize..40,
+            max_runs in 1usize..4, strided_runs in any_strided_runs()
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
-            let packed_bytes = max_bytes.max(direct);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs, strided_sends };
+            let packed_bytes = packed.min(max_bytes);
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs, strided_runs };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
@@ -435,11 +476,12 @@ mod tests {
 
         #[test]
         fn direct_messages_are_contiguous_in_one_buffer_and_strided_in_the_other(
-            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..16, max_runs in 1usize..6,
-            strided_sends: bool
+            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..16, packed in 4usize..80,
+            max_runs in 1usize..6, strided_runs in any_strided_runs()
         ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes: max_bytes.max(direct), max_runs, strided_sends };
+            let packed_bytes = packed.clamp(direct, max_bytes.max(direct));
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes, max_runs, strided_runs };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());
@@ -455,10 +497,12 @@ mod tests {
                 let bytes: usize = target.iter().map(|s| s.len).sum();
                 prop_assert_eq!(bytes, source.iter().map(|s| s.len).sum::<usize>());
                 if *kind == MessageKind::Direct {
-                    let strided = match (source.len(), strided_sends) {
-                        (1, _) => target,
-                        (_, true) => source,
-                        (_, false) => return Err(TestCaseError::fail(format!("strided send {source:?}"))),
+                    let strided = match (source.len(), target.len(), strided_runs) {
+                        (1, 1, _) => target,
+                        (_, _, StridedRuns::Slots) => return Err(TestCaseError::fail(format!("strided direct {source:?} {target:?}"))),
+                        (1, _, _) => target,
+                        (_, _, StridedRuns::StridedDatatypes) => source,
+                        (_, _, StridedRuns::StridedReceives) => return Err(TestCaseError::fail(format!("strided send {source:?}"))),
                     };
                     let contiguous = if source.len() == 1 { source } else { target };
                     prop_assert_eq!(contiguous.len(), 1, "contiguous on one side: {:?}", contiguous);

@@ -18,7 +18,7 @@ pub use crate::planning::inplace::{
     Unscheduled, messages,
 };
 pub use crate::planning::messages::{
-    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
+    MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment, StridedRuns,
 };
 pub use crate::planning::planner::{KeptCopy, RankPlan, Route};
 pub use crate::planning::schedule::{

@@ -16,3 +16,11 @@ pub mod inplace;
 #[cfg(feature = "testing")]
 pub mod kept;
 pub mod oracle;
+
+/// Every way long strided runs can travel, for the simulations to draw from.
+#[cfg(feature = "testing")]
+pub const STRIDED_RUNS: [distreshape::testing::StridedRuns; 3] = [
+    distreshape::testing::StridedRuns::StridedReceives,
+    distreshape::testing::StridedRuns::StridedDatatypes,
+    distreshape::testing::StridedRuns::Slots,
+];

@@ -9,11 +9,12 @@ use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
-use crate::mpi::library::strided_sends_pay;
+use crate::mpi::library::proposed_strided_runs;
 use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
 use crate::planning::layouts::{LAYOUT_FINGERPRINT_LEN, LayoutArgs};
+use crate::planning::messages::StridedRuns;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::proposed_window_width;
 
@@ -58,9 +59,9 @@ pub(super) struct AgreedPlan {
     pub(super) window_width: usize,
     /// True when some rank sends or receives anything (decided from the layouts).
     pub(super) communicates: bool,
-    /// True when every rank proposes strided sends
-    /// ([`crate::mpi::library::strided_sends_pay`]).
-    pub(super) strided_sends: bool,
+    /// How long strided runs travel: the most cautious way any rank proposes
+    /// ([`crate::mpi::library::proposed_strided_runs`], [`caution`]).
+    pub(super) strided_runs: StridedRuns,
 }
 
 /// The arguments every rank validated and agreed on, and the buffers for the slab
@@ -74,8 +75,8 @@ pub(super) struct Agreed {
 
 /// Agrees on the planning outcome and on what shapes every rank's exchange: the
 /// busiest rank's peer count, the narrowest window width any rank proposes for
-/// `peers_per_window` peers per window, and strided sends when every rank
-/// proposes them (both agreed as the maximum of their complement).
+/// `peers_per_window` peers per window (agreed as the maximum of its
+/// complement), and the most cautious way for strided runs any rank proposes.
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
@@ -91,7 +92,7 @@ pub(super) fn agree_on_plan(
     let mut piggyback = [
         peers as i64,
         !(proposed as i64),
-        !i64::from(strided_sends_pay()),
+        caution(proposed_strided_runs()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -100,9 +101,29 @@ pub(super) fn agree_on_plan(
         communicates: !nothing_moves(&plan.layouts),
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
-        strided_sends: !piggyback[2] != 0,
+        strided_runs: strided_runs_of_caution(piggyback[2]),
         plan,
     })
+}
+
+/// How cautious a way for strided runs is, agreed as the maximum over the ranks:
+/// slots (every message contiguous at both ends), then strided receives only, then
+/// strided datatypes at both ends.
+fn caution(strided_runs: StridedRuns) -> i64 {
+    match strided_runs {
+        StridedRuns::StridedDatatypes => 0,
+        StridedRuns::StridedReceives => 1,
+        StridedRuns::Slots => 2,
+    }
+}
+
+/// The way for strided runs of the agreed `caution` ([`caution`]).
+fn strided_runs_of_caution(caution: i64) -> StridedRuns {
+    match caution {
+        0 => StridedRuns::StridedDatatypes,
+        1 => StridedRuns::StridedReceives,
+        _ => StridedRuns::Slots,
+    }
 }
 
 /// Every rank's input slab length and requested output length, in buffers

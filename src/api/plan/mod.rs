@@ -214,13 +214,13 @@ impl Plan {
             busiest_peers,
             window_width,
             communicates,
-            strided_sends,
+            strided_runs,
         } = agree_on_plan(&comm, planned, options.window)?;
         let exchange = contain_panic(|| {
             Exchange::new(
                 &plan,
                 comm.size(),
-                options.limits(busiest_peers, strided_sends),
+                options.limits(busiest_peers, strided_runs),
                 messages_per_round(busiest_peers),
                 Progress::for_path(plan.path, window_width),
                 options.run_budget,
