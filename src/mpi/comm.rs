@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
+use crate::mpi::datatypes::StridedDatatypes;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::waiting::complete_collective;
 
@@ -102,6 +103,8 @@ pub struct Comm {
     shared: Arc<Shared>,
     /// The first of this plan's `shared.tags_per_plan` tags.
     first_tag: u64,
+    /// The datatypes of this plan's strided messages, kept for its executions.
+    strided_datatypes: StridedDatatypes,
 }
 
 // SAFETY: the handle is only used through MPI calls, made by the plans only on
@@ -137,6 +140,7 @@ impl Comm {
         Ok(Comm {
             first_tag: (plan % PLAN_SLOTS) * shared.tags_per_plan,
             shared,
+            strided_datatypes: StridedDatatypes::default(),
         })
     }
 
@@ -150,6 +154,11 @@ impl Comm {
     /// The raw handle of the duplicate.
     pub fn raw(&self) -> RawComm {
         self.shared.raw
+    }
+
+    /// The datatypes of this plan's strided messages.
+    pub fn strided_datatypes(&self) -> &StridedDatatypes {
+        &self.strided_datatypes
     }
 
     /// This process's rank.

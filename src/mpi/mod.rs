@@ -8,6 +8,7 @@
 
 pub mod agree;
 pub mod comm;
+pub mod datatypes;
 pub mod exchange;
 pub mod inplace_exchange;
 pub mod library;

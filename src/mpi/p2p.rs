@@ -1,7 +1,7 @@
 //! Point-to-point MPI shared by both exchange engines, on the plan's private
 //! communicator: starting one send or receive (of contiguous bytes, of blocks at a
-//! stride through an MPI hvector datatype, or of one MPI datatype for the in-place
-//! schedule's multi-piece messages), completing requests, and cancelling them
+//! stride through the plan's hvector datatype for them, or of one MPI datatype for
+//! the in-place schedule's multi-piece messages), completing requests, and cancelling them
 //! after a failure. The exchange engine reaches it through [`Transport`].
 
 use std::os::raw::{c_int, c_void};
@@ -11,6 +11,7 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::datatypes::BlockShape;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::transport::{Bytes, Envelope, Transport};
 use crate::mpi::waiting::poll_yielding;
@@ -62,7 +63,8 @@ unsafe fn start(
 }
 
 /// Starts the send or receive of `bytes`: as bytes when contiguous, else through
-/// an MPI hvector datatype over its blocks.
+/// the plan's hvector datatype for its blocks (made at the first message of that
+/// shape, [`crate::mpi::datatypes`]).
 ///
 /// # Safety
 /// Every block of `bytes` valid for the message (readable for a send, writable
@@ -83,17 +85,21 @@ pub unsafe fn start_bytes(
         // SAFETY: as documented.
         return unsafe { start(comm, envelope, data, request) };
     }
-    // SAFETY: reading MPI constants; the counts fit (checked).
-    let datatype = unsafe {
-        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
-        let (n, len) = (count(bytes.blocks)?, count(bytes.block)?);
-        let stride = bytes.stride as ffi::MPI_Aint;
-        let code = ffi::MPI_Type_create_hvector(n, len, stride, ffi::RSMPI_UINT8_T, &mut datatype);
-        check(code, "MPI_Type_create_hvector")?;
-        datatype
+    let shape = BlockShape {
+        block: bytes.block,
+        blocks: bytes.blocks,
+        stride: bytes.stride,
     };
-    // SAFETY: as documented; the datatype's displacements start at the first block.
-    unsafe { start_datatype(comm, envelope, bytes.at, datatype, request) }
+    comm.strided_datatypes().with_datatype(shape, |datatype| {
+        let data = Typed {
+            at: bytes.at,
+            count: 1,
+            datatype,
+        };
+        // SAFETY: as documented; the datatype's displacements start at the first
+        // block.
+        unsafe { start(comm, envelope, data, request) }
+    })
 }
 
 /// Commits `datatype`, starts the send or receive of one item of it at `at`, and

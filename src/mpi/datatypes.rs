@@ -1,0 +1,115 @@
+//! The strided MPI datatypes of one plan's messages: an hvector of bytes for each
+//! shape of blocks, made and committed the first time a message of that shape
+//! starts, kept for the plan's later executions (which then make no datatype), and
+//! freed with the plan. A plan keeps at most [`KEPT_DATATYPES`] shapes (a pencil
+//! transpose or a slab split change has one or two); a message of another shape
+//! gets a datatype of its own, freed as soon as the message has started (MPI keeps
+//! what the pending operation needs).
+
+use std::sync::{Mutex, PoisonError};
+
+use mpi::ffi;
+
+use crate::core::error::Result;
+use crate::mpi::comm::{check, count, mpi_is_usable};
+
+/// Most datatype shapes one plan keeps.
+pub const KEPT_DATATYPES: usize = 16;
+
+/// Blocks of bytes at one stride: `blocks` blocks of `block` bytes, each `stride`
+/// bytes after the one before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockShape {
+    /// Bytes per block.
+    pub block: usize,
+    /// How many blocks.
+    pub blocks: usize,
+    /// Bytes from the start of one block to the start of the next.
+    pub stride: usize,
+}
+
+/// A committed datatype and the shape it describes.
+#[derive(Clone, Copy, Debug)]
+struct KeptDatatype {
+    shape: BlockShape,
+    datatype: ffi::MPI_Datatype,
+}
+
+/// One plan's kept datatypes (none at first), in a fixed array allocated with the
+/// plan.
+#[derive(Debug, Default)]
+pub struct StridedDatatypes {
+    kept: Mutex<[Option<KeptDatatype>; KEPT_DATATYPES]>,
+}
+
+// SAFETY: the handles are only used through MPI calls, made by the plan on the
+// threads its thread level allows (as for the plan's communicator), and the array
+// is behind a mutex.
+unsafe impl Send for StridedDatatypes {}
+// SAFETY: as above.
+unsafe impl Sync for StridedDatatypes {}
+
+impl StridedDatatypes {
+    /// Calls `start` with a committed datatype describing `shape`: the one kept
+    /// for it, else a new one, kept while there is room, otherwise freed once
+    /// `start` has returned.
+    pub fn with_datatype(
+        &self,
+        shape: BlockShape,
+        start: impl FnOnce(ffi::MPI_Datatype) -> Result<()>,
+    ) -> Result<()> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = kept.iter().flatten().find(|k| k.shape == shape) {
+            let datatype = found.datatype;
+            drop(kept);
+            return start(datatype);
+        }
+        let mut datatype = committed_hvector(shape)?;
+        if let Some(room) = kept.iter_mut().find(|k| k.is_none()) {
+            *room = Some(KeptDatatype { shape, datatype });
+            drop(kept);
+            return start(datatype);
+        }
+        drop(kept);
+        let started = start(datatype);
+        // SAFETY: our own datatype, freed once; the started operation keeps what
+        // it needs.
+        unsafe { ffi::MPI_Type_free(&mut datatype) };
+        started
+    }
+}
+
+impl Drop for StridedDatatypes {
+    /// Frees the kept datatypes while MPI is usable (after `MPI_Finalize` they are
+    /// gone with it). The plan drops its communicator, and these with it, only on
+    /// a thread that may call MPI.
+    fn drop(&mut self) {
+        if !mpi_is_usable() {
+            return;
+        }
+        let kept = self.kept.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for mut k in kept.iter_mut().filter_map(Option::take) {
+            // SAFETY: a datatype this plan committed, freed exactly once.
+            unsafe { ffi::MPI_Type_free(&mut k.datatype) };
+        }
+    }
+}
+
+/// A committed hvector datatype of bytes describing `shape`.
+fn committed_hvector(shape: BlockShape) -> Result<ffi::MPI_Datatype> {
+    let (blocks, block) = (count(shape.blocks)?, count(shape.block)?);
+    let stride = shape.stride as ffi::MPI_Aint;
+    // SAFETY: reading MPI constant handles; the datatype is created before it is
+    // committed, and freed if committing fails.
+    unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let code =
+            ffi::MPI_Type_create_hvector(blocks, block, stride, ffi::RSMPI_UINT8_T, &mut datatype);
+        check(code, "MPI_Type_create_hvector")?;
+        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
+        if committed.is_err() {
+            ffi::MPI_Type_free(&mut datatype);
+        }
+        committed.map(|()| datatype)
+    }
+}
