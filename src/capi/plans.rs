@@ -16,7 +16,7 @@ use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
-use crate::mpi::comm::require_mpi;
+use crate::mpi::status::require_mpi;
 use crate::planning::args::{Notation, ReshapeArgs};
 use crate::planning::planner::Route;
 

@@ -2,7 +2,7 @@
 //! with MPI_ERRORS_RETURN, cached on it as an attribute and shared by its plans,
 //! and the few collectives the planner needs, each checked.
 
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,58 +13,14 @@ use mpi::ffi;
 use crate::core::error::{Error, Result};
 use crate::mpi::datatypes::StridedDatatypes;
 use crate::mpi::node::oversubscribed;
+use crate::mpi::status::{check, count, mpi_is_usable, require_mpi};
 use crate::mpi::waiting::complete_collective;
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
 
-/// Converts an MPI return code into a [`Result`], naming the call that failed.
-pub fn check(code: c_int, call: &str) -> Result<()> {
-    if code == 0 {
-        return Ok(());
-    }
-    let mut text = [0 as c_char; 512];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING (512 in MPICH and Open MPI) bytes.
-    let described = unsafe { ffi::MPI_Error_string(code, text.as_mut_ptr(), &mut len) } == 0;
-    let reason = if described {
-        let bytes: Vec<u8> = text[..len.max(0) as usize]
-            .iter()
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    } else {
-        format!("error code {code}")
-    };
-    Err(Error::Mpi(format!("{call} failed: {reason}")))
-}
-
-/// True when MPI is initialized and not yet finalized.
-pub fn mpi_is_usable() -> bool {
-    let (mut init, mut fin): (c_int, c_int) = (0, 0);
-    // SAFETY: both calls may be made at any time, even before MPI_Init.
-    unsafe {
-        ffi::MPI_Initialized(&mut init);
-        ffi::MPI_Finalized(&mut fin);
-    }
-    init != 0 && fin == 0
-}
-
 /// Most values [`Comm::allreduce_max`] reduces in one call.
 pub(crate) const MAX_REDUCED: usize = 256;
-
-/// `Ok` when MPI is initialized and not yet finalized, else
-/// [`Error::MpiNotInitialized`]: checked before any MPI call, so that a call after
-/// `MPI_Finalize` returns an error instead of aborting the process.
-pub fn require_mpi() -> Result<()> {
-    if mpi_is_usable() {
-        return Ok(());
-    }
-    Err(Error::MpiNotInitialized(
-        "call MPI_Init (or MPI_Init_thread) before DistReshape, and do not call it after MPI_Finalize"
-            .into(),
-    ))
-}
 
 /// Plans on one communicator share its private duplicate; each takes the tags of
 /// one of this many slots (plan `i` slot `i % PLAN_SLOTS`), so that up to this many
@@ -277,12 +233,6 @@ fn world_rank() -> c_int {
     // SAFETY: MPI is initialized (checked by the caller); MPI_COMM_WORLD is valid.
     unsafe { ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut rank) };
     rank
-}
-
-/// Converts a length to an MPI count.
-pub fn count(len: usize) -> Result<c_int> {
-    c_int::try_from(len)
-        .map_err(|_| Error::Internal(format!("MPI count {len} exceeds the 32-bit limit")))
 }
 
 /// Runs `body` with MPI_ERRORS_RETURN as `caller`'s error handler and restores the

@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::Result;
-use crate::mpi::comm::{check, count, mpi_is_usable};
+use crate::mpi::status::{check, count, mpi_is_usable};
 
 /// Most datatype shapes one plan keeps.
 pub const KEPT_DATATYPES: usize = 16;

@@ -16,8 +16,9 @@ use mpi::ffi;
 
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::comm::Comm;
 use crate::mpi::p2p::{cancel_all, complete_all, start_bytes, start_datatype};
+use crate::mpi::status::{check, count};
 use crate::mpi::transport::{Bytes, Channel, Envelope, copy_blocks};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;

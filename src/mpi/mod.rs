@@ -1,5 +1,6 @@
-//! The MPI execution: the library's private communicator and its tags, the thread
-//! level's rules, agreement on every step's outcome, point-to-point messages behind
+//! The MPI execution: MPI's return codes and counts checked, the library's
+//! private communicator and its tags, the strided datatypes a plan keeps, the
+//! thread level's rules, agreement on every step's outcome, point-to-point messages behind
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
@@ -14,6 +15,7 @@ pub mod inplace_exchange;
 pub mod library;
 pub mod node;
 pub mod p2p;
+pub mod status;
 pub mod threads;
 pub mod transport;
 pub mod waiting;

@@ -10,9 +10,10 @@ use mpi::ffi;
 
 use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
-use crate::mpi::comm::{Comm, check, count};
+use crate::mpi::comm::Comm;
 use crate::mpi::datatypes::BlockShape;
 use crate::mpi::node::oversubscribed;
+use crate::mpi::status::{check, count};
 use crate::mpi::transport::{Bytes, Envelope, Transport};
 use crate::mpi::waiting::poll_yielding;
 use crate::planning::schedule::Side;
