@@ -10,10 +10,11 @@ pub struct PlanOptions {
     pub max_message_bytes: usize,
     /// The message slots for packed messages (small runs, and long runs at a
     /// stride where they travel through the slots: `crate::mpi::library`), per
-    /// direction, over all peers (default [`PlanOptions::DEFAULT_SLOT_BYTES`]): packed messages are
-    /// capped at this divided by the largest peer count of any rank (but at least
-    /// [`PlanOptions::MIN_PACKED_BYTES`]), so the slots never exceed it by more than
-    /// that floor times the peer count, nor the bytes actually moved.
+    /// direction, over all peers (default [`PlanOptions::DEFAULT_SLOT_BYTES`]):
+    /// packed messages are capped at this divided by the largest peer count of
+    /// any rank (but at least [`PlanOptions::MIN_PACKED_BYTES`]), so the slots
+    /// never exceed it by more than that floor times the peer count, nor the
+    /// bytes actually moved.
     pub slot_bytes: usize,
     /// Most runs cut into the messages of one round, over all peers (default
     /// [`PlanOptions::DEFAULT_RUN_BUDGET`]): bounds the memory that lists them (16
