@@ -1,7 +1,7 @@
 //! The strided MPI datatypes of one plan's messages: an hvector of bytes for each
 //! shape of blocks, made and committed the first time a message of that shape
 //! starts, kept for the plan's later executions (which then make no datatype), and
-//! freed with the plan. A plan keeps at most [`KEPT_DATATYPES`] shapes (a pencil
+//! freed with the plan. A plan keeps at most `KEPT_DATATYPES` shapes (a pencil
 //! transpose or a slab split change has one or two); a message of another shape
 //! gets a datatype of its own, freed as soon as the message has started (MPI keeps
 //! what the pending operation needs).
@@ -14,7 +14,7 @@ use crate::core::error::Result;
 use crate::mpi::status::{check, count, mpi_is_usable};
 
 /// Most datatype shapes one plan keeps.
-pub const KEPT_DATATYPES: usize = 16;
+const KEPT_DATATYPES: usize = 16;
 
 /// Blocks of bytes at one stride: `blocks` blocks of `block` bytes, each `stride`
 /// bytes after the one before.
