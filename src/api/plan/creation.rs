@@ -60,7 +60,7 @@ pub(super) struct AgreedPlan {
     /// True when some rank sends or receives anything (decided from the layouts).
     pub(super) communicates: bool,
     /// How long strided runs travel: the most cautious way any rank proposes
-    /// ([`crate::mpi::library::proposed_strided_runs`], [`caution`]).
+    /// ([`crate::mpi::library::proposed_strided_runs`], [`BY_CAUTION`]).
     pub(super) strided_runs: StridedRuns,
 }
 
@@ -106,24 +106,26 @@ pub(super) fn agree_on_plan(
     })
 }
 
-/// How cautious a way for strided runs is, agreed as the maximum over the ranks:
-/// slots (every message contiguous at both ends), then strided receives only, then
-/// strided datatypes at both ends.
+/// The ways for strided runs from the least cautious to the most: strided
+/// datatypes at both ends, strided receives only, slots (every message contiguous
+/// at both ends). The ranks agree on the largest index any rank proposes.
+const BY_CAUTION: [StridedRuns; 3] = [
+    StridedRuns::StridedDatatypes,
+    StridedRuns::StridedReceives,
+    StridedRuns::Slots,
+];
+
+/// The index of `strided_runs` in [`BY_CAUTION`].
 fn caution(strided_runs: StridedRuns) -> i64 {
-    match strided_runs {
-        StridedRuns::StridedDatatypes => 0,
-        StridedRuns::StridedReceives => 1,
-        StridedRuns::Slots => 2,
-    }
+    BY_CAUTION
+        .iter()
+        .take_while(|&&w| w != strided_runs)
+        .count() as i64
 }
 
-/// The way for strided runs of the agreed `caution` ([`caution`]).
+/// The way for strided runs of the agreed `caution` ([`BY_CAUTION`]).
 fn strided_runs_of_caution(caution: i64) -> StridedRuns {
-    match caution {
-        0 => StridedRuns::StridedDatatypes,
-        1 => StridedRuns::StridedReceives,
-        _ => StridedRuns::Slots,
-    }
+    BY_CAUTION[(caution.max(0) as usize).min(BY_CAUTION.len() - 1)]
 }
 
 /// Every rank's input slab length and requested output length, in buffers
@@ -233,4 +235,18 @@ fn check_cartesian(layouts: &Redistribution, dims: Option<&[i64]>, rank: usize) 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_way_for_strided_runs_round_trips_through_its_caution() {
+        for (index, &way) in BY_CAUTION.iter().enumerate() {
+            assert_eq!(caution(way), index as i64);
+            assert_eq!(strided_runs_of_caution(caution(way)), way);
+        }
+        assert_eq!(strided_runs_of_caution(7), StridedRuns::Slots);
+    }
 }
