@@ -12,21 +12,10 @@ use mpi::ffi;
 
 use crate::core::error::Result;
 use crate::mpi::status::{check, count, mpi_is_usable};
+use crate::mpi::transport::BlockShape;
 
 /// Most datatype shapes one plan keeps.
 const KEPT_DATATYPES: usize = 16;
-
-/// Blocks of bytes at one stride: `blocks` blocks of `block` bytes, each `stride`
-/// bytes after the one before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockShape {
-    /// Bytes per block.
-    pub block: usize,
-    /// How many blocks.
-    pub blocks: usize,
-    /// Bytes from the start of one block to the start of the next.
-    pub stride: usize,
-}
 
 /// A committed datatype and the shape it describes.
 #[derive(Clone, Copy, Debug)]

@@ -19,7 +19,7 @@ use crate::core::fallible::try_vec;
 use crate::mpi::comm::Comm;
 use crate::mpi::p2p::{cancel_all, complete_all, start_bytes, start_datatype};
 use crate::mpi::status::{check, count};
-use crate::mpi::transport::{Bytes, Channel, Envelope, copy_blocks};
+use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, copy_blocks};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
@@ -169,37 +169,24 @@ impl Buffers {
     /// was staged and the execution is in place, else its place in the input.
     fn source(&self, t: &PieceMove) -> Bytes {
         match (t.staged, self.in_place) {
-            (Some(at), true) => Bytes {
-                // SAFETY: staging offsets lie within the staging (schedule invariant).
-                at: unsafe { self.staging.add(at) },
-                block: t.shape.len,
-                blocks: t.shape.count,
-                stride: t.shape.len,
-            },
+            // SAFETY: staging offsets lie within the staging (schedule invariant).
+            (Some(at), true) => piece_runs(unsafe { self.staging.add(at) }, t, t.shape.len),
             _ => self.in_input(t),
         }
     }
 
     /// Where the runs of piece `t` lie in the input.
     fn in_input(&self, t: &PieceMove) -> Bytes {
-        Bytes {
-            // SAFETY: sources lie within the input (planner invariant).
-            at: unsafe { self.input.add(t.src) }.cast_mut(),
-            block: t.shape.len,
-            blocks: t.shape.count,
-            stride: t.shape.src_stride,
-        }
+        // SAFETY: sources lie within the input (planner invariant).
+        let at = unsafe { self.input.add(t.src) }.cast_mut();
+        piece_runs(at, t, t.shape.src_stride)
     }
 
     /// Where the runs of piece `t` land in the output.
     fn destination(&self, t: &PieceMove) -> Bytes {
-        Bytes {
-            // SAFETY: destinations lie within the output (planner invariant).
-            at: unsafe { self.output.add(t.dst) },
-            block: t.shape.len,
-            blocks: t.shape.count,
-            stride: t.shape.dst_stride,
-        }
+        // SAFETY: destinations lie within the output (planner invariant).
+        let at = unsafe { self.output.add(t.dst) };
+        piece_runs(at, t, t.shape.dst_stride)
     }
 
     /// What the block offsets of a message on `side` are relative to.
@@ -245,6 +232,16 @@ impl Buffers {
     }
 }
 
+/// The runs of piece `t` from `at`, `stride` bytes apart.
+fn piece_runs(at: *mut u8, t: &PieceMove, stride: usize) -> Bytes {
+    let shape = BlockShape {
+        block: t.shape.len,
+        blocks: t.shape.count,
+        stride,
+    };
+    Bytes { at, shape }
+}
+
 /// The block lengths and offsets of a multi-piece message's MPI datatype, in
 /// lists allocated once with the schedule.
 struct BlockLists<'a> {
@@ -284,8 +281,8 @@ impl<I: ExactSizeIterator<Item = Bytes>> Message<I> {
         lens.clear();
         offsets.clear();
         for runs in pieces {
-            for i in 0..runs.blocks {
-                lens.push(count(runs.block)?);
+            for i in 0..runs.shape.blocks {
+                lens.push(count(runs.shape.block)?);
                 offsets.push((runs.block_at(i) as isize - base as isize) as ffi::MPI_Aint);
             }
         }

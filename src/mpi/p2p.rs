@@ -11,7 +11,6 @@ use mpi::ffi;
 use crate::core::error::Result;
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::Comm;
-use crate::mpi::datatypes::BlockShape;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{Bytes, Envelope, Transport};
@@ -76,7 +75,7 @@ pub unsafe fn start_bytes(
     bytes: Bytes,
     request: &mut ffi::MPI_Request,
 ) -> Result<()> {
-    if bytes.is_contiguous() {
+    if bytes.shape.is_contiguous() {
         let data = Typed {
             at: bytes.at,
             count: count(bytes.total_bytes())?,
@@ -86,21 +85,17 @@ pub unsafe fn start_bytes(
         // SAFETY: as documented.
         return unsafe { start(comm, envelope, data, request) };
     }
-    let shape = BlockShape {
-        block: bytes.block,
-        blocks: bytes.blocks,
-        stride: bytes.stride,
-    };
-    comm.strided_datatypes().with_datatype(shape, |datatype| {
-        let data = Typed {
-            at: bytes.at,
-            count: 1,
-            datatype,
-        };
-        // SAFETY: as documented; the datatype's displacements start at the first
-        // block.
-        unsafe { start(comm, envelope, data, request) }
-    })
+    comm.strided_datatypes()
+        .with_datatype(bytes.shape, |datatype| {
+            let data = Typed {
+                at: bytes.at,
+                count: 1,
+                datatype,
+            };
+            // SAFETY: as documented; the datatype's displacements start at the first
+            // block.
+            unsafe { start(comm, envelope, data, request) }
+        })
 }
 
 /// Commits `datatype`, starts the send or receive of one item of it at `at`, and

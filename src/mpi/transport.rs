@@ -9,14 +9,10 @@ use std::os::raw::c_int;
 use crate::core::error::Result;
 use crate::planning::schedule::Side;
 
-/// The bytes of one message: `blocks` blocks of `block` bytes each, the first at
-/// `at` and each `stride` bytes after the one before (one block, or a stride of
-/// `block`: contiguous), read by a send, written by a receive. Both ends of a
-/// message move the same number of bytes, each laid out in its own blocks.
-#[derive(Clone, Copy, Debug)]
-pub struct Bytes {
-    /// The first byte (may be dangling when nothing moves).
-    pub at: *mut u8,
+/// Blocks of bytes at one stride: `blocks` blocks of `block` bytes, each `stride`
+/// bytes after the one before (one block, or a stride of `block`: contiguous).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockShape {
     /// Bytes per block.
     pub block: usize,
     /// How many blocks.
@@ -25,18 +21,17 @@ pub struct Bytes {
     pub stride: usize,
 }
 
-impl Bytes {
-    /// `len` contiguous bytes at `at`.
-    pub fn contiguous(at: *mut u8, len: usize) -> Bytes {
-        Bytes {
-            at,
+impl BlockShape {
+    /// `len` contiguous bytes.
+    pub fn contiguous(len: usize) -> BlockShape {
+        BlockShape {
             block: len,
             blocks: 1,
             stride: len,
         }
     }
 
-    /// How many bytes the message moves.
+    /// How many bytes the blocks hold.
     pub fn total_bytes(&self) -> usize {
         self.block * self.blocks
     }
@@ -45,10 +40,36 @@ impl Bytes {
     pub fn is_contiguous(&self) -> bool {
         self.blocks <= 1 || self.stride == self.block
     }
+}
+
+/// The bytes of one message: blocks of `shape`, the first at `at`, read by a
+/// send, written by a receive. Both ends of a message move the same number of
+/// bytes, each laid out in its own blocks.
+#[derive(Clone, Copy, Debug)]
+pub struct Bytes {
+    /// The first byte (may be dangling when nothing moves).
+    pub at: *mut u8,
+    /// How the bytes lie from `at`.
+    pub shape: BlockShape,
+}
+
+impl Bytes {
+    /// `len` contiguous bytes at `at`.
+    pub fn contiguous(at: *mut u8, len: usize) -> Bytes {
+        Bytes {
+            at,
+            shape: BlockShape::contiguous(len),
+        }
+    }
+
+    /// How many bytes the message moves.
+    pub fn total_bytes(&self) -> usize {
+        self.shape.total_bytes()
+    }
 
     /// The start of block `i`.
     pub fn block_at(&self, i: usize) -> *mut u8 {
-        self.at.wrapping_add(i * self.stride)
+        self.at.wrapping_add(i * self.shape.stride)
     }
 }
 
@@ -60,9 +81,10 @@ impl Bytes {
 pub unsafe fn copy_blocks(from: Bytes, to: Bytes) {
     let (mut read, mut written) = (0, 0);
     while read < from.total_bytes() {
-        let (i, in_from) = (read / from.block, read % from.block);
-        let (j, in_to) = (written / to.block, written % to.block);
-        let n = (from.block - in_from).min(to.block - in_to);
+        let (from_block, to_block) = (from.shape.block, to.shape.block);
+        let (i, in_from) = (read / from_block, read % from_block);
+        let (j, in_to) = (written / to_block, written % to_block);
+        let n = (from_block - in_from).min(to_block - in_to);
         // SAFETY: both ranges lie within a block of their message (as documented).
         unsafe {
             let src = from.block_at(i).add(in_from);

@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::Mode;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
-use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
+use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, Transport};
 use crate::planning::messages::{
     CutMessages, MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
@@ -236,9 +236,11 @@ impl Message<'_> {
             [_] => Some(Bytes::contiguous(at, first.len)),
             [_, second, ..] if self.kind == MessageKind::Direct => Some(Bytes {
                 at,
-                block: first.len,
-                blocks: self.segments.len(),
-                stride: second.offset - first.offset,
+                shape: BlockShape {
+                    block: first.len,
+                    blocks: self.segments.len(),
+                    stride: second.offset - first.offset,
+                },
             }),
             _ => None,
         }
