@@ -38,6 +38,10 @@
 //!   does: every rank's boxes gathered, the intersection with each peer's box
 //!   packed in C order into one contiguous chunk per peer, the part the rank keeps
 //!   copied box to box; its output must equal the library's, element for element;
+//! - baseline 4 (cases that keep the shape): one `MPI_Alltoallw` on MPI_COMM_WORLD
+//!   with an `MPI_Type_create_subarray` per peer and side (the rank's own part
+//!   included, copied by MPI), the datatypes made once: MPI packs, moves and
+//!   unpacks; its output must equal the library's, element for element;
 //! - the growth of the peak resident set (VmHWM, reset through /proc/self/clear_refs
 //!   when the kernel allows) during one execute, as MiB and as a fraction of the
 //!   local data (max(input, output) bytes of the rank), max over ranks;
@@ -605,6 +609,123 @@ fn kept_copies(input: &GridBox, output: &GridBox) -> Vec<BlockCopy> {
 }
 
 // ---------------------------------------------------------------------------------
+// Baseline 4: MPI_Alltoallw with subarray datatypes
+// ---------------------------------------------------------------------------------
+
+/// One side of an `MPI_Alltoallw`: per peer a count (1, or 0 when nothing is
+/// shared) and a committed subarray datatype of the local box (a predefined one
+/// with a count of 0), every displacement 0.
+struct SubarraySide {
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
+    types: Vec<ffi::MPI_Datatype>,
+}
+
+impl SubarraySide {
+    /// The subarrays of `mine` shared with each box of `boxes` (in rank order).
+    fn new(mine: &GridBox, boxes: &[GridBox]) -> SubarraySide {
+        let shared = boxes.iter().map(|other| intersection(mine, other));
+        let (counts, types) = shared
+            .map(|s| s.map_or((0, double()), |s| (1, subarray(mine, &s))))
+            .unzip();
+        SubarraySide {
+            counts,
+            displs: vec![0; boxes.len()],
+            types,
+        }
+    }
+}
+
+impl Drop for SubarraySide {
+    fn drop(&mut self) {
+        for (t, &n) in self.types.iter_mut().zip(&self.counts) {
+            if n > 0 {
+                // SAFETY: a datatype `subarray` committed, freed once, here.
+                unsafe { ffi::MPI_Type_free(t) };
+            }
+        }
+    }
+}
+
+/// `MPI_DOUBLE`.
+fn double() -> ffi::MPI_Datatype {
+    // SAFETY: reading an MPI constant handle.
+    unsafe { ffi::RSMPI_DOUBLE }
+}
+
+/// A committed C-order subarray datatype of doubles: `part` within box `whole`.
+fn subarray(whole: &GridBox, part: &GridBox) -> ffi::MPI_Datatype {
+    let int = |v: u64| c_int::try_from(v).expect("extent fits an int");
+    let sizes: Vec<c_int> = whole.extents.iter().map(|&e| int(e)).collect();
+    let subsizes: Vec<c_int> = part.extents.iter().map(|&e| int(e)).collect();
+    let starts: Vec<c_int> = (part.offsets.iter().zip(&whole.offsets))
+        .map(|(&p, &w)| int(p - w))
+        .collect();
+    let ndims = sizes.len() as c_int;
+    // SAFETY: the three arrays hold `ndims` entries; the part lies in the box
+    // (an intersection with it), so MPI accepts the subarray.
+    unsafe {
+        let mut t = ffi::RSMPI_DATATYPE_NULL;
+        let code = ffi::MPI_Type_create_subarray(
+            ndims,
+            sizes.as_ptr(),
+            subsizes.as_ptr(),
+            starts.as_ptr(),
+            ffi::MPI_ORDER_C as c_int,
+            ffi::RSMPI_DOUBLE,
+            &mut t,
+        );
+        assert_eq!(code, 0, "MPI_Type_create_subarray failed");
+        assert_eq!(ffi::MPI_Type_commit(&mut t), 0, "MPI_Type_commit failed");
+        t
+    }
+}
+
+/// A redistribution written as one `MPI_Alltoallw` of subarrays.
+struct HandAlltoallw {
+    comm: ffi::MPI_Comm,
+    sends: SubarraySide,
+    recvs: SubarraySide,
+    /// The output box, compared with the library's after the timed runs.
+    output: Vec<f64>,
+}
+
+impl HandAlltoallw {
+    /// Collective: gathers every rank's boxes and makes the datatypes.
+    fn new(world: &SimpleCommunicator, input: &GridBox, output: &GridBox) -> HandAlltoallw {
+        let (inputs, outputs) = (all_boxes(world, input), all_boxes(world, output));
+        HandAlltoallw {
+            comm: world.as_raw(),
+            sends: SubarraySide::new(input, &outputs),
+            recvs: SubarraySide::new(output, &inputs),
+            output: vec![f64::NAN; output.len() as usize],
+        }
+    }
+
+    /// One redistribution of `input` (the input box) into the output box.
+    fn run(&mut self, input: &[f64]) {
+        let (s, r) = (&self.sends, &self.recvs);
+        // SAFETY: each datatype lies within its box's buffer (input of the input
+        // box, output of the output box); every rank calls it with the matching
+        // subarrays of the same boxes.
+        let code = unsafe {
+            ffi::MPI_Alltoallw(
+                input.as_ptr().cast::<c_void>(),
+                s.counts.as_ptr(),
+                s.displs.as_ptr(),
+                s.types.as_ptr(),
+                self.output.as_mut_ptr().cast::<c_void>(),
+                r.counts.as_ptr(),
+                r.displs.as_ptr(),
+                r.types.as_ptr(),
+                self.comm,
+            )
+        };
+        assert_eq!(code, 0, "MPI_Alltoallw failed");
+    }
+}
+
+// ---------------------------------------------------------------------------------
 // Measurement helpers
 // ---------------------------------------------------------------------------------
 
@@ -739,15 +860,18 @@ struct Times {
     hand_transpose: Option<f64>,
     /// Baseline 3, for cases that keep the shape.
     hand_alltoallv: Option<f64>,
+    /// Baseline 4, for cases that keep the shape.
+    hand_alltoallw: Option<f64>,
 }
 
-/// Series timed per run: the kept memcpy, execute, Alltoallv, baselines 2 and 3.
-const TIMED: usize = 5;
+/// Series timed per run: the kept memcpy, execute, Alltoallv, baselines 2, 3, 4.
+const TIMED: usize = 6;
 
 /// The hand-written baselines a case has.
 struct ByHand {
     transpose: Option<HandTranspose>,
     alltoallv: Option<HandAlltoallv>,
+    alltoallw: Option<HandAlltoallw>,
 }
 
 impl ByHand {
@@ -755,6 +879,7 @@ impl ByHand {
     fn matches(&self, output: &[f64]) -> bool {
         self.transpose.as_ref().is_none_or(|h| h.output == output)
             && self.alltoallv.as_ref().is_none_or(|h| h.output == output)
+            && self.alltoallw.as_ref().is_none_or(|h| h.output == output)
     }
 }
 
@@ -787,6 +912,9 @@ fn time_out_of_place(
         if let Some(h) = hand.alltoallv.as_mut() {
             t[4] = barrier_timed(world, || h.run(&b.input));
         }
+        if let Some(h) = hand.alltoallw.as_mut() {
+            t[5] = barrier_timed(world, || h.run(&b.input));
+        }
         world.barrier();
         if i >= o.warmup {
             local.extend_from_slice(&t);
@@ -808,6 +936,7 @@ fn time_out_of_place(
         alltoallv: series(2),
         hand_transpose: hand.transpose.as_ref().map(|_| series(3)),
         hand_alltoallv: hand.alltoallv.as_ref().map(|_| series(4)),
+        hand_alltoallw: hand.alltoallw.as_ref().map(|_| series(5)),
     }
 }
 
@@ -852,6 +981,8 @@ struct Row {
     ratio2: Option<f64>,
     baseline3_s: Option<f64>,
     ratio3: Option<f64>,
+    baseline4_s: Option<f64>,
+    ratio4: Option<f64>,
     /// Most bytes a rank sends or receives.
     moved_mib: f64,
     /// Most peers a rank sends to or receives from.
@@ -920,6 +1051,8 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
             .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box)),
         alltoallv: (b.gshape == b.new_shape)
             .then(|| HandAlltoallv::new(world, &b.in_box, &b.out_box)),
+        alltoallw: (b.gshape == b.new_shape)
+            .then(|| HandAlltoallw::new(world, &b.in_box, &b.out_box)),
     };
     let times = time_out_of_place(world, o, &plan, &mut b, &mut contiguous, &mut hand);
     drop(contiguous);
@@ -960,6 +1093,8 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         ratio2: times.hand_transpose.map(|h| times.execute / h),
         baseline3_s: times.hand_alltoallv,
         ratio3: times.hand_alltoallv.map(|h| times.execute / h),
+        baseline4_s: times.hand_alltoallw,
+        ratio4: times.hand_alltoallw.map(|h| times.execute / h),
         moved_mib: m[5],
         max_peers: max_u64(world, stats.peers_sent.max(stats.peers_received) as u64),
         extra_mib: m[0],
@@ -1015,6 +1150,8 @@ fn json_line(r: &Row) -> String {
     kv("ratio_vs_baseline2", json_opt(r.ratio2));
     kv("baseline3_s", json_opt(r.baseline3_s));
     kv("ratio_vs_baseline3", json_opt(r.ratio3));
+    kv("baseline4_s", json_opt(r.baseline4_s));
+    kv("ratio_vs_baseline4", json_opt(r.ratio4));
     kv("ratio_target", json_num(RATIO_TARGET));
     kv("max_moved_mib_per_rank", json_num(r.moved_mib));
     kv("max_peers", r.max_peers.to_string());
@@ -1048,7 +1185,7 @@ fn ms(x: f64) -> String {
 }
 
 /// The table's columns: heading and width (the first left-aligned).
-const COLUMNS: [(&str, usize); 21] = [
+const COLUMNS: [(&str, usize); 23] = [
     ("case", 20),
     ("P", 2),
     ("shape", 26),
@@ -1061,6 +1198,8 @@ const COLUMNS: [(&str, usize); 21] = [
     ("/base2", 6),
     ("base3 ms", 8),
     ("/base3", 6),
+    ("base4 ms", 8),
+    ("/base4", 6),
     ("MiB/rank", 8),
     ("peers", 5),
     ("xtra MiB", 8),
@@ -1106,6 +1245,8 @@ fn print_row(r: &Row) {
         r.ratio2.map_or("-".into(), |x| format!("{x:.2}")),
         ms(r.baseline3_s.unwrap_or(f64::NAN)),
         r.ratio3.map_or("-".into(), |x| format!("{x:.2}")),
+        ms(r.baseline4_s.unwrap_or(f64::NAN)),
+        r.ratio4.map_or("-".into(), |x| format!("{x:.2}")),
         format!("{:.1}", r.moved_mib),
         r.max_peers.to_string(),
         format!("{:.1}", r.extra_mib),
