@@ -321,6 +321,7 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
     MessageLimits {
         max_bytes,
         direct_bytes: max_bytes.min(8 * (1 + rng.below(3) as usize)),
+        strided_short_bytes: 8 * (1 + rng.below(3) as usize),
         packed_bytes: max_bytes,
         max_runs: 1 + rng.below(4) as usize,
         strided_runs: STRIDED_RUNS[rng.below(STRIDED_RUNS.len() as u64) as usize],
@@ -450,6 +451,8 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
 /// the sender's pencil: with 2 KiB direct messages, all that a rank sends its peer
 /// is one message, contiguous on the sending side and eight planes at one stride on
 /// the receiving side (received through a strided datatype, or through the slot).
+/// Shorter than the direct messages, the planes are packed even where strided
+/// datatypes pay: short runs join only at a stride in the sender's buffer.
 #[test]
 fn pencil_transpose_travels_as_one_strided_message_per_peer() {
     let shape = [16u64, 32, 32];
@@ -460,17 +463,26 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
         .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
         .collect();
     let plane = 16 * 16 * 8;
-    for (strided_runs, kind) in [
-        (StridedRuns::StridedReceives, MessageKind::Direct),
-        (StridedRuns::Slots, MessageKind::Packed),
+    let limits = |strided_runs| MessageLimits {
+        max_bytes: 1 << 20,
+        direct_bytes: 2048,
+        strided_short_bytes: 2048,
+        packed_bytes: 1 << 20,
+        max_runs: 1 << 10,
+        strided_runs,
+    };
+    // Runs shorter than `direct_bytes` at a stride in the receiver's pencil only:
+    // packed, as short strided runs join only at a stride in the sender's buffer.
+    let short = MessageLimits {
+        direct_bytes: 4 * plane,
+        strided_short_bytes: plane,
+        ..limits(StridedRuns::StridedDatatypes)
+    };
+    for (limits, kind) in [
+        (limits(StridedRuns::StridedReceives), MessageKind::Direct),
+        (limits(StridedRuns::Slots), MessageKind::Packed),
+        (short, MessageKind::Packed),
     ] {
-        let limits = MessageLimits {
-            max_bytes: 1 << 20,
-            direct_bytes: 2048,
-            packed_bytes: 1 << 20,
-            max_runs: 1 << 10,
-            strided_runs,
-        };
         for (r, plan) in plans.iter().enumerate() {
             assert_eq!(plan.sends.len(), 1, "rank {r} sends within its grid row");
             let peer = plan.sends[0].peer;
@@ -501,6 +513,8 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
 /// at one stride in its brick, received as one contiguous stretch of the pencil;
 /// through the slots, the same message packed by the sender (and a slot of half
 /// its bytes cuts it in two); with strided receives only, one message per run.
+/// Shorter than `direct_bytes` they travel the same with strided datatypes (as
+/// short strided runs), and are packed into one message otherwise.
 #[test]
 fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
     let shape = [16u64, 32, 32];
@@ -514,9 +528,15 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
     let limits = |strided_runs, packed_bytes| MessageLimits {
         max_bytes: 1 << 20,
         direct_bytes: 128,
+        strided_short_bytes: 128,
         packed_bytes,
         max_runs: 1 << 10,
         strided_runs,
+    };
+    // The runs shorter than `direct_bytes`, but joined as short strided runs.
+    let short = |strided_runs| MessageLimits {
+        direct_bytes: 4 * run,
+        ..limits(strided_runs, 1 << 20)
     };
     let messages = |runs, placement, limits: MessageLimits| {
         let mut cutter = MessageCutter::new(runs, placement, 8, limits);
@@ -538,12 +558,16 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
         for send in &plan.sends {
             let peer = send.peer;
             let (sends, receives) = (plan.send_runs(peer), plans[peer].recv_runs(r));
-            for (strided_runs, kind, packed_bytes) in [
-                (StridedRuns::StridedDatatypes, MessageKind::Direct, 1 << 20),
-                (StridedRuns::Slots, MessageKind::Packed, 1 << 20),
-                (StridedRuns::Slots, MessageKind::Packed, shared / 2),
+            for (limits, kind) in [
+                (
+                    limits(StridedRuns::StridedDatatypes, 1 << 20),
+                    MessageKind::Direct,
+                ),
+                (short(StridedRuns::StridedDatatypes), MessageKind::Direct),
+                (limits(StridedRuns::Slots, 1 << 20), MessageKind::Packed),
+                (limits(StridedRuns::Slots, shared / 2), MessageKind::Packed),
             ] {
-                let limits = limits(strided_runs, packed_bytes);
+                let packed_bytes = limits.packed_bytes;
                 let sent = messages(sends.clone(), Placement::Source, limits);
                 let received = messages(receives.clone(), Placement::Target, limits);
                 let count = shared / packed_bytes.min(shared);
@@ -564,6 +588,11 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
             let per_run = messages(sends.clone(), Placement::Source, limits);
             assert_eq!(per_run.len(), shared / run, "rank {r} -> {peer}");
             assert!(per_run.iter().all(|(kind, _)| *kind == MessageKind::Direct));
+            for strided_runs in [StridedRuns::StridedReceives, StridedRuns::Slots] {
+                let packed = messages(sends.clone(), Placement::Source, short(strided_runs));
+                assert_eq!(packed.len(), 1, "short runs packed: rank {r} -> {peer}");
+                assert_eq!(packed[0].0, MessageKind::Packed);
+            }
         }
     }
 }

@@ -149,6 +149,7 @@ fn case() -> impl Strategy<Value = Case> {
                     limits: MessageLimits {
                         max_bytes: max_bytes * 8,
                         direct_bytes: (max_bytes * 8).min(24),
+                        strided_short_bytes: 8 * (1 + max_bytes % 3),
                         packed_bytes: max_bytes * 8,
                         max_runs,
                         strided_runs: STRIDED_RUNS[max_runs % STRIDED_RUNS.len()],
@@ -429,6 +430,7 @@ fn seed_case(n: u64, p: u64) -> Case {
         limits: MessageLimits {
             max_bytes: 1 << 20,
             direct_bytes: 64,
+            strided_short_bytes: 64,
             packed_bytes: 1 << 10,
             max_runs: 1 << 10,
             strided_runs: StridedRuns::StridedReceives,
@@ -473,6 +475,7 @@ fn non_divisible_same_split_falls_back_to_exchange() {
         limits: MessageLimits {
             max_bytes: 64,
             direct_bytes: 16,
+            strided_short_bytes: 16,
             packed_bytes: 32,
             max_runs: 2,
             strided_runs: StridedRuns::StridedDatatypes,

@@ -93,6 +93,12 @@ impl PlanOptions {
     /// are packed.
     pub const DIRECT_BYTES: usize = 64 << 10;
 
+    /// Shorter runs of at least this many bytes (1 KiB) that follow one another
+    /// at one stride in the sender's buffer, back to back in the receiver's,
+    /// travel together as one strided send where the MPI library's strided
+    /// datatypes pay (Open MPI); other short runs are packed.
+    pub const STRIDED_SHORT_BYTES: usize = 1 << 10;
+
     /// The message limits when the busiest rank talks to `peers` ranks per
     /// direction, with long strided runs travelling as `strided_runs` (agreed by
     /// the ranks).
@@ -104,6 +110,7 @@ impl PlanOptions {
         MessageLimits {
             max_bytes,
             direct_bytes: packed_bytes.min(PlanOptions::DIRECT_BYTES),
+            strided_short_bytes: PlanOptions::STRIDED_SHORT_BYTES,
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
             strided_runs,

@@ -30,6 +30,12 @@ pub struct MessageLimits {
     /// with the runs as long that follow them back to back in one buffer and at
     /// one stride in the other, as `strided_runs` says.
     pub direct_bytes: usize,
+    /// Shorter joint runs of at least this many bytes, as long as the runs after
+    /// them that follow back to back in the receiver's buffer and at one stride in
+    /// the sender's, travel with those as one direct message (one strided send)
+    /// when `strided_runs` is [`StridedRuns::StridedDatatypes`]; other short runs
+    /// are packed (all of them when this is at least `direct_bytes`).
+    pub strided_short_bytes: usize,
     /// Most bytes packed together from smaller runs, or from long ones at one stride
     /// with [`StridedRuns::Slots`] (the size of a staging slot).
     pub packed_bytes: usize,
@@ -170,8 +176,14 @@ impl MessageCutter {
     /// many runs the message holds. The second run decides which buffer holds the
     /// stride: the target when it follows `first` in the source, else the source
     /// when [`StridedRuns`] lets the sender's buffer hold it and it follows
-    /// `first` in the target.
-    fn join_strided(&mut self, segments: &mut Vec<Segment>, first: JointRun) -> u64 {
+    /// `first` in the target. With `sends_only`, only runs at a stride in the
+    /// source join.
+    fn join_strided(
+        &mut self,
+        segments: &mut Vec<Segment>,
+        first: JointRun,
+        sends_only: bool,
+    ) -> u64 {
         let run_bytes = first.len * self.elem_size as u64;
         let most_bytes = match self.limits.strided_runs {
             StridedRuns::Slots => self.limits.packed_bytes,
@@ -182,6 +194,10 @@ impl MessageCutter {
         while runs < most_runs {
             let Some(next) = self.take() else { break };
             let within = stride.map_or_else(|| self.strided_buffer(last, next), |s| s.within);
+            if sends_only && within == StridedIn::Target {
+                self.pending = Some(next);
+                break;
+            }
             let (back_to_back, step) = match within {
                 StridedIn::Target => (
                     next.source == last.source + last.len,
@@ -202,6 +218,13 @@ impl MessageCutter {
             (last, stride, runs) = (next, Some(Stride { within, step }), runs + 1);
         }
         runs
+    }
+
+    /// True when short runs of `run_bytes` may travel as one strided message
+    /// ([`MessageLimits::strided_short_bytes`]).
+    fn joins_short_runs(&self, run_bytes: u64) -> bool {
+        self.limits.strided_runs == StridedRuns::StridedDatatypes
+            && run_bytes >= self.limits.strided_short_bytes as u64
     }
 
     /// The buffer a message of joined runs holds at one stride, decided by its
@@ -269,7 +292,7 @@ impl Messages for MessageCutter {
             let piece = self.split(first, most);
             self.push(segments, piece);
             let runs = match self.pending {
-                None => self.join_strided(segments, piece),
+                None => self.join_strided(segments, piece, false),
                 Some(_) => 1,
             };
             let slotted = runs > 1 && self.limits.strided_runs == StridedRuns::Slots;
@@ -281,6 +304,9 @@ impl Messages for MessageCutter {
         }
         let mut bytes = first.len * size;
         self.push(segments, first);
+        if self.joins_short_runs(bytes) && self.join_strided(segments, first, true) > 1 {
+            return Some(MessageKind::Direct);
+        }
         for _ in 1..self.limits.max_runs {
             let Some(run) = self.take() else { break };
             let run_bytes = run.len * size;
@@ -421,10 +447,11 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]
         fn kept_messages_replay_what_the_cutter_cuts(
-            pair in region_pair(), budget in 0usize..40, strided_runs in any_strided_runs()
+            pair in region_pair(), budget in 0usize..40, strided_runs in any_strided_runs(),
+            strided_short_bytes in 1usize..16
         ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, packed_bytes: 24, max_runs: 3, strided_runs };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes, packed_bytes: 24, max_runs: 3, strided_runs };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -449,11 +476,11 @@ mod tests {
         #[test]
         fn messages_respect_limits_and_cover_the_runs(
             pair in region_pair(), max_bytes in 1usize..40, direct in 1usize..40, packed in 1usize..40,
-            max_runs in 1usize..4, strided_runs in any_strided_runs()
+            max_runs in 1usize..4, strided_runs in any_strided_runs(), strided_short_bytes in 1usize..40
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = packed.min(max_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), packed_bytes, max_runs, strided_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
@@ -477,11 +504,11 @@ mod tests {
         #[test]
         fn direct_messages_are_contiguous_in_one_buffer_and_strided_in_the_other(
             pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..16, packed in 4usize..80,
-            max_runs in 1usize..6, strided_runs in any_strided_runs()
+            max_runs in 1usize..6, strided_runs in any_strided_runs(), strided_short_bytes in 1usize..16
         ) {
             let RegionPair { a, b, .. } = pair;
             let packed_bytes = packed.clamp(direct, max_bytes.max(direct));
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, packed_bytes, max_runs, strided_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, strided_short_bytes, packed_bytes, max_runs, strided_runs };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());
