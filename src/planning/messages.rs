@@ -531,6 +531,11 @@ mod tests {
                         (_, _, StridedRuns::StridedDatatypes) => source,
                         (_, _, StridedRuns::StridedReceives) => return Err(TestCaseError::fail(format!("strided send {source:?}"))),
                     };
+                    if strided.len() > 1 && strided[0].len < direct {
+                        let short_send = strided_runs == StridedRuns::StridedDatatypes
+                            && std::ptr::eq(strided, source) && strided[0].len >= strided_short_bytes;
+                        prop_assert!(short_send, "short runs join as strided sends only: {:?} {:?}", source, target);
+                    }
                     let contiguous = if source.len() == 1 { source } else { target };
                     prop_assert_eq!(contiguous.len(), 1, "contiguous on one side: {:?}", contiguous);
                     prop_assert!(bytes <= max_bytes.max(4) && strided.len() <= max_runs);
