@@ -526,18 +526,40 @@ struct HandAlltoallv {
     output: Vec<f64>,
 }
 
+/// Every rank's input and output boxes, in rank order, for the baselines that
+/// redistribute between any two layouts.
+struct EveryBox {
+    inputs: Vec<GridBox>,
+    outputs: Vec<GridBox>,
+}
+
+impl EveryBox {
+    /// Collective: gathers this rank's `input` and `output` boxes from every rank.
+    fn gather(world: &SimpleCommunicator, input: &GridBox, output: &GridBox) -> EveryBox {
+        EveryBox {
+            inputs: all_boxes(world, input),
+            outputs: all_boxes(world, output),
+        }
+    }
+}
+
 impl HandAlltoallv {
-    /// Collective: gathers every rank's boxes and lists the block copies.
-    fn new(world: &SimpleCommunicator, input: &GridBox, output: &GridBox) -> HandAlltoallv {
+    /// Lists the block copies between this rank's boxes and `every` rank's.
+    fn new(
+        world: &SimpleCommunicator,
+        every: &EveryBox,
+        input: &GridBox,
+        output: &GridBox,
+    ) -> HandAlltoallv {
         let rank = world.rank() as usize;
-        let (inputs, outputs) = (all_boxes(world, input), all_boxes(world, output));
+        let EveryBox { inputs, outputs } = every;
         let shared_with = |boxes: &[GridBox], mine: &GridBox| -> Vec<Option<GridBox>> {
             let peers = boxes.iter().enumerate();
             peers
                 .map(|(peer, other)| intersection(mine, other).filter(|_| peer != rank))
                 .collect()
         };
-        let (to_peers, from_peers) = (shared_with(&outputs, input), shared_with(&inputs, output));
+        let (to_peers, from_peers) = (shared_with(outputs, input), shared_with(inputs, output));
         let volume = |shared: &Option<GridBox>| shared.as_ref().map_or(0, GridBox::len);
         let sends = Counts::new(to_peers.iter().map(volume));
         let recvs = Counts::new(from_peers.iter().map(volume));
@@ -691,13 +713,17 @@ struct HandAlltoallw {
 }
 
 impl HandAlltoallw {
-    /// Collective: gathers every rank's boxes and makes the datatypes.
-    fn new(world: &SimpleCommunicator, input: &GridBox, output: &GridBox) -> HandAlltoallw {
-        let (inputs, outputs) = (all_boxes(world, input), all_boxes(world, output));
+    /// Makes the datatypes between this rank's boxes and `every` rank's.
+    fn new(
+        world: &SimpleCommunicator,
+        every: &EveryBox,
+        input: &GridBox,
+        output: &GridBox,
+    ) -> HandAlltoallw {
         HandAlltoallw {
             comm: world.as_raw(),
-            sends: SubarraySide::new(input, &outputs),
-            recvs: SubarraySide::new(output, &inputs),
+            sends: SubarraySide::new(input, &every.outputs),
+            recvs: SubarraySide::new(output, &every.inputs),
             output: vec![f64::NAN; output.len() as usize],
         }
     }
@@ -1044,15 +1070,14 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         buffers: mut b,
     } = make_plan(world, case);
     let mut contiguous = Contiguous::new(world, &plan);
+    let every = (b.gshape == b.new_shape).then(|| EveryBox::gather(world, &b.in_box, &b.out_box));
     let mut hand = ByHand {
         transpose: case
             .transpose
             .as_ref()
             .map(|t| HandTranspose::new(world, t, &case.gshape, &b.in_box, &b.out_box)),
-        alltoallv: (b.gshape == b.new_shape)
-            .then(|| HandAlltoallv::new(world, &b.in_box, &b.out_box)),
-        alltoallw: (b.gshape == b.new_shape)
-            .then(|| HandAlltoallw::new(world, &b.in_box, &b.out_box)),
+        alltoallv: (every.as_ref()).map(|e| HandAlltoallv::new(world, e, &b.in_box, &b.out_box)),
+        alltoallw: (every.as_ref()).map(|e| HandAlltoallw::new(world, e, &b.in_box, &b.out_box)),
     };
     let times = time_out_of_place(world, o, &plan, &mut b, &mut contiguous, &mut hand);
     drop(contiguous);

@@ -80,8 +80,8 @@ impl Bytes {
 /// Every block of `from` readable, every block of `to` writable, the two disjoint.
 pub unsafe fn copy_blocks(from: Bytes, to: Bytes) {
     let (mut read, mut written) = (0, 0);
+    let (from_block, to_block) = (from.shape.block, to.shape.block);
     while read < from.total_bytes() {
-        let (from_block, to_block) = (from.shape.block, to.shape.block);
         let (i, in_from) = (read / from_block, read % from_block);
         let (j, in_to) = (written / to_block, written % to_block);
         let n = (from_block - in_from).min(to_block - in_to);
