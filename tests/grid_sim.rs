@@ -450,7 +450,8 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
 /// plane of the block (16 x 16 elements, 2 KiB), and the planes lie back to back in
 /// the sender's pencil: with 2 KiB direct messages, all that a rank sends its peer
 /// is one message, contiguous on the sending side and eight planes at one stride on
-/// the receiving side (received through a strided datatype, or through the slot).
+/// the receiving side (received through a strided datatype, or through the slot),
+/// or, with a message per run, eight messages contiguous at both ends.
 /// Shorter than the direct messages, the planes are packed even where strided
 /// datatypes pay: short runs join only at a stride in the sender's buffer.
 #[test]
@@ -505,6 +506,28 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
             }
         }
     }
+    let per_run = limits(StridedRuns::RunMessages);
+    for (r, plan) in plans.iter().enumerate() {
+        let peer = plan.sends[0].peer;
+        let cut = |runs, placement| {
+            let mut cutter = MessageCutter::new(runs, placement, 8, per_run);
+            let (mut all, mut segments) = (Vec::new(), Vec::new());
+            while let Some(kind) = cutter.next_message(&mut segments) {
+                assert_eq!(kind, MessageKind::Direct, "rank {r} -> {peer}");
+                assert_eq!(segments.len(), 1, "contiguous: rank {r} -> {peer}");
+                all.push(segments[0]);
+            }
+            all
+        };
+        let sent = cut(plan.send_runs(peer), Placement::Source);
+        let received = cut(plans[peer].recv_runs(r), Placement::Target);
+        assert_eq!((sent.len(), received.len()), (8, 8), "a message per plane");
+        for (i, (s, t)) in sent.iter().zip(&received).enumerate() {
+            assert_eq!((s.len, t.len), (plane, plane));
+            assert_eq!(s.offset, sent[0].offset + i * plane);
+            assert_eq!(t.offset, received[0].offset + i * 2 * plane);
+        }
+    }
 }
 
 /// Bricks to x-pencils share runs of half the fastest axis (16 elements, 128 B)
@@ -512,7 +535,8 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
 /// strided datatypes at both ends each rank sends each peer one message, 128 runs
 /// at one stride in its brick, received as one contiguous stretch of the pencil;
 /// through the slots, the same message packed by the sender (and a slot of half
-/// its bytes cuts it in two); with strided receives only, one message per run.
+/// its bytes cuts it in two); with strided receives only, or a message per run,
+/// one message per run.
 /// Shorter than `direct_bytes` they travel the same with strided datatypes (as
 /// short strided runs), and are packed into one message otherwise.
 #[test]
@@ -584,11 +608,17 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
                     at_one_stride(sent);
                 }
             }
-            let limits = limits(StridedRuns::StridedReceives, 1 << 20);
-            let per_run = messages(sends.clone(), Placement::Source, limits);
-            assert_eq!(per_run.len(), shared / run, "rank {r} -> {peer}");
-            assert!(per_run.iter().all(|(kind, _)| *kind == MessageKind::Direct));
-            for strided_runs in [StridedRuns::StridedReceives, StridedRuns::Slots] {
+            for strided_runs in [StridedRuns::StridedReceives, StridedRuns::RunMessages] {
+                let limits = limits(strided_runs, 1 << 20);
+                let per_run = messages(sends.clone(), Placement::Source, limits);
+                assert_eq!(per_run.len(), shared / run, "rank {r} -> {peer}");
+                assert!(per_run.iter().all(|(kind, _)| *kind == MessageKind::Direct));
+            }
+            for strided_runs in [
+                StridedRuns::StridedReceives,
+                StridedRuns::RunMessages,
+                StridedRuns::Slots,
+            ] {
                 let packed = messages(sends.clone(), Placement::Source, short(strided_runs));
                 assert_eq!(packed.len(), 1, "short runs packed: rank {r} -> {peer}");
                 assert_eq!(packed[0].0, MessageKind::Packed);

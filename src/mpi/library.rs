@@ -9,11 +9,18 @@
 //! - on Open MPI 4.1 a strided send took a slab split change at P = 4 from 61-64
 //!   to 45 ms and bricks to x-pencils at P = 8 from 24-25 to 14-16 ms; on MPICH
 //!   4.0 (ch4:ucx) it was no faster at P = 8 and as often a fifth slower as
-//!   faster at P = 4, so there each run keeps a message of its own;
+//!   faster at P = 4;
+//! - on MPICH, a receive through a strided datatype is fast only while the two
+//!   ends share a core: with two ranks per core and the partners on different
+//!   cores it took 2.2-2.7x the contiguous bound where a message per run took
+//!   0.86-1.00x, and `grid_bench`'s x -> y pencils fell into that state in two
+//!   runs of three (3.2-3.8x against 1.13-1.32x); with one rank per core a
+//!   message per run took 1.07-1.18x of the bound against 1.12-2.22x, so there
+//!   each long run is a message of its own;
 //! - on MPICH with four ranks per core, a receive through a strided datatype took
 //!   1.7-1.8x the contiguous bound where the same bytes through a slot, unpacked,
-//!   took 1.2-1.3x; with one or two ranks per core the strided receive was the
-//!   faster (0.85-0.92x against 1.15-1.26x).
+//!   took 1.2-1.3x, and a message per run was no faster than the slot for
+//!   pencils and a fifth slower for bricks.
 
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
@@ -32,23 +39,33 @@ pub const STRIDED_SENDS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SENDS";
 /// precedence over [`STRIDED_SENDS_VARIABLE`]).
 pub const STRIDED_SLOTS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SLOTS";
 
+/// The environment variable that overrides the measured choice of run messages:
+/// `1` makes every long run a message of its own, `0` does not (below
+/// [`STRIDED_SLOTS_VARIABLE`], above [`STRIDED_SENDS_VARIABLE`]).
+pub const RUN_MESSAGES_VARIABLE: &str = "DISTRESHAPE_RUN_MESSAGES";
+
 /// How this rank proposes that long strided runs travel: through the slots when
 /// [`STRIDED_SLOTS_VARIABLE`] is `1`, or when it is not `0` and the library is
-/// MPICH on a node with more than two ranks per processor; else through strided
-/// datatypes on both sides when [`STRIDED_SENDS_VARIABLE`] is `1`, or when it is
-/// not `0` and the library is Open MPI; else through strided receives only.
+/// not Open MPI on a node with more than two ranks per processor; else a message
+/// per run when [`RUN_MESSAGES_VARIABLE`] is `1`, or when it is not `0` and the
+/// library is MPICH; else through strided datatypes on both sides when
+/// [`STRIDED_SENDS_VARIABLE`] is `1`, or when it is not `0` and the library is
+/// Open MPI; else through strided receives only.
 /// Decided once per process (reading the environment allocates); MPI need not be
 /// initialized.
 pub fn proposed_strided_runs() -> StridedRuns {
     static STRIDED_RUNS: OnceLock<StridedRuns> = OnceLock::new();
     *STRIDED_RUNS.get_or_init(|| {
-        let open_mpi = library_version().contains("Open MPI");
+        let version = library_version();
+        let (open_mpi, mpich) = (version.contains("Open MPI"), version.contains("MPICH"));
         let slots = switch(STRIDED_SLOTS_VARIABLE).unwrap_or_else(|| !open_mpi && crowded());
+        let run_messages = switch(RUN_MESSAGES_VARIABLE).unwrap_or(mpich);
         let sends = switch(STRIDED_SENDS_VARIABLE).unwrap_or(open_mpi);
-        match (slots, sends) {
-            (true, _) => StridedRuns::Slots,
-            (false, true) => StridedRuns::StridedDatatypes,
-            (false, false) => StridedRuns::StridedReceives,
+        match (slots, run_messages, sends) {
+            (true, _, _) => StridedRuns::Slots,
+            (false, true, _) => StridedRuns::RunMessages,
+            (false, false, true) => StridedRuns::StridedDatatypes,
+            (false, false, false) => StridedRuns::StridedReceives,
         }
     })
 }

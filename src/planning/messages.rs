@@ -57,6 +57,9 @@ pub enum StridedRuns {
     /// In one direct message sent or received through a strided datatype,
     /// whichever buffer holds the stride.
     StridedDatatypes,
+    /// Not together: each long run is a message of its own, contiguous at both
+    /// ends, straight between the buffers.
+    RunMessages,
     /// In one packed message through the slot of the side whose buffer holds the
     /// stride (packed there by a sender, unpacked from it by a receiver), so that
     /// every message is contiguous at both ends.
@@ -291,9 +294,11 @@ impl Messages for MessageCutter {
             let most = (self.limits.max_bytes as u64 / size).max(1);
             let piece = self.split(first, most);
             self.push(segments, piece);
-            let runs = match self.pending {
-                None => self.join_strided(segments, piece, false),
-                Some(_) => 1,
+            let joins =
+                self.pending.is_none() && self.limits.strided_runs != StridedRuns::RunMessages;
+            let runs = match joins {
+                true => self.join_strided(segments, piece, false),
+                false => 1,
             };
             let slotted = runs > 1 && self.limits.strided_runs == StridedRuns::Slots;
             return Some(if slotted {
@@ -439,6 +444,7 @@ mod tests {
         prop_oneof![
             Just(StridedRuns::StridedReceives),
             Just(StridedRuns::StridedDatatypes),
+            Just(StridedRuns::RunMessages),
             Just(StridedRuns::Slots),
         ]
     }
@@ -526,7 +532,7 @@ mod tests {
                 if *kind == MessageKind::Direct {
                     let strided = match (source.len(), target.len(), strided_runs) {
                         (1, 1, _) => target,
-                        (_, _, StridedRuns::Slots) => return Err(TestCaseError::fail(format!("strided direct {source:?} {target:?}"))),
+                        (_, _, StridedRuns::Slots | StridedRuns::RunMessages) => return Err(TestCaseError::fail(format!("strided direct {source:?} {target:?}"))),
                         (1, _, _) => target,
                         (_, _, StridedRuns::StridedDatatypes) => source,
                         (_, _, StridedRuns::StridedReceives) => return Err(TestCaseError::fail(format!("strided send {source:?}"))),

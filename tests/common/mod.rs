@@ -19,8 +19,9 @@ pub mod oracle;
 
 /// Every way long strided runs can travel, for the simulations to draw from.
 #[cfg(feature = "testing")]
-pub const STRIDED_RUNS: [distreshape::testing::StridedRuns; 3] = [
+pub const STRIDED_RUNS: [distreshape::testing::StridedRuns; 4] = [
     distreshape::testing::StridedRuns::StridedReceives,
     distreshape::testing::StridedRuns::StridedDatatypes,
+    distreshape::testing::StridedRuns::RunMessages,
     distreshape::testing::StridedRuns::Slots,
 ];

@@ -107,11 +107,13 @@ pub(super) fn agree_on_plan(
 }
 
 /// The ways for strided runs from the least cautious to the most: strided
-/// datatypes at both ends, strided receives only, slots (every message contiguous
-/// at both ends). The ranks agree on the largest index any rank proposes.
-const BY_CAUTION: [StridedRuns; 3] = [
+/// datatypes at both ends, strided receives only, a message per run (contiguous
+/// at both ends), slots (every message contiguous at both ends, and as many as a
+/// slot's bytes make). The ranks agree on the largest index any rank proposes.
+const BY_CAUTION: [StridedRuns; 4] = [
     StridedRuns::StridedDatatypes,
     StridedRuns::StridedReceives,
+    StridedRuns::RunMessages,
     StridedRuns::Slots,
 ];
 
