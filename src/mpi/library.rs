@@ -15,7 +15,7 @@
 //!   cores it took 2.2-2.7x the contiguous bound where a message per run took
 //!   0.86-1.00x, and `grid_bench`'s x -> y pencils fell into that state in two
 //!   runs of three (3.2-3.8x against 1.13-1.32x); with one rank per core a
-//!   message per run took 1.07-1.18x of the bound against 1.12-2.22x, so there
+//!   message per run took 1.07-1.18x of the bound against 1.12-3.34x, so there
 //!   each long run is a message of its own;
 //! - on MPICH with four ranks per core, a receive through a strided datatype took
 //!   1.7-1.8x the contiguous bound where the same bytes through a slot, unpacked,

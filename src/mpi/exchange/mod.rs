@@ -16,16 +16,17 @@
 //! through a strided datatype (a pencil transpose: one message per peer), or, where
 //! the MPI library's strided sends were measured to pay, back to back in the
 //! receiver's buffer and at one stride in the sender's, which sends them through
-//! one (bricks to pencils, a slab split change). Short ones are packed together: a packed message that is
-//! scattered in the local buffer goes through the stream's slot (packed before the
-//! send, unpacked after the receive). Measured (docs/src/performance/analysis.md),
-//! a datatype on the sending side of long runs pays on Open MPI 4.1 (a sixth to
-//! two fifths off), not on MPICH 4.0, where one on the receiving side is fast only
-//! while both ends share a core and a message per run is not slower; over short
-//! runs neither datatype beats a pack and a contiguous message
-//! (`bench/datatypes.c`). Packed messages are capped so the slots stay within the
-//! plan's budget ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes))
-//! however large the array.
+//! one (bricks to pencils, a slab split change). Short ones are packed together: a
+//! packed message that is scattered in the local buffer goes through the stream's
+//! slot (packed before the send, unpacked after the receive). Measured
+//! (docs/src/performance/analysis.md), a datatype on the sending side of long runs
+//! pays on Open MPI 4.1 (a sixth to two fifths off), not on MPICH 4.0, where one
+//! on the receiving side is fast only while both ends share a core and a message
+//! per run is not slower; over short runs neither datatype beats a pack and a
+//! contiguous message (`bench/datatypes.c`). Packed messages are capped so the
+//! slots stay within the plan's budget
+//! ([`PlanOptions::slot_bytes`](crate::PlanOptions::slot_bytes)) however large the
+//! array.
 //!
 //! In place, when the plan has no in-place schedule for it
 //! ([`crate::mpi::inplace_exchange`], which the plan runs instead), everything this
