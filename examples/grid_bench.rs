@@ -1002,13 +1002,9 @@ struct Row {
     plan_s: f64,
     execute_s: f64,
     baseline1_s: f64,
-    ratio1: f64,
     baseline2_s: Option<f64>,
-    ratio2: Option<f64>,
     baseline3_s: Option<f64>,
-    ratio3: Option<f64>,
     baseline4_s: Option<f64>,
-    ratio4: Option<f64>,
     /// Most bytes a rank sends or receives.
     moved_mib: f64,
     /// Most peers a rank sends to or receives from.
@@ -1016,7 +1012,6 @@ struct Row {
     extra_mib: f64,
     extra_fraction: f64,
     inplace_s: f64,
-    inplace_ratio: f64,
     inplace_extra_mib: f64,
     inplace_extra_fraction: f64,
     local_data_mib: f64,
@@ -1026,6 +1021,18 @@ struct Row {
     baselines_match: bool,
     /// The shortest run sent between ranks, for same-shape cases that move data.
     min_run_bytes: Option<u64>,
+}
+
+impl Row {
+    /// The execute time over `baseline_s`, when the case has that baseline.
+    fn ratio_to(&self, baseline_s: Option<f64>) -> Option<f64> {
+        baseline_s.map(|b| self.execute_s / b)
+    }
+
+    /// The in-place time over the out-of-place one.
+    fn inplace_ratio(&self) -> f64 {
+        self.inplace_s / self.execute_s
+    }
 }
 
 /// A case's plan, how long it took to make (max over ranks) and this rank's buffers.
@@ -1102,7 +1109,6 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
             stats.bytes_sent.max(stats.bytes_received) as f64 / MIB,
         ],
     );
-    let baseline1_s = times.stay_memcpy + times.alltoallv;
     Row {
         case: case.name,
         procs: world.size() as usize,
@@ -1112,20 +1118,15 @@ fn run_case(world: &SimpleCommunicator, case: &Case, o: &Options) -> Row {
         out_grid: case.output.grid_dims().to_vec(),
         plan_s,
         execute_s: times.execute,
-        baseline1_s,
-        ratio1: times.execute / baseline1_s,
+        baseline1_s: times.stay_memcpy + times.alltoallv,
         baseline2_s: times.hand_transpose,
-        ratio2: times.hand_transpose.map(|h| times.execute / h),
         baseline3_s: times.hand_alltoallv,
-        ratio3: times.hand_alltoallv.map(|h| times.execute / h),
         baseline4_s: times.hand_alltoallw,
-        ratio4: times.hand_alltoallw.map(|h| times.execute / h),
         moved_mib: m[5],
         max_peers: max_u64(world, stats.peers_sent.max(stats.peers_received) as u64),
         extra_mib: m[0],
         extra_fraction: m[1],
         inplace_s: ip.median_s,
-        inplace_ratio: ip.median_s / times.execute,
         inplace_extra_mib: m[2],
         inplace_extra_fraction: m[3],
         local_data_mib: m[4],
@@ -1170,20 +1171,23 @@ fn json_line(r: &Row) -> String {
     kv("plan_s", json_num(r.plan_s));
     kv("median_s", json_num(r.execute_s));
     kv("baseline1_s", json_num(r.baseline1_s));
-    kv("ratio_vs_baseline1", json_num(r.ratio1));
+    kv(
+        "ratio_vs_baseline1",
+        json_opt(r.ratio_to(Some(r.baseline1_s))),
+    );
     kv("baseline2_s", json_opt(r.baseline2_s));
-    kv("ratio_vs_baseline2", json_opt(r.ratio2));
+    kv("ratio_vs_baseline2", json_opt(r.ratio_to(r.baseline2_s)));
     kv("baseline3_s", json_opt(r.baseline3_s));
-    kv("ratio_vs_baseline3", json_opt(r.ratio3));
+    kv("ratio_vs_baseline3", json_opt(r.ratio_to(r.baseline3_s)));
     kv("baseline4_s", json_opt(r.baseline4_s));
-    kv("ratio_vs_baseline4", json_opt(r.ratio4));
+    kv("ratio_vs_baseline4", json_opt(r.ratio_to(r.baseline4_s)));
     kv("ratio_target", json_num(RATIO_TARGET));
     kv("max_moved_mib_per_rank", json_num(r.moved_mib));
     kv("max_peers", r.max_peers.to_string());
     kv("extra_peak_mib", json_num(r.extra_mib));
     kv("extra_peak_fraction", json_num(r.extra_fraction));
     kv("inplace_median_s", json_num(r.inplace_s));
-    kv("inplace_ratio", json_num(r.inplace_ratio));
+    kv("inplace_ratio", json_num(r.inplace_ratio()));
     kv("inplace_extra_mib", json_num(r.inplace_extra_mib));
     kv("inplace_extra_fraction", json_num(r.inplace_extra_fraction));
     kv("local_data_mib", json_num(r.local_data_mib));
@@ -1254,6 +1258,11 @@ fn print_header() {
     print_cells(&COLUMNS.map(|(h, _)| h.to_string()));
 }
 
+/// A ratio to two decimals, or "-" without its baseline.
+fn ratio_cell(ratio: Option<f64>) -> String {
+    ratio.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
 /// Prints one case's line of the table.
 fn print_row(r: &Row) {
     let ok = r.correct && r.inplace_correct && r.baselines_match;
@@ -1265,19 +1274,19 @@ fn print_row(r: &Row) {
         ms(r.plan_s),
         ms(r.execute_s),
         ms(r.baseline1_s),
-        format!("{:.2}", r.ratio1),
+        ratio_cell(r.ratio_to(Some(r.baseline1_s))),
         ms(r.baseline2_s.unwrap_or(f64::NAN)),
-        r.ratio2.map_or("-".into(), |x| format!("{x:.2}")),
+        ratio_cell(r.ratio_to(r.baseline2_s)),
         ms(r.baseline3_s.unwrap_or(f64::NAN)),
-        r.ratio3.map_or("-".into(), |x| format!("{x:.2}")),
+        ratio_cell(r.ratio_to(r.baseline3_s)),
         ms(r.baseline4_s.unwrap_or(f64::NAN)),
-        r.ratio4.map_or("-".into(), |x| format!("{x:.2}")),
+        ratio_cell(r.ratio_to(r.baseline4_s)),
         format!("{:.1}", r.moved_mib),
         r.max_peers.to_string(),
         format!("{:.1}", r.extra_mib),
         format!("{:.3}", r.extra_fraction),
         ms(r.inplace_s),
-        format!("{:.2}", r.inplace_ratio),
+        format!("{:.2}", r.inplace_ratio()),
         format!("{:.1}", r.inplace_extra_mib),
         r.min_run_bytes
             .map_or("-".into(), |n| format!("{:.1}", n as f64 / 1024.0)),
