@@ -329,19 +329,31 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
 }
 
 /// A random engine for `p` ranks: windows of 1-3 peers, 1-3 messages per round,
-/// kept or cut lists, two executions with each rank's own choice of in place and
-/// non-blocking.
+/// kept or cut lists, no, every or some pairs of ranks reading each other
+/// directly, two executions with each rank's own choice of in place and
+/// non-blocking (every rank out of place in one execution of three, so that the
+/// direct reads run).
 fn random_engine(rng: &mut Rng, p: usize) -> Engine {
-    let mut run = || RankRun {
-        in_place: rng.chance(2),
-        nonblocking: rng.chance(2),
+    let mut execution = || {
+        let all_out_of_place = rng.chance(3);
+        let mut run = || RankRun {
+            in_place: !all_out_of_place && rng.chance(2),
+            nonblocking: rng.chance(2),
+        };
+        (0..p).map(|_| run()).collect()
     };
-    let executions = (0..2).map(|_| (0..p).map(|_| run()).collect()).collect();
+    let executions = (0..2).map(|_| execution()).collect();
+    let direct_pairs = match rng.below(3) {
+        0 => 0,
+        1 => u64::MAX,
+        _ => (0..64).fold(0, |bits, i| bits | rng.below(2) << i),
+    };
     Engine {
         window: 1 + rng.below(3) as usize,
         per_round: 1 + rng.below(3) as usize,
         keep_budget: [0, 3, 1 << 20][rng.below(3) as usize],
         executions,
+        direct_pairs,
     }
 }
 

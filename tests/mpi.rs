@@ -3,7 +3,8 @@
 //! Run without `DISTRESHAPE_MPI_WORKER`, this binary is the launcher: it starts itself
 //! under `mpiexec` on 1 to 5 ranks, and with the grid-layout cases only
 //! (tests/mpi/grids.rs) on 6 to 8 ranks (oversubscribed on small machines), and
-//! reports one test per run. Run with it, it is an MPI worker that executes every
+//! the long-run grid case with direct reads asked for on 2 to 4 ranks (and turned
+//! off on 2), and reports one test per run. Run with it, it is an MPI worker that executes every
 //! case below and exits with code 1 on the first wrong value, so that mpiexec
 //! aborts the other ranks.
 //!
@@ -59,6 +60,10 @@ const MULTIPLE_RANK_COUNTS: [usize; 2] = [1, 3];
 /// cases' minutes of oversubscribed collectives.
 const GRID_RANK_COUNTS: [usize; 3] = [6, 7, 8];
 
+/// Rank counts the launcher runs the long-run case with direct reads asked for
+/// (`DISTRESHAPE_DIRECT_READS=1`), and at the first of them with them turned off.
+const DIRECT_READS_RANK_COUNTS: [usize; 3] = [2, 3, 4];
+
 /// The environment variable that tells a worker which cases to run
 /// ([`Cases::var_value`]); every case when unset.
 const CASES_VAR: &str = "DISTRESHAPE_MPI_CASES";
@@ -72,6 +77,8 @@ enum Cases {
     ThreadMultiple,
     /// The grid-layout cases only, at `MPI_THREAD_FUNNELED`.
     Grids,
+    /// The long-run grid case only, at `MPI_THREAD_FUNNELED`.
+    LongRuns,
 }
 
 impl Cases {
@@ -81,24 +88,27 @@ impl Cases {
             Cases::All => "all",
             Cases::ThreadMultiple => "thread-multiple",
             Cases::Grids => "grids",
+            Cases::LongRuns => "long-runs",
         }
     }
 
     /// The cases [`CASES_VAR`] selects in this process.
     fn from_env() -> Cases {
         let value = std::env::var(CASES_VAR).unwrap_or_default();
-        [Cases::ThreadMultiple, Cases::Grids]
+        [Cases::ThreadMultiple, Cases::Grids, Cases::LongRuns]
             .into_iter()
             .find(|c| c.var_value() == value)
             .unwrap_or(Cases::All)
     }
 }
 
-/// One launch of the workers: its test name, rank count and cases.
+/// One launch of the workers: its test name, rank count, cases and the setting
+/// of direct reads (`DISTRESHAPE_DIRECT_READS`, unset when `None`).
 struct Run {
     name: String,
     ranks: usize,
     cases: Cases,
+    direct_reads: Option<&'static str>,
 }
 
 fn main() -> ExitCode {
@@ -130,8 +140,15 @@ fn launcher() -> ExitCode {
                 name: format!("{prefix}_{ranks}"),
                 ranks,
                 cases,
+                direct_reads: None,
             })
             .collect()
+    };
+    let direct_reads = |ranks: usize, setting: &'static str| Run {
+        name: format!("mpi_direct_reads_{setting}_ranks_{ranks}"),
+        ranks,
+        cases: Cases::LongRuns,
+        direct_reads: Some(setting),
     };
     let runs: Vec<Run> = [
         runs_of(&RANK_COUNTS, "mpi_ranks", Cases::All),
@@ -141,20 +158,30 @@ fn launcher() -> ExitCode {
             Cases::ThreadMultiple,
         ),
         runs_of(&GRID_RANK_COUNTS, "mpi_grids_ranks", Cases::Grids),
+        DIRECT_READS_RANK_COUNTS
+            .iter()
+            .map(|&ranks| direct_reads(ranks, "1"))
+            .chain([direct_reads(DIRECT_READS_RANK_COUNTS[0], "0")])
+            .collect(),
     ]
     .into_iter()
     .flatten()
     .collect();
     println!("\nrunning {} tests", runs.len());
     let mut failed = 0;
-    for Run { name, ranks, cases } in &runs {
+    for run in &runs {
+        let Run { name, ranks, .. } = run;
         let mut cmd = Command::new(&mpiexec);
         cmd.args(preflags.split_whitespace())
             .arg("-n")
             .arg(ranks.to_string())
             .arg(&exe)
             .env("DISTRESHAPE_MPI_WORKER", ranks.to_string())
-            .env(CASES_VAR, cases.var_value());
+            .env(CASES_VAR, run.cases.var_value());
+        match run.direct_reads {
+            Some(setting) => cmd.env(grids::DIRECT_READS_VARIABLE, setting),
+            None => cmd.env_remove(grids::DIRECT_READS_VARIABLE),
+        };
         match run_with_timeout(cmd, timeout, name) {
             Ok(()) => println!("test {name} ... ok"),
             Err(output) => {
@@ -265,6 +292,10 @@ fn worker() {
     let w = World { comm, rank, size };
     if cases_asked == Cases::Grids {
         grids::run(&w, grids::Breadth::NoOneByP);
+        return;
+    }
+    if cases_asked == Cases::LongRuns {
+        grids::long_runs(&w);
         return;
     }
     plan_on_another_thread(&w, provided);

@@ -6,14 +6,17 @@ use std::os::raw::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
+use crate::mpi::cross_memory::NodeReads;
 use crate::mpi::datatypes::StridedDatatypes;
+use crate::mpi::library::is_smpi;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count, mpi_is_usable, require_mpi};
+use crate::mpi::transport::ControlTags;
 use crate::mpi::waiting::complete_collective;
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
@@ -27,6 +30,10 @@ pub(crate) const MAX_REDUCED: usize = 256;
 /// plans can have messages in flight at once without matching each other's.
 const PLAN_SLOTS: u64 = 1024;
 
+/// A plan's tags are in three lanes, one for each kind of message: data, and the
+/// two control messages of direct reads ([`ControlTags`]).
+const TAG_LANES: u64 = 3;
+
 /// The private duplicate of one caller communicator, cached on it as an MPI
 /// attribute (so it is made once, however many plans use it) and shared by its
 /// plans. Freed when the caller's communicator is freed and no plan uses it.
@@ -35,8 +42,12 @@ struct Shared {
     raw: RawComm,
     rank: usize,
     size: usize,
-    /// Tags each plan cycles through: `(MPI_TAG_UB + 1) / PLAN_SLOTS`, at least 32.
+    /// Tags each plan has: `(MPI_TAG_UB + 1) / PLAN_SLOTS`, at least 32, in
+    /// [`TAG_LANES`] lanes that its executions cycle through.
     tags_per_plan: u64,
+    /// The ranks of this node that this rank reads directly, once the first plan
+    /// that proposed direct reads has decided it.
+    node_reads: OnceLock<NodeReads>,
     /// Plans made so far on this communicator: the same count on every rank,
     /// since plans are made collectively in the same order.
     plans: AtomicU64,
@@ -104,7 +115,38 @@ impl Comm {
     /// the plan's tags, so the messages of a failed execution that MPI could not
     /// cancel never match a later one's.
     pub fn tag(&self, execution: u64) -> c_int {
-        (self.first_tag + execution % self.shared.tags_per_plan) as c_int
+        self.tag_in_lane(0, execution)
+    }
+
+    /// The tags of the control messages of the plan's `execution`-th execution.
+    pub fn control_tags(&self, execution: u64) -> ControlTags {
+        ControlTags {
+            announcement: self.tag_in_lane(1, execution),
+            acknowledgement: self.tag_in_lane(2, execution),
+        }
+    }
+
+    /// The tag of the `execution`-th execution in lane `lane`.
+    fn tag_in_lane(&self, lane: u64, execution: u64) -> c_int {
+        let per_lane = self.shared.tags_per_plan / TAG_LANES;
+        (self.first_tag + lane * per_lane + execution % per_lane) as c_int
+    }
+
+    /// Decides which ranks of this node this rank reads directly, unless an
+    /// earlier plan did ([`NodeReads::establish`]): collective, to be called at the
+    /// same plan creation on every rank.
+    pub fn establish_node_reads(&self) -> Result<()> {
+        if self.shared.node_reads.get().is_none() {
+            let reads = NodeReads::establish(self.raw(), self.rank(), is_smpi())?;
+            let _ = self.shared.node_reads.set(reads);
+        }
+        Ok(())
+    }
+
+    /// The ranks of this node that this rank reads directly (none until decided).
+    pub fn node_reads(&self) -> &NodeReads {
+        static NONE: NodeReads = NodeReads::none();
+        self.shared.node_reads.get().unwrap_or(&NONE)
     }
 
     /// The raw handle of the duplicate.
@@ -322,6 +364,7 @@ fn duplicate(caller: RawComm) -> Result<Shared> {
         rank: 0,
         size: 1,
         tags_per_plan: 0,
+        node_reads: OnceLock::new(),
         plans: AtomicU64::new(0),
     };
     check(

@@ -44,6 +44,30 @@ pub const STRIDED_SLOTS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SLOTS";
 /// [`STRIDED_SLOTS_VARIABLE`], above [`STRIDED_SENDS_VARIABLE`]).
 pub const RUN_MESSAGES_VARIABLE: &str = "DISTRESHAPE_RUN_MESSAGES";
 
+/// The environment variable that overrides the measured choice of direct reads
+/// ([`crate::mpi::cross_memory`]): `1` lets the ranks of a node read one another's
+/// long runs directly where the kernel allows it, `0` does not.
+pub const DIRECT_READS_VARIABLE: &str = "DISTRESHAPE_DIRECT_READS";
+
+/// Whether this rank proposes that the ranks of its node read one another's long
+/// runs directly: as [`DIRECT_READS_VARIABLE`] says, else when the library is
+/// MPICH on a node with more than two ranks per processor. Decided once per
+/// process; the node agrees on it ([`crate::mpi::cross_memory`]).
+pub fn proposed_direct_reads() -> bool {
+    static DIRECT_READS: OnceLock<bool> = OnceLock::new();
+    *DIRECT_READS.get_or_init(|| {
+        let mpich = library_version().contains("MPICH");
+        switch(DIRECT_READS_VARIABLE).unwrap_or_else(|| mpich && crowded())
+    })
+}
+
+/// True when the MPI library is SimGrid's SMPI, whose ranks are threads of one
+/// process.
+pub fn is_smpi() -> bool {
+    static SMPI: OnceLock<bool> = OnceLock::new();
+    *SMPI.get_or_init(|| library_version().contains("SMPI"))
+}
+
 /// How this rank proposes that long strided runs travel: through the slots when
 /// [`STRIDED_SLOTS_VARIABLE`] is `1`, or when it is not `0` and the library is
 /// not Open MPI on a node with more than two ranks per processor; else a message

@@ -5,10 +5,12 @@
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
 //! chooses between, how a rank waits for its messages, what the node it runs on
-//! holds, and what was measured of the MPI library that shapes them.
+//! holds, how the ranks of a node read one another's memory directly, and what
+//! was measured of the MPI library that shapes them.
 
 pub mod agree;
 pub mod comm;
+pub mod cross_memory;
 pub mod datatypes;
 pub mod exchange;
 pub mod inplace_exchange;

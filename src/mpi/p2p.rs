@@ -13,7 +13,7 @@ use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::Comm;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
-use crate::mpi::transport::{Bytes, Envelope, Transport};
+use crate::mpi::transport::{Bytes, ControlTags, Envelope, ReadRun, Transport};
 use crate::mpi::waiting::poll_yielding;
 use crate::planning::schedule::Side;
 
@@ -181,6 +181,15 @@ impl Transport for Comm {
 
     fn tag(&self, execution: u64) -> c_int {
         Comm::tag(self, execution)
+    }
+
+    fn control_tags(&self, execution: u64) -> ControlTags {
+        Comm::control_tags(self, execution)
+    }
+
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.node_reads().read(peer, runs) }
     }
 
     unsafe fn start(

@@ -94,6 +94,30 @@ pub unsafe fn copy_blocks(from: Bytes, to: Bytes) {
     }
 }
 
+/// One joint run read straight from a peer's memory into this rank's: `len`
+/// bytes at the peer's address `remote` into `local`.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadRun {
+    /// The address of the run's first byte in the peer's memory.
+    pub remote: usize,
+    /// Where the run goes in this rank's memory.
+    pub local: *mut u8,
+    /// Bytes in the run.
+    pub len: usize,
+}
+
+/// The tags of one execution's control messages for direct reads
+/// ([`Transport::read`]): the sender's announcement of its buffer, and the
+/// reader's acknowledgement that it is done with it. Both differ from every data
+/// tag, and from each other, so no control message ever matches a data message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlTags {
+    /// The announcement's tag.
+    pub announcement: c_int,
+    /// The acknowledgement's tag.
+    pub acknowledgement: c_int,
+}
+
 /// Who one message goes to or comes from, and how it is matched: messages between
 /// two ranks with the same tag match in the order they were started, as in MPI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +171,20 @@ pub trait Transport {
     /// The tag of the plan's `execution`-th execution: the executions' tags differ,
     /// so that the messages of a failed execution never match a later one's.
     fn tag(&self, execution: u64) -> c_int;
+
+    /// The tags of the `execution`-th execution's control messages for direct
+    /// reads.
+    fn control_tags(&self, execution: u64) -> ControlTags;
+
+    /// Reads `runs` straight from `peer`'s memory into this rank's: `peer` must be
+    /// one of the ranks this rank reads directly (the exchange is told which when
+    /// it is made).
+    ///
+    /// # Safety
+    /// Every run's `local` bytes writable and untouched by anything else during
+    /// the call; the peer keeps every run's `remote` bytes readable and unchanged
+    /// until it learns that the read is done.
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()>;
 
     /// Starts sending or receiving `bytes` as `envelope` says.
     ///

@@ -8,6 +8,10 @@
 //! messages: no buffering ever hides a missing receive). The bytes move when the
 //! two sides match.
 //!
+//! Pairs of ranks may be made to read each other's memory directly
+//! ([`Network::with_direct_reads`]): a read copies the bytes at once, and the
+//! report counts them apart from the messages.
+//!
 //! A rank that waits for a completion that no rank can cause any more is a
 //! deadlock: when every rank that has not finished waits, no rank can post, so the
 //! network fails every wait with an error instead of hanging.
@@ -17,11 +21,14 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
-use crate::mpi::transport::{Bytes, Envelope, Transport, copy_blocks};
+use crate::mpi::transport::{Bytes, ControlTags, Envelope, ReadRun, Transport, copy_blocks};
 use crate::planning::schedule::Side;
 
 /// The request handle of no operation.
 const NULL: usize = usize::MAX;
+
+/// Tags per kind of message: data, announcements, acknowledgements.
+const TAGS_PER_LANE: u64 = 1 << 20;
 
 /// Messages between the ranks of one simulated communicator.
 #[derive(Debug)]
@@ -29,13 +36,17 @@ pub struct Network {
     state: Mutex<State>,
     /// Signalled whenever messages match, a rank finishes, or a deadlock is found.
     changed: Condvar,
+    /// Row-major over pairs of ranks: whether the two read each other directly.
+    direct_reads: Vec<bool>,
 }
 
 /// What the tests check after a simulation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetworkReport {
-    /// Bytes each rank received.
+    /// Bytes each rank received in messages.
     pub received: Vec<u64>,
+    /// Bytes each rank read directly from other ranks' memory.
+    pub read: Vec<u64>,
     /// Messages started and never matched nor cancelled.
     pub unmatched: usize,
     /// True when the ranks deadlocked.
@@ -85,21 +96,31 @@ struct State {
 }
 
 impl Network {
-    /// A network of `nranks` ranks.
+    /// A network of `nranks` ranks, none of which reads another's memory.
     pub fn new(nranks: usize) -> Network {
+        Network::with_direct_reads(nranks, |_, _| false)
+    }
+
+    /// A network of `nranks` ranks where ranks `a` and `b` read each other's
+    /// memory directly when `direct(min(a, b), max(a, b))`.
+    pub fn with_direct_reads(nranks: usize, direct: impl Fn(usize, usize) -> bool) -> Network {
+        let direct_reads = (0..nranks * nranks)
+            .map(|i| {
+                let (a, b) = (i / nranks, i % nranks);
+                a != b && direct(a.min(b), a.max(b))
+            })
+            .collect();
         let state = State {
             waiting: vec![false; nranks],
             finished: vec![false; nranks],
             seen: vec![0; nranks],
-            report: NetworkReport {
-                received: vec![0; nranks],
-                ..NetworkReport::default()
-            },
+            report: NetworkReport::for_ranks(nranks),
             ..State::default()
         };
         Network {
             state: Mutex::new(state),
             changed: Condvar::new(),
+            direct_reads,
         }
     }
 
@@ -118,10 +139,7 @@ impl Network {
         let mut state = self.lock();
         state.finished.fill(false);
         let nranks = state.finished.len();
-        state.report = NetworkReport {
-            received: vec![0; nranks],
-            ..NetworkReport::default()
-        };
+        state.report = NetworkReport::for_ranks(nranks);
     }
 
     /// What happened in this execution, once every rank has finished it.
@@ -163,6 +181,17 @@ impl Network {
                 .changed
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl NetworkReport {
+    /// The report of nothing yet, for `nranks` ranks.
+    fn for_ranks(nranks: usize) -> NetworkReport {
+        NetworkReport {
+            received: vec![0; nranks],
+            read: vec![0; nranks],
+            ..NetworkReport::default()
         }
     }
 }
@@ -226,6 +255,12 @@ impl Endpoint<'_> {
         self.rank
     }
 
+    /// True when this rank and `peer` read each other's memory directly.
+    pub fn reads_from(&self, peer: usize) -> bool {
+        let nranks = self.network.direct_reads.len().isqrt();
+        self.network.direct_reads[self.rank * nranks + peer]
+    }
+
     /// Waits until messages have matched since this rank last tested its requests
     /// (after a non-blocking step that could not complete), or fails on a deadlock.
     pub fn wait_for_progress(&self) -> Result<()> {
@@ -274,7 +309,33 @@ impl Transport for Endpoint<'_> {
     }
 
     fn tag(&self, execution: u64) -> c_int {
-        (execution % (1 << 20)) as c_int
+        (execution % TAGS_PER_LANE) as c_int
+    }
+
+    fn control_tags(&self, execution: u64) -> ControlTags {
+        let tag = self.tag(execution) as u64;
+        ControlTags {
+            announcement: (TAGS_PER_LANE + tag) as c_int,
+            acknowledgement: (2 * TAGS_PER_LANE + tag) as c_int,
+        }
+    }
+
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()> {
+        if !self.reads_from(peer) {
+            return Err(Error::Internal(format!(
+                "rank {} does not read rank {peer} directly",
+                self.rank
+            )));
+        }
+        let mut state = self.network.lock();
+        for run in runs {
+            // SAFETY: the caller's contract: the local bytes are writable, the
+            // peer's readable and unchanged until it learns the read is done; the
+            // two are different ranks' buffers.
+            unsafe { std::ptr::copy_nonoverlapping(run.remote as *const u8, run.local, run.len) };
+            state.report.read[self.rank] += run.len as u64;
+        }
+        Ok(())
     }
 
     unsafe fn start(&self, envelope: Envelope, bytes: Bytes, request: &mut usize) -> Result<()> {

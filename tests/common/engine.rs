@@ -3,8 +3,8 @@
 //! layouts) prove the engine itself, not a model of it, deadlock-free and exact.
 
 use distreshape::testing::{
-    Endpoint, Exchange, MessageLimits, Mode, Network, Participant, Progress, RankPlan, Route,
-    proposed_window_width,
+    DirectStreams, Endpoint, Exchange, MessageLimits, Mode, Network, Participant, Progress,
+    RankPlan, Route, proposed_window_width,
 };
 use proptest::prelude::*;
 
@@ -35,27 +35,52 @@ pub struct Engine {
     pub keep_budget: usize,
     /// Each execution's runs, one per rank.
     pub executions: Vec<Vec<RankRun>>,
+    /// Which pairs of ranks read each other's memory directly: bit
+    /// `(7 a + 13 b) % 64` for ranks `a < b` (0: none, all ones: every pair).
+    pub direct_pairs: u64,
 }
 
-/// Random engines for `p` ranks: small windows and rounds, kept or cut lists, and
-/// two executions with each rank's own choice of in place and non-blocking.
+impl Engine {
+    /// True when ranks `a < b` read each other's memory directly.
+    fn reads_directly(&self, a: usize, b: usize) -> bool {
+        self.direct_pairs >> ((7 * a + 13 * b) % 64) & 1 == 1
+    }
+}
+
+/// Random engines for `p` ranks: small windows and rounds, kept or cut lists, no,
+/// every or some pairs reading each other directly, and two executions with each
+/// rank's own choice of in place and non-blocking (every rank out of place in one
+/// of three, so that the direct reads run).
 pub fn engine(p: usize) -> impl Strategy<Value = Engine> {
     let run = (any::<bool>(), any::<bool>()).prop_map(|(in_place, nonblocking)| RankRun {
         in_place,
         nonblocking,
     });
+    let all_out_of_place = prop::collection::vec(any::<bool>(), p).prop_map(|nonblocking| {
+        let run = |nonblocking| RankRun {
+            in_place: false,
+            nonblocking,
+        };
+        nonblocking.into_iter().map(run).collect::<Vec<_>>()
+    });
+    let execution = prop_oneof![2 => prop::collection::vec(run, p), 1 => all_out_of_place];
+    let direct_pairs = prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()];
     (
         1usize..4,
         1usize..4,
         prop::sample::select(vec![0usize, 3, 1 << 20]),
-        prop::collection::vec(prop::collection::vec(run, p), 2),
+        prop::collection::vec(execution, 2),
+        direct_pairs,
     )
-        .prop_map(|(window, per_round, keep_budget, executions)| Engine {
-            window,
-            per_round,
-            keep_budget,
-            executions,
-        })
+        .prop_map(
+            |(window, per_round, keep_budget, executions, direct_pairs)| Engine {
+                window,
+                per_round,
+                keep_budget,
+                executions,
+                direct_pairs,
+            },
+        )
 }
 
 /// One rank's execution of its real [`Exchange`] over the in-memory network,
@@ -65,6 +90,7 @@ fn execute_rank<'n>(
     exchange: &mut Exchange<Endpoint<'n>>,
     endpoint: &Endpoint<'n>,
     run: RankRun,
+    all_out_of_place: bool,
     input: &[u8],
 ) -> Result<Vec<u8>, String> {
     let out_bytes = plan.output_elems() as usize * 8;
@@ -76,6 +102,7 @@ fn execute_rank<'n>(
         transport: endpoint,
     };
     let (mode, packed) = match (run.in_place, plan.path) {
+        (false, _) if all_out_of_place => (Mode::AllOutOfPlace, Vec::new()),
         (false, _) => (Mode::OutOfPlace, Vec::new()),
         // A rank whose output equals its input does nothing in place (the plan's
         // rule): nothing moves to or from it.
@@ -87,7 +114,7 @@ fn execute_rank<'n>(
         ),
     };
     let (src, dst) = match mode {
-        Mode::OutOfPlace => (input.as_ptr(), output.as_mut_ptr()),
+        Mode::OutOfPlace | Mode::AllOutOfPlace => (input.as_ptr(), output.as_mut_ptr()),
         _ => (buffer.as_ptr(), buffer.as_mut_ptr()),
     };
     // SAFETY: the buffers hold the plan's input and output sizes (in place, one
@@ -112,7 +139,7 @@ fn execute_rank<'n>(
         return Err(format!("rank {}: {e}", plan.rank));
     }
     Ok(match mode {
-        Mode::OutOfPlace => output,
+        Mode::OutOfPlace | Mode::AllOutOfPlace => output,
         _ => buffer[..out_bytes].to_vec(),
     })
 }
@@ -121,9 +148,11 @@ fn execute_rank<'n>(
 /// network, for each execution of `engine`, and checks that no execution
 /// deadlocks and that every output element arrives exactly once: the outputs
 /// (sentinel-filled first) hold exactly the global indices the oracle says, the
-/// network delivered exactly the bytes each rank does not keep (so, with the local
-/// copies writing exactly the kept elements, no element arrives twice), and every
-/// send matched a receive of its size.
+/// network delivered exactly the bytes each rank does not keep, in messages or
+/// (every rank out of place) read directly, exactly the bytes of its direct
+/// streams, plus 8 per control message (so, with the local copies writing exactly
+/// the kept elements, no element arrives twice), and every send matched a receive
+/// of its size.
 pub fn run_real_exchange(
     plans: &[RankPlan],
     inputs: &[Vec<u64>],
@@ -134,7 +163,7 @@ pub fn run_real_exchange(
 ) {
     let p = plans.len();
     let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
-    let network = Network::new(p);
+    let network = Network::with_direct_reads(p, |a, b| engine.reads_directly(a, b));
     let width = plans
         .iter()
         .map(|plan| proposed_window_width(plan, p, engine.window).expect("distances"))
@@ -145,18 +174,24 @@ pub fn run_real_exchange(
         .map(|plan| {
             let progress = Progress::for_path(plan.path, width);
             let (per_round, keep) = (engine.per_round, engine.keep_budget);
-            Exchange::new(plan, p, limits, per_round, progress, keep).expect("exchange")
+            let reads_from = |peer: usize| {
+                let (a, b) = (plan.rank.min(peer), plan.rank.max(peer));
+                a != b && engine.reads_directly(a, b)
+            };
+            Exchange::new(plan, p, limits, per_round, progress, keep, reads_from).expect("exchange")
         })
         .collect();
     for runs in &engine.executions {
         network.start_execution();
+        let all_out_of_place = runs.iter().all(|run| !run.in_place);
         let results: Vec<Result<Vec<u8>, String>> = std::thread::scope(|scope| {
             let threads: Vec<_> = (plans.iter().zip(&mut exchanges))
                 .zip(runs.iter().zip(&in_bufs))
                 .map(|((plan, exchange), (&run, input))| {
                     let endpoint = network.endpoint(plan.rank);
                     scope.spawn(move || {
-                        let output = execute_rank(plan, exchange, &endpoint, run, input);
+                        let output =
+                            execute_rank(plan, exchange, &endpoint, run, all_out_of_place, input);
                         endpoint.finish();
                         output
                     })
@@ -185,9 +220,19 @@ pub fn run_real_exchange(
                 context()
             );
             let stats = plans[r].stats();
+            let direct = match all_out_of_place {
+                true => exchanges[r].direct_streams(),
+                false => DirectStreams {
+                    count: 0,
+                    bytes_read: 0,
+                },
+            };
+            assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
             assert_eq!(
-                report.received[r], stats.bytes_received,
-                "rank {r} received"
+                report.received[r] + report.read[r],
+                stats.bytes_received + 8 * direct.count as u64,
+                "rank {r} received: {}",
+                context()
             );
             let kept = stats.bytes_copied_locally;
             assert_eq!(stats.bytes_received + kept, output.len() as u64, "rank {r}");

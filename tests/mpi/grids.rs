@@ -286,6 +286,7 @@ pub fn run(w: &World, breadth: Breadth) {
         check_case(w, &c);
     }
     w.passed("grid layouts");
+    long_runs(w);
     for c in strided_cases(w.size) {
         check_strided_in_place(w, &c);
     }
@@ -319,6 +320,57 @@ fn check_case(w: &World, c: &GridCase) {
     })
     .unwrap_or_else(|e| w.fail(&c.name, format!("overlapped: {e}")));
     check_values(w, &c.name, "overlapped", &overlapped, &want);
+}
+
+/// The environment variable that turns direct reads on (`1`) or off (`0`).
+pub const DIRECT_READS_VARIABLE: &str = "DISTRESHAPE_DIRECT_READS";
+
+/// A transpose of long runs (planes of 128 KiB, contiguous in both buffers), out
+/// of place, in place and overlapped, every element checked. Where direct reads
+/// are asked for ([`DIRECT_READS_VARIABLE`] is `1`, the launcher's
+/// `mpi_direct_reads` runs) and the kernel lets a rank read its sibling processes
+/// (as root, or with Yama's ptrace scope 0), every rank with a peer must read its
+/// peers directly, as the plan's description says; with them turned off, none.
+pub fn long_runs(w: &World) {
+    let p = w.size as u64;
+    let shape = [2 * p, 2 * p, 8192];
+    let rows = Spec::new(&shape, &[w.size], &[None, Some(0), None]);
+    let columns = Spec::new(&shape, &[w.size], &[Some(0), None, None]);
+    let c = case(
+        "long runs: axis 1 -> axis 0 of (2p, 2p, 8192)",
+        rows,
+        columns,
+    );
+    check_case(w, &c);
+    let layout = |s: &Spec| s.layout(&s.shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+    let plan = Plan::from_layouts::<u64, _>(&w.comm, &layout(&c.input), &layout(&c.output))
+        .unwrap_or_else(|e| w.fail(&c.name, format!("planning: {e}")));
+    let reads = plan.to_string().contains("direct reads");
+    let asked = std::env::var(DIRECT_READS_VARIABLE).ok();
+    let expected = match asked.as_deref() {
+        Some("1") => Some(p > 1 && kernel_allows_sibling_reads()),
+        Some("0") => Some(false),
+        _ => None,
+    };
+    if let Some(expected) = expected.filter(|&e| e != reads) {
+        w.fail(
+            &c.name,
+            format!(
+                "{DIRECT_READS_VARIABLE}={asked:?}: expected direct reads {expected}, the plan says: {plan} (a container's seccomp profile can forbid process_vm_readv)"
+            ),
+        );
+    }
+    w.passed(&format!("long runs (direct reads: {reads})"));
+}
+
+/// True when the kernel lets this process read its sibling processes' memory:
+/// as root, or with Yama's ptrace scope 0 (or no Yama).
+fn kernel_allows_sibling_reads() -> bool {
+    // SAFETY: geteuid only reads this process's effective user id.
+    let root = unsafe { libc::geteuid() } == 0;
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .map_or(0, |s| s.trim().parse().unwrap_or(1));
+    root || scope == 0
 }
 
 /// Short runs at a fixed stride: `(64 p, 6, 10)` from rows to columns over `p`

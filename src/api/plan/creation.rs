@@ -9,7 +9,7 @@ use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
-use crate::mpi::library::proposed_strided_runs;
+use crate::mpi::library::{proposed_direct_reads, proposed_strided_runs};
 use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
@@ -62,6 +62,9 @@ pub(super) struct AgreedPlan {
     /// How long strided runs travel: the most cautious way any rank proposes
     /// ([`crate::mpi::library::proposed_strided_runs`], [`BY_CAUTION`]).
     pub(super) strided_runs: StridedRuns,
+    /// True when some rank proposes direct reads between the ranks of a node
+    /// ([`crate::mpi::library::proposed_direct_reads`]; each node then decides).
+    pub(super) direct_reads: bool,
 }
 
 /// The arguments every rank validated and agreed on, and the buffers for the slab
@@ -76,7 +79,8 @@ pub(super) struct Agreed {
 /// Agrees on the planning outcome and on what shapes every rank's exchange: the
 /// busiest rank's peer count, the narrowest window width any rank proposes for
 /// `peers_per_window` peers per window (agreed as the maximum of its
-/// complement), and the most cautious way for strided runs any rank proposes.
+/// complement), the most cautious way for strided runs any rank proposes, and
+/// whether any rank proposes direct reads.
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
@@ -93,6 +97,7 @@ pub(super) fn agree_on_plan(
         peers as i64,
         !(proposed as i64),
         caution(proposed_strided_runs()),
+        i64::from(proposed_direct_reads()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -102,6 +107,7 @@ pub(super) fn agree_on_plan(
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
         strided_runs: strided_runs_of_caution(piggyback[2]),
+        direct_reads: piggyback[3] != 0,
         plan,
     })
 }

@@ -36,7 +36,7 @@ use crate::distribution::grid::GridBox;
 use crate::distribution::layout::Slab;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm};
-use crate::mpi::exchange::{Exchange, Participant, messages_per_round};
+use crate::mpi::exchange::{Exchange, Mode, Participant, messages_per_round};
 use crate::mpi::status::{mpi_is_usable, require_mpi};
 use crate::mpi::threads::ThreadLevel;
 use crate::mpi::transport::Channel;
@@ -216,16 +216,24 @@ impl Plan {
             window_width,
             communicates,
             strided_runs,
+            direct_reads,
         } = agree_on_plan(&comm, planned, options.window)?;
-        let exchange = contain_panic(|| {
-            Exchange::new(
-                &plan,
-                comm.size(),
-                options.limits(busiest_peers, strided_runs),
-                messages_per_round(busiest_peers),
-                Progress::for_path(plan.path, window_width),
-                options.run_budget,
-            )
+        let node_reads = match communicates && direct_reads {
+            true => comm.establish_node_reads(),
+            false => Ok(()),
+        };
+        let exchange = node_reads.and_then(|()| {
+            contain_panic(|| {
+                Exchange::new(
+                    &plan,
+                    comm.size(),
+                    options.limits(busiest_peers, strided_runs),
+                    messages_per_round(busiest_peers),
+                    Progress::for_path(plan.path, window_width),
+                    options.run_budget,
+                    |peer| comm.node_reads().reads_from(peer),
+                )
+            })
         });
         if communicates {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
@@ -623,9 +631,19 @@ impl Plan {
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
         agree(&self.comm, prepared.as_ref().err(), &mut in_place_somewhere)?;
         let (in_place, run) = prepared?;
-        match in_place_somewhere[0] != 0 && self.schedulable() {
-            true => self.in_place_somewhere(route, in_place, run),
-            false => Ok(run),
+        match (in_place_somewhere[0] != 0, run) {
+            (true, run) if self.schedulable() => self.in_place_somewhere(route, in_place, run),
+            (
+                false,
+                Some(Run::Exchange {
+                    mode: Mode::OutOfPlace,
+                    packed,
+                }),
+            ) => Ok(Some(Run::Exchange {
+                mode: Mode::AllOutOfPlace,
+                packed,
+            })),
+            (_, run) => Ok(run),
         }
     }
 
@@ -675,7 +693,16 @@ impl Drop for Plan {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.plan.fmt(f)?;
-        match &self.lock().in_place {
+        let engines = self.lock();
+        let direct = engines.exchange.direct_streams();
+        if direct.count > 0 {
+            write!(
+                f,
+                "; {} streams move by direct reads within the node when every rank executes out of place ({} B read)",
+                direct.count, direct.bytes_read
+            )?;
+        }
+        match &engines.in_place {
             InPlaceRoute::Undecided => Ok(()),
             InPlaceRoute::Scheduled(s) => write!(
                 f,

@@ -35,16 +35,22 @@
 //! positions, and the receives then land in the buffer; on the local path the ranks
 //! instead complete their sends before their receives, needing no extra memory.
 //!
+//! Where the ranks of a node read one another's memory, a stream of long runs
+//! between two of them moves no message when every rank executes out of place:
+//! the receiver reads the runs straight from the sender's input ([`direct`]).
+//!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
-//! progress loops) and [`local`] (the local copies, the slots and the pack
-//! buffer).
+//! progress loops), [`direct`] (the direct reads) and [`local`] (the local
+//! copies, the slots and the pack buffer).
 
+mod direct;
 mod local;
 mod progress;
 mod stream;
 
 use std::os::raw::c_int;
 
+use self::direct::DirectReads;
 use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
 use self::progress::{Active, Sides};
 use self::stream::Stream;
@@ -73,6 +79,9 @@ pub fn messages_per_round(peers: usize) -> usize {
 pub enum Mode {
     /// Separate input and output buffers.
     OutOfPlace,
+    /// Separate input and output buffers on every rank (agreed): the streams
+    /// between ranks that read each other's memory move by direct reads.
+    AllOutOfPlace,
     /// One buffer, any plan: everything this rank sends is first copied into the
     /// pack buffer (extra memory: exactly those bytes), the kept elements move, then
     /// all messages flow.
@@ -84,6 +93,15 @@ pub enum Mode {
     /// waits only for ranks further along the direction it sends in, so no cycle of
     /// waits can form. Needs [`Progress::Independent`].
     InPlaceOrdered,
+}
+
+/// The streams of one rank that move by direct reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirectStreams {
+    /// How many (each end of a stream counts on its rank).
+    pub count: usize,
+    /// The bytes this rank reads in them.
+    pub bytes_read: u64,
 }
 
 /// This rank's plan and the transport to the other ranks, whose plans are of the
@@ -126,6 +144,8 @@ pub struct Exchange<T: Transport> {
     /// Executions started so far, by either engine: the same count on every rank,
     /// which gives every execution its tag ([`Transport::tag`]).
     executions: u64,
+    /// The streams that move by direct reads when every rank is out of place.
+    direct: DirectReads<T>,
     /// The execution in flight, between [`Exchange::begin`] and its completion.
     active: Option<Active>,
 }
@@ -139,6 +159,7 @@ impl<T: Transport> std::fmt::Debug for Exchange<T> {
             .field("streams", &self.streams.len())
             .field("kept_copies", &self.kept.listed())
             .field("slot_bytes", &self.slots.capacity())
+            .field("direct_streams", &self.direct.len())
             .finish_non_exhaustive()
     }
 }
@@ -152,7 +173,9 @@ impl<T: Transport> Exchange<T> {
     /// Allocates the streams of `plan` (one rank of `nranks`), driven by `progress`,
     /// with messages cut within `limits`, `per_round` per stream and round. The local
     /// copies, then the streams' messages in schedule order, are listed once and kept
-    /// for every execution until `keep_budget` entries are spent.
+    /// for every execution until `keep_budget` entries are spent. Streams of long
+    /// runs with the peers this rank reads directly (`reads_from`, a property of
+    /// the pair) move by direct reads when every rank executes out of place.
     pub fn new(
         plan: &RankPlan,
         nranks: usize,
@@ -160,6 +183,7 @@ impl<T: Transport> Exchange<T> {
         per_round: usize,
         progress: Progress,
         keep_budget: usize,
+        reads_from: impl Fn(usize) -> bool,
     ) -> Result<Exchange<T>> {
         let specs = schedule(plan, nranks, progress)?;
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
@@ -182,6 +206,7 @@ impl<T: Transport> Exchange<T> {
             streams.push(stream);
         }
         let slots = slots(&streams, slot_bytes, plan.rank)?;
+        let direct = DirectReads::new(plan, &mut streams, limits, reads_from)?;
         let count = streams.len() * per_round;
         let mut requests = try_vec(count, "the message requests", plan.rank)?;
         requests.resize(count, T::null_request());
@@ -196,6 +221,7 @@ impl<T: Transport> Exchange<T> {
             requests,
             completed,
             slots,
+            direct,
             active: None,
         })
     }
@@ -223,7 +249,7 @@ impl<T: Transport> Exchange<T> {
         let plan = on.plan;
         if mode != Mode::InPlaceOrdered {
             // SAFETY: forwarded from the caller.
-            unsafe { self.start(plan, mode, packed, input, output) };
+            unsafe { self.start(on, mode, packed, input, output) }?;
             return self.advance(on, true).map(drop);
         }
         self.next_execution(mode);
@@ -264,8 +290,17 @@ impl<T: Transport> Exchange<T> {
             return unsafe { self.run(on, mode, packed, input, output) }.map(|()| true);
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.start(on.plan, mode, packed, input, output) };
+        unsafe { self.start(on, mode, packed, input, output) }?;
         self.advance(on, false)
+    }
+
+    /// How many streams move by direct reads when every rank is out of place, and
+    /// how many bytes this rank then reads.
+    pub fn direct_streams(&self) -> DirectStreams {
+        DirectStreams {
+            count: self.direct.len(),
+            bytes_read: self.direct.bytes_read(),
+        }
     }
 
     /// True while an execution started by [`Exchange::begin`] is unfinished.
@@ -279,20 +314,27 @@ impl<T: Transport> Exchange<T> {
     /// As [`Exchange::begin`].
     unsafe fn start(
         &mut self,
-        plan: &RankPlan,
+        on: Participant<'_, T>,
         mode: Mode,
         mut packed: Vec<u8>,
         input: *const u8,
         output: *mut u8,
-    ) {
+    ) -> Result<()> {
         self.next_execution(mode);
         let (send_base, local_copy) = match mode {
-            Mode::OutOfPlace => (input, Some(input)),
+            Mode::OutOfPlace | Mode::AllOutOfPlace => (input, Some(input)),
             // SAFETY: forwarded from the caller.
-            _ => (unsafe { pack_in_place(plan, &mut packed, output) }, None),
+            _ => (unsafe { pack_in_place(on.plan, &mut packed, output) }, None),
         };
-        let active = Active::new(send_base.cast_mut(), output, local_copy, packed, Sides::All);
+        let mut active = Active::new(send_base.cast_mut(), output, local_copy, packed, Sides::All);
+        if mode == Mode::AllOutOfPlace && self.direct.len() > 0 {
+            // SAFETY: the input stays unchanged until the execution completes
+            // (caller's contract).
+            let direct = unsafe { self.direct.start(on.transport, self.executions, input) };
+            active.direct = direct.inspect_err(|_| self.direct.abandon(on.transport))?;
+        }
         self.active = Some(active);
+        Ok(())
     }
 
     /// Counts the execution and rewinds every stream.
@@ -331,6 +373,60 @@ impl<T: Transport> Exchange<T> {
         let Some(mut active) = self.active.take() else {
             return Ok(true);
         };
+        let result = self.drive(on, &mut active, blocking);
+        match result {
+            Ok(false) => self.active = Some(active),
+            Ok(true) => {}
+            Err(_) => self.abandon(on.transport),
+        }
+        result
+    }
+
+    /// Carries `active` on: with direct reads, the local copy (which waits for no
+    /// one) and the reads as their announcements arrive; the messages; then the
+    /// acknowledgements of the reads. Returns whether it completed.
+    fn drive(
+        &mut self,
+        on: Participant<'_, T>,
+        active: &mut Active,
+        blocking: bool,
+    ) -> Result<bool> {
+        let (plan, transport) = (on.plan, on.transport);
+        let read = match active.direct.active {
+            // SAFETY: the buffers of `active` are valid until it completes
+            // (contract of begin / run).
+            true => unsafe {
+                if let Some(input) = active.local_copy.take() {
+                    self.kept.copy(plan, input, active.output);
+                }
+                let (execution, output) = (self.executions, active.output);
+                let direct = &mut active.direct;
+                self.direct.serve(
+                    transport,
+                    execution,
+                    direct,
+                    output,
+                    plan.elem_size,
+                    blocking,
+                )
+            }?,
+            false => true,
+        };
+        let moved = self.move_messages(on, active, blocking)?;
+        if !(read && moved && active.direct.active) {
+            return Ok(read && moved);
+        }
+        self.direct.finish(transport, &mut active.direct, blocking)
+    }
+
+    /// Carries the messages of `active` on, with the local copy; returns whether
+    /// they completed.
+    fn move_messages(
+        &mut self,
+        on: Participant<'_, T>,
+        active: &mut Active,
+        blocking: bool,
+    ) -> Result<bool> {
         let (plan, transport) = (on.plan, on.transport);
         let mut kept = std::mem::replace(&mut self.kept, LocalCopies::Listed(Vec::new()));
         let mut copy_once = |active: &mut Active| {
@@ -344,23 +440,14 @@ impl<T: Transport> Exchange<T> {
         // SAFETY: as above.
         let result = unsafe {
             match self.progress {
-                Progress::Pairwise { .. } => {
-                    self.pairwise(transport, &mut active, blocking, copy_once)
-                }
-                Progress::Independent => {
-                    self.independent(transport, &mut active, blocking, copy_once)
-                }
+                Progress::Pairwise { .. } => self.pairwise(transport, active, blocking, copy_once),
+                Progress::Independent => self.independent(transport, active, blocking, copy_once),
             }
         };
         if matches!(result, Ok(true)) {
-            copy_once(&mut active);
+            copy_once(active);
         }
         self.kept = kept;
-        match result {
-            Ok(false) => self.active = Some(active),
-            Ok(true) => {}
-            Err(_) => self.abandon(transport),
-        }
         result
     }
 
@@ -369,6 +456,7 @@ impl<T: Transport> Exchange<T> {
     /// released while the transport may still use it.
     pub fn abandon(&mut self, transport: &T) {
         transport.cancel_all(&mut self.requests);
+        self.direct.abandon(transport);
         for stream in &mut self.streams {
             stream.pending = 0;
         }

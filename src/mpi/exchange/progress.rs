@@ -3,6 +3,7 @@
 //! execution they carry on.
 
 use super::Exchange;
+use super::direct::DirectExecution;
 use super::stream::Stream;
 use crate::core::error::Result;
 use crate::mpi::transport::{Channel, Transport};
@@ -199,6 +200,8 @@ pub(super) struct Active {
     pub(super) window_start: usize,
     /// Pairwise progress: requests of the step in flight.
     pub(super) posted: usize,
+    /// The direct reads of this execution.
+    pub(super) direct: DirectExecution,
 }
 
 impl Active {
@@ -217,6 +220,7 @@ impl Active {
             sides,
             window_start: 0,
             posted: 0,
+            direct: DirectExecution::default(),
         }
     }
 

@@ -38,6 +38,9 @@ pub(super) struct Stream {
     pub(super) unpack_pending: bool,
     /// True once every message has been posted.
     pub(super) done: bool,
+    /// True when the stream moves by direct reads in executions where every rank
+    /// is out of place ([`super::direct`]).
+    pub(super) direct: bool,
     /// Messages of the current round not yet completed.
     pub(super) pending: usize,
 }
@@ -65,6 +68,7 @@ impl Stream {
             packed_at,
             unpack_pending: false,
             done: false,
+            direct: false,
             pending: 0,
         })
     }
@@ -106,7 +110,8 @@ impl Stream {
     }
 
     /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
-    /// except for sends read from the packed buffer of an in-place execution.
+    /// except for sends read from the packed buffer of an in-place execution; a
+    /// direct stream posts none when every rank is out of place.
     pub(super) fn reset(&mut self, mode: Mode) {
         let placement = match (self.spec.side, mode) {
             (Side::Receive, _) => Placement::Target,
@@ -122,7 +127,7 @@ impl Stream {
         }
         self.replayed = 0;
         self.unpack_pending = false;
-        self.done = false;
+        self.done = self.direct && mode == Mode::AllOutOfPlace;
         self.pending = 0;
     }
 

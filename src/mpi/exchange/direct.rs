@@ -1,0 +1,299 @@
+//! Direct reads in an execution: a stream between two ranks that read each other's
+//! memory (as the exchange was told when it was made) and whose joint runs are long (at least the
+//! direct message size on average) moves no message. When every rank executes out
+//! of place, the sender announces the address of its input (one 8-byte message),
+//! the receiver reads the stream's joint runs straight from it into its output as
+//! soon as the announcement arrives ([`Transport::read`]), and acknowledges (8
+//! bytes: 0, or the error number of a failed read); the sender completes its
+//! execution only once acknowledged, so its input stays unchanged while it is read.
+//! Executions with a rank in place send these streams' messages as usual.
+//!
+//! No cycle of waits can form: every rank posts its announcements and its
+//! acknowledgement receives before it waits for anything, a receiver waits only for
+//! announcements before it reads and acknowledges, and the acknowledgements are
+//! awaited last. A failed read is acknowledged as failed, so both ends fail, and no
+//! other stream is left waiting.
+
+use std::os::raw::c_int;
+
+use super::stream::Stream;
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
+use crate::distribution::joint_runs::JointRuns;
+use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
+use crate::planning::messages::MessageLimits;
+use crate::planning::planner::RankPlan;
+use crate::planning::schedule::{ScheduledStream, Side};
+
+/// Most runs read in one call of [`Transport::read`].
+const RUNS_PER_READ: usize = 1024;
+
+/// The streams of one rank's plan that move by direct reads, with what their
+/// executions need, allocated when the plan is created.
+pub(super) struct DirectReads<T: Transport> {
+    /// The direct streams: receives first, then sends.
+    streams: Vec<DirectStream>,
+    /// How many of `streams` are receives.
+    receives: usize,
+    /// Per direct stream, the announced input address (received by a receive
+    /// stream, sent by a send stream), then per direct stream its acknowledgement.
+    payloads: Vec<u64>,
+    /// Per direct stream its announcement's request, then per direct stream its
+    /// acknowledgement's.
+    requests: Vec<T::Request>,
+    /// Indices of completed announcements, filled by [`Transport::complete_some`].
+    completed: Vec<c_int>,
+    /// The runs of one read.
+    runs: Vec<ReadRun>,
+    /// The bytes of the direct receive streams.
+    bytes_read: u64,
+}
+
+/// One stream that moves by direct reads.
+struct DirectStream {
+    peer: usize,
+    /// A receive's joint runs (its source offsets in the sender's input), rewound
+    /// by every read; `None` for a send.
+    runs: Option<JointRuns>,
+}
+
+/// The direct reads of the execution in flight.
+#[derive(Debug, Default)]
+pub(super) struct DirectExecution {
+    /// True when this execution moves the direct streams by reads.
+    pub(super) active: bool,
+    /// Receive streams not yet read.
+    reads_left: usize,
+    /// The first failed read.
+    failure: Option<Error>,
+}
+
+impl<T: Transport> DirectReads<T> {
+    /// Picks the streams of `streams` that move by direct reads when the ranks
+    /// allow it (`reads_from`, a property of the pair) and their joint runs average
+    /// at least `limits.direct_bytes`, and marks them.
+    pub(super) fn new(
+        plan: &RankPlan,
+        streams: &mut [Stream],
+        limits: MessageLimits,
+        reads_from: impl Fn(usize) -> bool,
+    ) -> Result<DirectReads<T>> {
+        let (mut direct, mut bytes_read) = (Vec::new(), 0);
+        for side in [Side::Receive, Side::Send] {
+            for stream in streams.iter_mut().filter(|s| s.spec.side == side) {
+                let peer = stream.spec.peer;
+                if !(reads_from(peer) && long_runs(plan, stream.spec, limits)) {
+                    continue;
+                }
+                stream.direct = true;
+                let receive = side == Side::Receive;
+                if receive {
+                    bytes_read += stream.spec.elems * plan.elem_size as u64;
+                }
+                let runs = receive.then(|| JointRuns::new(plan.recv_runs(peer)));
+                direct.push(DirectStream { peer, runs });
+            }
+        }
+        let receives = direct.iter().filter(|d| d.runs.is_some()).count();
+        let n = direct.len();
+        let rank = plan.rank;
+        let mut payloads = try_vec(2 * n, "the direct reads' control messages", rank)?;
+        payloads.resize(2 * n, 0);
+        let mut requests = try_vec(2 * n, "the direct reads' requests", rank)?;
+        requests.resize(2 * n, T::null_request());
+        let mut completed = try_vec(n, "the direct reads' completions", rank)?;
+        completed.resize(n, 0);
+        let runs = try_vec(if n > 0 { RUNS_PER_READ } else { 0 }, "the read runs", rank)?;
+        Ok(DirectReads {
+            streams: direct,
+            receives,
+            payloads,
+            requests,
+            completed,
+            runs,
+            bytes_read,
+        })
+    }
+
+    /// How many streams move by direct reads.
+    pub(super) fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The bytes of the direct receive streams.
+    pub(super) fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Starts an execution's direct reads: announces `input` to every direct
+    /// receiver and posts every announcement and acknowledgement receive.
+    ///
+    /// # Safety
+    /// `input` must stay readable and unchanged until the execution completes.
+    pub(super) unsafe fn start(
+        &mut self,
+        transport: &T,
+        execution: u64,
+        input: *const u8,
+    ) -> Result<DirectExecution> {
+        let tags = transport.control_tags(execution);
+        let n = self.streams.len();
+        for i in 0..n {
+            let (peer, receives) = (self.streams[i].peer, self.streams[i].runs.is_some());
+            let side = if receives { Side::Receive } else { Side::Send };
+            if !receives {
+                self.payloads[i] = input as u64;
+            }
+            // SAFETY: the payloads live in the plan until the execution completes.
+            unsafe {
+                self.post(transport, i, side, peer, tags.announcement)?;
+                if !receives {
+                    self.post(transport, n + i, Side::Receive, peer, tags.acknowledgement)?;
+                }
+            }
+        }
+        Ok(DirectExecution {
+            active: true,
+            reads_left: self.receives,
+            failure: None,
+        })
+    }
+
+    /// Reads every stream whose announcement has arrived into `output` (elements
+    /// of `elem_size` bytes), and acknowledges it: until every stream is read when
+    /// `blocking`. Returns whether every stream is read.
+    ///
+    /// # Safety
+    /// `output` the execution's output buffer, valid until it completes.
+    pub(super) unsafe fn serve(
+        &mut self,
+        transport: &T,
+        execution: u64,
+        state: &mut DirectExecution,
+        output: *mut u8,
+        elem_size: usize,
+        blocking: bool,
+    ) -> Result<bool> {
+        let tag = transport.control_tags(execution).acknowledgement;
+        while state.reads_left > 0 {
+            let requests = &mut self.requests[..self.receives];
+            let done = transport.complete_some(requests, &mut self.completed, blocking)?;
+            if done == 0 {
+                return Ok(false);
+            }
+            for k in 0..done {
+                let i = self.completed[k] as usize;
+                // SAFETY: forwarded from the caller; the sender keeps its input
+                // until acknowledged.
+                let read = unsafe { self.read(transport, i, output, elem_size) };
+                let n = self.streams.len();
+                self.payloads[n + i] = u64::from(read.is_err());
+                if let Err(e) = read {
+                    state.failure.get_or_insert(e);
+                }
+                let peer = self.streams[i].peer;
+                // SAFETY: the payload lives in the plan until the execution completes.
+                unsafe { self.post(transport, n + i, Side::Send, peer, tag) }?;
+                state.reads_left -= 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Starts control message `index` (its payload and request) on `side` with
+    /// `peer`.
+    ///
+    /// # Safety
+    /// The payloads must stay in place until the message completes.
+    unsafe fn post(
+        &mut self,
+        transport: &T,
+        index: usize,
+        side: Side,
+        peer: usize,
+        tag: c_int,
+    ) -> Result<()> {
+        let envelope = Envelope { side, peer, tag };
+        let payload = &mut self.payloads[index];
+        let bytes = Bytes::contiguous((payload as *mut u64).cast(), size_of::<u64>());
+        // SAFETY: forwarded from the caller.
+        unsafe { transport.start(envelope, bytes, &mut self.requests[index]) }
+    }
+
+    /// Reads direct receive stream `i` from its sender's announced input.
+    ///
+    /// # Safety
+    /// As [`DirectReads::serve`].
+    unsafe fn read(
+        &mut self,
+        transport: &T,
+        i: usize,
+        output: *mut u8,
+        elem_size: usize,
+    ) -> Result<()> {
+        let remote_base = self.payloads[i] as usize;
+        let stream = &mut self.streams[i];
+        let runs = stream.runs.as_mut().expect("a receive stream has runs");
+        runs.rewind();
+        loop {
+            self.runs.clear();
+            self.runs
+                .extend(runs.by_ref().take(RUNS_PER_READ).map(|run| ReadRun {
+                    remote: remote_base + run.source as usize * elem_size,
+                    local: output.wrapping_add(run.target as usize * elem_size),
+                    len: run.len as usize * elem_size,
+                }));
+            if self.runs.is_empty() {
+                return Ok(());
+            }
+            // SAFETY: forwarded from the caller: the runs lie in the output, which
+            // nothing else writes there, and in the sender's input.
+            unsafe { transport.read(stream.peer, &self.runs) }?;
+        }
+    }
+
+    /// Completes the execution's control messages once every stream is read (or,
+    /// not `blocking`, returns false unless they have completed); fails when a read
+    /// of this rank's or of its input failed.
+    pub(super) fn finish(
+        &mut self,
+        transport: &T,
+        state: &mut DirectExecution,
+        blocking: bool,
+    ) -> Result<bool> {
+        if !transport.complete_all(&mut self.requests, blocking)? {
+            return Ok(false);
+        }
+        state.active = false;
+        if let Some(e) = state.failure.take() {
+            return Err(e);
+        }
+        let n = self.streams.len();
+        let failed = (self.receives..n).find(|&i| self.payloads[n + i] != 0);
+        match failed {
+            Some(i) => Err(Error::Mpi(format!(
+                "rank {} could not read this rank's input directly",
+                self.streams[i].peer
+            ))),
+            None => Ok(true),
+        }
+    }
+
+    /// Cancels every control message in flight (after a failure).
+    pub(super) fn abandon(&mut self, transport: &T) {
+        transport.cancel_all(&mut self.requests);
+    }
+}
+
+/// True when the joint runs of `stream` average at least `limits.direct_bytes`
+/// (both ends of the stream see the same runs). Reads at most one run more than
+/// the stream's bytes allow at that average.
+fn long_runs(plan: &RankPlan, stream: ScheduledStream, limits: MessageLimits) -> bool {
+    let runs = match stream.side {
+        Side::Receive => plan.recv_runs(stream.peer),
+        Side::Send => plan.send_runs(stream.peer),
+    };
+    let bytes = stream.elems.saturating_mul(plan.elem_size as u64);
+    let most = bytes / limits.direct_bytes.max(1) as u64;
+    JointRuns::new(runs).nth(most as usize).is_none()
+}
