@@ -20,7 +20,7 @@ use distreshape::testing::{
 };
 
 use common::STRIDED_RUNS;
-use common::engine::{Engine, RankRun, run_real_exchange};
+use common::engine::{Engine, RankRun, run_failing_reads, run_real_exchange};
 use common::inplace::replay_in_place;
 
 /// Simulated cases; each builds and applies every rank's lists.
@@ -377,6 +377,29 @@ fn real_exchange_delivers_random_grid_redistributions() {
             .collect();
         let (limits, engine) = (small_limits(&mut rng), random_engine(&mut rng, p as usize));
         run_real_exchange(&plans, &inputs, &outputs, limits, &engine, &|| ctx.clone());
+    }
+}
+
+/// A direct read that fails, on random grid redistributions where every pair of
+/// ranks reads each other: both ends of every direct stream fail, every other
+/// rank completes with the right output, and no rank waits forever.
+#[test]
+fn failed_direct_reads_fail_both_ends_and_leave_no_rank_waiting() {
+    let mut rng = Rng(0xfa11);
+    for case in 0..ENGINE_CASES / 4 {
+        let p = 1 + rng.below(8);
+        let shape = input_shape(&mut rng);
+        let new_shape = reshaped(&mut rng, &shape);
+        let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
+        let (inputs, outputs) = (members(&input), members(&output));
+        let ctx = format!("case {case}: {input:?} -> {output:?}");
+        let layouts = Arc::new(Redistribution::new(input, output).unwrap());
+        let plans: Vec<RankPlan> = (0..p as usize)
+            .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+            .collect();
+        run_failing_reads(&plans, &inputs, &outputs, small_limits(&mut rng), &|| {
+            ctx.clone()
+        });
     }
 }
 

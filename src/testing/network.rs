@@ -38,6 +38,8 @@ pub struct Network {
     changed: Condvar,
     /// Row-major over pairs of ranks: whether the two read each other directly.
     direct_reads: Vec<bool>,
+    /// True when every direct read fails, as one the kernel refuses.
+    reads_fail: bool,
 }
 
 /// What the tests check after a simulation.
@@ -121,7 +123,14 @@ impl Network {
             state: Mutex::new(state),
             changed: Condvar::new(),
             direct_reads,
+            reads_fail: false,
         }
+    }
+
+    /// The same network with every direct read failing.
+    pub fn with_failing_reads(mut self) -> Network {
+        self.reads_fail = true;
+        self
     }
 
     /// Rank `rank`'s end of the network.
@@ -324,6 +333,12 @@ impl Transport for Endpoint<'_> {
         if !self.reads_from(peer) {
             return Err(Error::Internal(format!(
                 "rank {} does not read rank {peer} directly",
+                self.rank
+            )));
+        }
+        if self.network.reads_fail {
+            return Err(Error::Mpi(format!(
+                "rank {}: the read from rank {peer} failed (simulated)",
                 self.rank
             )));
         }

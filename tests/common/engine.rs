@@ -239,3 +239,64 @@ pub fn run_real_exchange(
         }
     }
 }
+
+/// Runs every rank's real exchange engine out of place, every pair of ranks
+/// reading each other directly and every read failing: no rank waits forever, the
+/// ranks with a direct stream (reading or read) fail, naming the read, and every
+/// other rank's output is right.
+pub fn run_failing_reads(
+    plans: &[RankPlan],
+    inputs: &[Vec<u64>],
+    outputs: &[Vec<u64>],
+    limits: MessageLimits,
+    case: &dyn Fn() -> String,
+) {
+    let p = plans.len();
+    let network = Network::with_direct_reads(p, |_, _| true).with_failing_reads();
+    let width = plans
+        .iter()
+        .map(|plan| proposed_window_width(plan, p, 2).expect("distances"))
+        .min()
+        .expect("one rank at least");
+    let run = RankRun {
+        in_place: false,
+        nonblocking: false,
+    };
+    let results: Vec<(Result<Vec<u8>, String>, DirectStreams)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = plans
+            .iter()
+            .zip(inputs)
+            .map(|(plan, input)| {
+                let network = &network;
+                scope.spawn(move || {
+                    let progress = Progress::for_path(plan.path, width);
+                    let mut exchange =
+                        Exchange::new(plan, p, limits, 2, progress, 1 << 20, |peer| {
+                            peer != plan.rank
+                        })
+                        .expect("exchange");
+                    let endpoint = network.endpoint(plan.rank);
+                    let input = to_bytes(input);
+                    let output = execute_rank(plan, &mut exchange, &endpoint, run, true, &input);
+                    endpoint.finish();
+                    (output, exchange.direct_streams())
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("rank thread"))
+            .collect()
+    });
+    let report = network.report();
+    assert!(!report.deadlocked, "the exchange deadlocked: {}", case());
+    assert_eq!(report.unmatched, 0, "unmatched messages: {}", case());
+    for (r, (result, direct)) in results.into_iter().enumerate() {
+        match (result, direct.count) {
+            (Ok(output), 0) => assert_eq!(output, to_bytes(&outputs[r]), "rank {r}: {}", case()),
+            (Err(e), 1..) => assert!(e.contains("read"), "rank {r}: {e}: {}", case()),
+            (Ok(_), n) => panic!("rank {r} has {n} direct streams yet succeeded: {}", case()),
+            (Err(e), 0) => panic!("rank {r} has no direct stream yet failed: {e}: {}", case()),
+        }
+    }
+}
