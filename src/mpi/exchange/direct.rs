@@ -1,10 +1,10 @@
 //! Direct reads in an execution: a stream between two ranks that read each other's
-//! memory (as the exchange was told when it was made) and whose joint runs are long (at least the
-//! direct message size on average) moves no message. When every rank executes out
-//! of place, the sender announces the address of its input (one 8-byte message),
+//! memory (as the exchange was told when it was made) and whose joint runs are
+//! long (at least half the direct message size on average) moves no message.
+//! When every rank executes out of place, the sender announces the address of its input (one 8-byte message),
 //! the receiver reads the stream's joint runs straight from it into its output as
 //! soon as the announcement arrives ([`Transport::read`]), and acknowledges (8
-//! bytes: 0, or the error number of a failed read); the sender completes its
+//! bytes: 0, or 1 when the read failed); the sender completes its
 //! execution only once acknowledged, so its input stays unchanged while it is read.
 //! Executions with a rank in place send these streams' messages as usual.
 //!
@@ -24,6 +24,13 @@ use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{ScheduledStream, Side};
+
+/// Streams whose joint runs average at least the direct message size
+/// ([`MessageLimits::direct_bytes`], 64 KiB) over this move by direct reads:
+/// measured at P = 8 on 2 cores (docs/src/performance/analysis.md), 56 KB runs
+/// packed through the slots took 1.6x their time read directly, 4 KB runs read
+/// directly gained nothing and 512 B runs lost 1.4x.
+const READ_BYTES_DIVISOR: u64 = 2;
 
 /// Most runs read in one call of [`Transport::read`].
 const RUNS_PER_READ: usize = 1024;
@@ -71,7 +78,8 @@ pub(super) struct DirectExecution {
 impl<T: Transport> DirectReads<T> {
     /// Picks the streams of `streams` that move by direct reads when the ranks
     /// allow it (`reads_from`, a property of the pair) and their joint runs average
-    /// at least `limits.direct_bytes`, and marks them.
+    /// at least half `limits.direct_bytes` ([`READ_BYTES_DIVISOR`]), and marks
+    /// them.
     pub(super) fn new(
         plan: &RankPlan,
         streams: &mut [Stream],
@@ -285,15 +293,15 @@ impl<T: Transport> DirectReads<T> {
     }
 }
 
-/// True when the joint runs of `stream` average at least `limits.direct_bytes`
-/// (both ends of the stream see the same runs). Reads at most one run more than
-/// the stream's bytes allow at that average.
+/// True when the joint runs of `stream` average at least `limits.direct_bytes /
+/// READ_BYTES_DIVISOR` (both ends of the stream see the same runs). Reads at most
+/// one run more than the stream's bytes allow at that average.
 fn long_runs(plan: &RankPlan, stream: ScheduledStream, limits: MessageLimits) -> bool {
     let runs = match stream.side {
         Side::Receive => plan.recv_runs(stream.peer),
         Side::Send => plan.send_runs(stream.peer),
     };
     let bytes = stream.elems.saturating_mul(plan.elem_size as u64);
-    let most = bytes / limits.direct_bytes.max(1) as u64;
+    let most = bytes / (limits.direct_bytes as u64 / READ_BYTES_DIVISOR).max(1);
     JointRuns::new(runs).nth(most as usize).is_none()
 }
