@@ -357,6 +357,35 @@ fn random_engine(rng: &mut Rng, p: usize) -> Engine {
     }
 }
 
+/// A random grid redistribution over 1-8 ranks: every rank's plan, and the
+/// global indices of its input and output.
+struct RandomPlans {
+    plans: Vec<RankPlan>,
+    inputs: Vec<Vec<u64>>,
+    outputs: Vec<Vec<u64>>,
+    context: String,
+}
+
+/// Draws the random grid redistribution of case `case`.
+fn random_plans(rng: &mut Rng, case: u64) -> RandomPlans {
+    let p = 1 + rng.below(8);
+    let shape = input_shape(rng);
+    let new_shape = reshaped(rng, &shape);
+    let (input, output) = (layout(rng, &shape, p), layout(rng, &new_shape, p));
+    let (inputs, outputs) = (members(&input), members(&output));
+    let context = format!("case {case}: {input:?} -> {output:?}");
+    let layouts = Arc::new(Redistribution::new(input, output).unwrap());
+    let plans = (0..p as usize)
+        .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+        .collect();
+    RandomPlans {
+        plans,
+        inputs,
+        outputs,
+        context,
+    }
+}
+
 /// Every rank's real exchange engine (the library's, over an in-memory network) on
 /// random grid redistributions: no execution deadlocks, whatever window, round
 /// size and mix of in place and non-blocking the ranks use, and every output
@@ -365,18 +394,12 @@ fn random_engine(rng: &mut Rng, p: usize) -> Engine {
 fn real_exchange_delivers_random_grid_redistributions() {
     let mut rng = Rng(0x9e1d);
     for case in 0..ENGINE_CASES {
-        let p = 1 + rng.below(8);
-        let shape = input_shape(&mut rng);
-        let new_shape = reshaped(&mut rng, &shape);
-        let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
-        let (inputs, outputs) = (members(&input), members(&output));
-        let ctx = format!("case {case}: {input:?} -> {output:?}");
-        let layouts = Arc::new(Redistribution::new(input, output).unwrap());
-        let plans: Vec<RankPlan> = (0..p as usize)
-            .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
-            .collect();
-        let (limits, engine) = (small_limits(&mut rng), random_engine(&mut rng, p as usize));
-        run_real_exchange(&plans, &inputs, &outputs, limits, &engine, &|| ctx.clone());
+        let c = random_plans(&mut rng, case);
+        let p = c.plans.len();
+        let (limits, engine) = (small_limits(&mut rng), random_engine(&mut rng, p));
+        run_real_exchange(&c.plans, &c.inputs, &c.outputs, limits, &engine, &|| {
+            c.context.clone()
+        });
     }
 }
 
@@ -387,18 +410,10 @@ fn real_exchange_delivers_random_grid_redistributions() {
 fn failed_direct_reads_fail_both_ends_and_leave_no_rank_waiting() {
     let mut rng = Rng(0xfa11);
     for case in 0..ENGINE_CASES / 4 {
-        let p = 1 + rng.below(8);
-        let shape = input_shape(&mut rng);
-        let new_shape = reshaped(&mut rng, &shape);
-        let (input, output) = (layout(&mut rng, &shape, p), layout(&mut rng, &new_shape, p));
-        let (inputs, outputs) = (members(&input), members(&output));
-        let ctx = format!("case {case}: {input:?} -> {output:?}");
-        let layouts = Arc::new(Redistribution::new(input, output).unwrap());
-        let plans: Vec<RankPlan> = (0..p as usize)
-            .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
-            .collect();
-        run_failing_reads(&plans, &inputs, &outputs, small_limits(&mut rng), &|| {
-            ctx.clone()
+        let c = random_plans(&mut rng, case);
+        let limits = small_limits(&mut rng);
+        run_failing_reads(&c.plans, &c.inputs, &c.outputs, limits, &|| {
+            c.context.clone()
         });
     }
 }

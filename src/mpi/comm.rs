@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
+use crate::mpi::collective::{allgather_i64, allreduce_i64};
 use crate::mpi::cross_memory::NodeReads;
 use crate::mpi::datatypes::StridedDatatypes;
 use crate::mpi::library::is_smpi;
@@ -180,20 +181,9 @@ impl Comm {
             ))
         })?;
         send.copy_from_slice(values);
-        let (n, comm) = (count(values.len())?, self.raw());
-        let (send, receive) = (send.as_ptr().cast::<c_void>(), values.as_mut_ptr());
-        let receive = receive.cast::<c_void>();
-        // SAFETY: both buffers hold n i64 values and outlive the collective, which
-        // completes before the call returns (rsmpi has no MPI_IN_PLACE, hence the
-        // copy); the types are MPI constants.
-        let code = unsafe {
-            let (int64, max) = (ffi::RSMPI_INT64_T, ffi::RSMPI_MAX);
-            complete_collective(
-                || ffi::MPI_Allreduce(send, receive, n, int64, max, comm),
-                |request| ffi::MPI_Iallreduce(send, receive, n, int64, max, comm, request),
-            )
-        };
-        check(code, "MPI_Allreduce")
+        // SAFETY: reading an MPI constant handle.
+        let max = unsafe { ffi::RSMPI_MAX };
+        allreduce_i64(self.raw(), max, send, values)
     }
 
     /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
@@ -207,20 +197,7 @@ impl Comm {
             )));
         }
         all.resize(n, 0);
-        let (each, comm) = (count(mine.len())?, self.raw());
-        let (send, receive) = (mine.as_ptr().cast::<c_void>(), all.as_mut_ptr().cast());
-        // SAFETY: all holds mine.len() values per rank; both outlive the collective,
-        // which completes before the call returns; the type is an MPI constant.
-        let code = unsafe {
-            let int64 = ffi::RSMPI_INT64_T;
-            complete_collective(
-                || ffi::MPI_Allgather(send, each, int64, receive, each, int64, comm),
-                |request| {
-                    ffi::MPI_Iallgather(send, each, int64, receive, each, int64, comm, request)
-                },
-            )
-        };
-        check(code, "MPI_Allgather")
+        allgather_i64(self.raw(), mine, all)
     }
 
     /// The dimensions of the communicator's Cartesian topology (the caller's: the

@@ -23,11 +23,10 @@ use std::os::raw::{c_int, c_void};
 use mpi::ffi;
 
 use crate::core::error::{Error, Result};
-use crate::mpi::comm::RawComm;
+use crate::mpi::collective::{allgather_i64, allreduce_i64};
 use crate::mpi::library::proposed_direct_reads;
 use crate::mpi::status::check;
 use crate::mpi::transport::ReadRun;
-use crate::mpi::waiting::complete_collective;
 
 /// Most runs one `process_vm_readv` reads (Linux's `IOV_MAX`).
 const RUNS_PER_CALL: usize = 1024;
@@ -60,7 +59,7 @@ impl NodeReads {
     /// over `comm`, whose error handler returns. None when the MPI library is
     /// SimGrid's SMPI (`smpi`, the same on every rank), whose ranks share one
     /// process.
-    pub fn establish(comm: RawComm, rank: usize, smpi: bool) -> Result<NodeReads> {
+    pub fn establish(comm: ffi::MPI_Comm, rank: usize, smpi: bool) -> Result<NodeReads> {
         if smpi {
             return Ok(NodeReads::none());
         }
@@ -188,7 +187,7 @@ unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<
 /// The ranks of one node, as a communicator of their own while the decision is
 /// made.
 struct NodeComm {
-    raw: RawComm,
+    raw: ffi::MPI_Comm,
 }
 
 impl Drop for NodeComm {
@@ -200,7 +199,7 @@ impl Drop for NodeComm {
 
 impl NodeComm {
     /// The ranks of `comm` that share this rank's node (collective over `comm`).
-    fn split(comm: RawComm, rank: usize) -> Result<NodeComm> {
+    fn split(comm: ffi::MPI_Comm, rank: usize) -> Result<NodeComm> {
         // SAFETY: reading MPI constant handles.
         let (mut raw, shared, info) = unsafe {
             (
@@ -225,20 +224,7 @@ impl NodeComm {
         let pid = unsafe { libc::getpid() };
         let mine = [rank as i64, i64::from(pid), &raw const PROBE as i64];
         let mut all = vec![0i64; ANNOUNCED * size as usize];
-        let (send, receive, comm) = (mine.as_ptr().cast(), all.as_mut_ptr().cast(), self.raw);
-        let each = ANNOUNCED as c_int;
-        // SAFETY: `all` holds ANNOUNCED values per rank of the node; both buffers
-        // outlive the collective, which completes before the call returns.
-        let code = unsafe {
-            let int64 = ffi::RSMPI_INT64_T;
-            complete_collective(
-                || ffi::MPI_Allgather(send, each, int64, receive, each, int64, comm),
-                |request| {
-                    ffi::MPI_Iallgather(send, each, int64, receive, each, int64, comm, request)
-                },
-            )
-        };
-        check(code, "MPI_Allgather")?;
+        allgather_i64(self.raw, &mine, &mut all)?;
         Ok(all
             .chunks(ANNOUNCED)
             .map(|m| NodeMember {
@@ -253,23 +239,11 @@ impl NodeComm {
 
     /// True on every rank of the node when `mine` is true on all of them.
     fn all(&self, mine: bool) -> Result<bool> {
-        let send = c_int::from(mine);
-        let mut all: c_int = 0;
-        let (send, receive, comm) = (
-            (&raw const send).cast::<c_void>(),
-            (&raw mut all).cast::<c_void>(),
-            self.raw,
-        );
-        // SAFETY: one int each way, both outliving the collective, which completes
-        // before the call returns; the type and operation are MPI constants.
-        let code = unsafe {
-            let (int, min) = (ffi::RSMPI_INT32_T, ffi::RSMPI_MIN);
-            complete_collective(
-                || ffi::MPI_Allreduce(send, receive, 1, int, min, comm),
-                |request| ffi::MPI_Iallreduce(send, receive, 1, int, min, comm, request),
-            )
-        };
-        check(code, "MPI_Allreduce")?;
+        let mut all = [0];
+        // SAFETY: reading an MPI constant handle.
+        let min = unsafe { ffi::RSMPI_MIN };
+        allreduce_i64(self.raw, min, &[i64::from(mine)], &mut all)?;
+        let all = all[0];
         Ok(all != 0)
     }
 }

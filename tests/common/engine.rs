@@ -144,6 +144,16 @@ fn execute_rank<'n>(
     })
 }
 
+/// The window width the ranks of `plans` agree on for `window` peers per window:
+/// the narrowest any proposes.
+fn agreed_width(plans: &[RankPlan], window: usize) -> usize {
+    plans
+        .iter()
+        .map(|plan| proposed_window_width(plan, plans.len(), window).expect("distances"))
+        .min()
+        .expect("one rank at least")
+}
+
 /// Runs every rank's real exchange engine, one thread per rank over one in-memory
 /// network, for each execution of `engine`, and checks that no execution
 /// deadlocks and that every output element arrives exactly once: the outputs
@@ -164,11 +174,7 @@ pub fn run_real_exchange(
     let p = plans.len();
     let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
     let network = Network::with_direct_reads(p, |a, b| engine.reads_directly(a, b));
-    let width = plans
-        .iter()
-        .map(|plan| proposed_window_width(plan, p, engine.window).expect("distances"))
-        .min()
-        .expect("one rank at least");
+    let width = agreed_width(plans, engine.window);
     let mut exchanges: Vec<Exchange<Endpoint>> = plans
         .iter()
         .map(|plan| {
@@ -253,11 +259,7 @@ pub fn run_failing_reads(
 ) {
     let p = plans.len();
     let network = Network::with_direct_reads(p, |_, _| true).with_failing_reads();
-    let width = plans
-        .iter()
-        .map(|plan| proposed_window_width(plan, p, 2).expect("distances"))
-        .min()
-        .expect("one rank at least");
+    let width = agreed_width(plans, 2);
     let run = RankRun {
         in_place: false,
         nonblocking: false,

@@ -396,9 +396,7 @@ impl<T: Transport> Exchange<T> {
             // SAFETY: the buffers of `active` are valid until it completes
             // (contract of begin / run).
             true => unsafe {
-                if let Some(input) = active.local_copy.take() {
-                    self.kept.copy(plan, input, active.output);
-                }
+                copy_kept_once(&mut self.kept, plan, active);
                 let (execution, output) = (self.executions, active.output);
                 let direct = &mut active.direct;
                 self.direct.serve(
@@ -429,13 +427,10 @@ impl<T: Transport> Exchange<T> {
     ) -> Result<bool> {
         let (plan, transport) = (on.plan, on.transport);
         let mut kept = std::mem::replace(&mut self.kept, LocalCopies::Listed(Vec::new()));
-        let mut copy_once = |active: &mut Active| {
-            if let Some(input) = active.local_copy.take() {
-                // SAFETY: the buffers of `active` are valid until it completes
-                // (contract of begin / run); only out of place has a local copy.
-                unsafe { kept.copy(plan, input, active.output) };
-            }
-        };
+        // SAFETY: the buffers of `active` are valid until it completes (contract
+        // of begin / run).
+        let mut copy_once =
+            |active: &mut Active| unsafe { copy_kept_once(&mut kept, plan, active) };
         let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;
         // SAFETY: as above.
         let result = unsafe {
@@ -461,5 +456,17 @@ impl<T: Transport> Exchange<T> {
             stream.pending = 0;
         }
         self.active = None;
+    }
+}
+
+/// Copies the elements `plan` keeps into the output of `active`, unless that is
+/// done (only out of place has a local copy to make).
+///
+/// # Safety
+/// The buffers of `active` valid.
+unsafe fn copy_kept_once(kept: &mut LocalCopies, plan: &RankPlan, active: &mut Active) {
+    if let Some(input) = active.local_copy.take() {
+        // SAFETY: forwarded from the caller.
+        unsafe { kept.copy(plan, input, active.output) };
     }
 }
