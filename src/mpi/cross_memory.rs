@@ -5,8 +5,8 @@
 //! 1024 runs. MPICH 4.0 moves a message that is contiguous at both ends in one
 //! copy, but a strided one (a datatype, or packed through a slot) in two, and a
 //! message per run pays a rendezvous per run: on a node with four ranks per core
-//! long strided runs took 1.6-2.2x the contiguous bound every MPI way, where direct
-//! reads took 0.7-1.0x (docs/src/performance/analysis.md).
+//! the slab exchanges took 1.9-2.1x the contiguous bound every MPI way and
+//! 1.1-1.3x read directly (docs/src/performance/analysis.md).
 //!
 //! Which ranks may read each other is decided once per private communicator, at
 //! the first plan on it that some rank proposes direct reads for
