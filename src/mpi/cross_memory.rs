@@ -10,10 +10,10 @@
 //!
 //! Which ranks may read each other is decided once per private communicator, at
 //! the first plan on it that some rank proposes direct reads for
-//! ([`crate::mpi::library::proposed_direct_reads`], collective): the ranks of each node (`MPI_Comm_split_type`) gather
-//! one another's process ids and the address of a probe word, each reads every
-//! other's probe, and the node agrees (a minimum over its ranks) that all its pairs
-//! read directly or none does. Ranks that share a process (SimGrid's SMPI runs
+//! ([`crate::mpi::library::proposed_direct_reads`], collective): the ranks of each
+//! node (`MPI_Comm_split_type`) gather one another's process ids and the address
+//! of a probe word, each reads every other's probe, and the node agrees (a
+//! minimum over its ranks) that all its pairs read directly or none does. Ranks that share a process (SimGrid's SMPI runs
 //! ranks as threads) never read each other, and neither do ranks the kernel does
 //! not let read (Yama's ptrace scope, containers, another user). Reads only ever
 //! copy into the reader's memory.
@@ -243,7 +243,6 @@ impl NodeComm {
         // SAFETY: reading an MPI constant handle.
         let min = unsafe { ffi::RSMPI_MIN };
         allreduce_i64(self.raw, min, &[i64::from(mine)], &mut all)?;
-        let all = all[0];
-        Ok(all != 0)
+        Ok(all[0] != 0)
     }
 }

@@ -1,12 +1,13 @@
 //! Direct reads in an execution: a stream between two ranks that read each other's
 //! memory (as the exchange was told when it was made) and whose joint runs are
 //! long (at least half the direct message size on average) moves no message.
-//! When every rank executes out of place, the sender announces the address of its input (one 8-byte message),
-//! the receiver reads the stream's joint runs straight from it into its output as
-//! soon as the announcement arrives ([`Transport::read`]), and acknowledges (8
-//! bytes: 0, or 1 when the read failed); the sender completes its
-//! execution only once acknowledged, so its input stays unchanged while it is read.
-//! Executions with a rank in place send these streams' messages as usual.
+//! When every rank executes out of place, the sender announces the address of its
+//! input (one 8-byte message), the receiver reads the stream's joint runs straight
+//! from it into its output as soon as the announcement arrives
+//! ([`Transport::read`]), and acknowledges (8 bytes: 0, or 1 when the read
+//! failed); the sender completes its execution only once acknowledged, so its
+//! input stays unchanged while it is read. Executions with a rank in place send
+//! these streams' messages as usual.
 //!
 //! No cycle of waits can form: every rank posts its announcements and its
 //! acknowledgement receives before it waits for anything, a receiver waits only for
