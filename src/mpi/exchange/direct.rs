@@ -20,7 +20,7 @@ use std::os::raw::c_int;
 use super::stream::Stream;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
-use crate::distribution::joint_runs::JointRuns;
+use crate::distribution::joint_runs::{JointRun, JointRuns};
 use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
@@ -60,9 +60,11 @@ pub(super) struct DirectReads<T: Transport> {
 /// One stream that moves by direct reads.
 struct DirectStream {
     peer: usize,
-    /// A receive's joint runs (its source offsets in the sender's input), rewound
-    /// by every read; `None` for a send.
-    runs: Option<JointRuns>,
+    /// A receive's joint runs (its source offsets in the sender's input), listed
+    /// once: walking them from the global runs took as much processor time as
+    /// reading them (a pencil transpose joins 1 KiB global runs into 64 KiB joint
+    /// runs); `None` for a send.
+    runs: Option<Vec<JointRun>>,
 }
 
 /// The direct reads of the execution in flight.
@@ -99,7 +101,7 @@ impl<T: Transport> DirectReads<T> {
                 if receive {
                     bytes_read += stream.spec.elems * plan.elem_size as u64;
                 }
-                let runs = receive.then(|| JointRuns::new(plan.recv_runs(peer)));
+                let runs = receive.then(|| listed_runs(plan, peer)).transpose()?;
                 direct.push(DirectStream { peer, runs });
             }
         }
@@ -241,24 +243,20 @@ impl<T: Transport> DirectReads<T> {
         elem_size: usize,
     ) -> Result<()> {
         let remote_base = self.payloads[i] as usize;
-        let stream = &mut self.streams[i];
-        let runs = stream.runs.as_mut().expect("a receive stream has runs");
-        runs.rewind();
-        loop {
+        let stream = &self.streams[i];
+        let runs = stream.runs.as_deref().expect("a receive stream has runs");
+        for chunk in runs.chunks(RUNS_PER_READ) {
             self.runs.clear();
-            self.runs
-                .extend(runs.by_ref().take(RUNS_PER_READ).map(|run| ReadRun {
-                    remote: remote_base + run.source as usize * elem_size,
-                    local: output.wrapping_add(run.target as usize * elem_size),
-                    len: run.len as usize * elem_size,
-                }));
-            if self.runs.is_empty() {
-                return Ok(());
-            }
+            self.runs.extend(chunk.iter().map(|run| ReadRun {
+                remote: remote_base + run.source as usize * elem_size,
+                local: output.wrapping_add(run.target as usize * elem_size),
+                len: run.len as usize * elem_size,
+            }));
             // SAFETY: forwarded from the caller: the runs lie in the output, which
             // nothing else writes there, and in the sender's input.
             unsafe { transport.read(stream.peer, &self.runs) }?;
         }
+        Ok(())
     }
 
     /// Completes the execution's control messages once every stream is read (or,
@@ -292,6 +290,15 @@ impl<T: Transport> DirectReads<T> {
     pub(super) fn abandon(&mut self, transport: &T) {
         transport.cancel_all(&mut self.requests);
     }
+}
+
+/// The joint runs this rank receives from `peer`, listed: few, as a direct
+/// stream's runs are long ([`long_runs`]: at most one per 32 KiB it moves).
+fn listed_runs(plan: &RankPlan, peer: usize) -> Result<Vec<JointRun>> {
+    let count = JointRuns::new(plan.recv_runs(peer)).count();
+    let mut runs = try_vec(count, "the direct reads' runs", plan.rank)?;
+    runs.extend(JointRuns::new(plan.recv_runs(peer)));
+    Ok(runs)
 }
 
 /// True when the joint runs of `stream` average at least `limits.direct_bytes /
