@@ -21,11 +21,16 @@
 //!   1.7-1.8x the contiguous bound where the same bytes through a slot, unpacked,
 //!   took 1.2-1.3x, and a message per run was no faster than the slot for
 //!   pencils and a fifth slower for bricks.
-//! - on MPICH with four ranks per core, reading long runs straight from the
-//!   node peer's input ([`crate::mpi::cross_memory`]) took the slab exchanges
-//!   from 1.9-2.1x the contiguous bound to 1.1-1.3x and the grid cases 5-15 %
-//!   off; with two ranks per core it did not pay, and on Open MPI at P = 8 it
-//!   was a third slower than its strided datatypes.
+//! - with four ranks per core, reading long runs straight from the node peer's
+//!   input ([`crate::mpi::cross_memory`]) took the slab exchanges on MPICH from
+//!   1.9-2.1x the contiguous bound to 1.1-1.3x, and on Open MPI from 1.32-1.50x
+//!   to 1.12-1.17x; pencil transposes at P = 8 from 77-95 ms to 44-51 on MPICH
+//!   and from 31-39 ms to 27-29 on Open MPI. With two ranks per core it was even
+//!   on MPICH and a tenth faster on Open MPI, within the noise.
+//! - with more ranks than processors, waits that sleep between polls once they
+//!   have yielded a while ([`crate::mpi::waiting`]) took pencil transposes at
+//!   P = 8 on MPICH from 56-68 ms to 44-51, but on Open MPI, which yields by
+//!   itself, from 29-34 ms to 37-47: only MPICH's waits sleep.
 
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
@@ -54,16 +59,29 @@ pub const RUN_MESSAGES_VARIABLE: &str = "DISTRESHAPE_RUN_MESSAGES";
 /// long runs directly where the kernel allows it, `0` does not.
 pub const DIRECT_READS_VARIABLE: &str = "DISTRESHAPE_DIRECT_READS";
 
+/// The environment variable that overrides the measured choice of sleeping waits
+/// ([`crate::mpi::waiting`]): `1` lets this process's waits on a node with more
+/// ranks than processors sleep between polls once they have yielded a while,
+/// `0` makes them only yield.
+pub const SLEEPING_WAITS_VARIABLE: &str = "DISTRESHAPE_SLEEPING_WAITS";
+
+/// Whether this process's waits on an oversubscribed node sleep between polls
+/// once they have yielded a while: as [`SLEEPING_WAITS_VARIABLE`] says, else when
+/// the library is MPICH. Decided once per process; each process waits its own way.
+pub fn sleeping_waits() -> bool {
+    static SLEEPING_WAITS: OnceLock<bool> = OnceLock::new();
+    *SLEEPING_WAITS.get_or_init(|| {
+        switch(SLEEPING_WAITS_VARIABLE).unwrap_or_else(|| library_version().contains("MPICH"))
+    })
+}
+
 /// Whether this rank proposes that the ranks of its node read one another's long
-/// runs directly: as [`DIRECT_READS_VARIABLE`] says, else when the library is
-/// MPICH on a node with more than two ranks per processor. Decided once per
-/// process; the node agrees on it ([`crate::mpi::cross_memory`]).
+/// runs directly: as [`DIRECT_READS_VARIABLE`] says, else on a node with more
+/// than two ranks per processor. Decided once per process; the node agrees on it
+/// ([`crate::mpi::cross_memory`]).
 pub fn proposed_direct_reads() -> bool {
     static DIRECT_READS: OnceLock<bool> = OnceLock::new();
-    *DIRECT_READS.get_or_init(|| {
-        let mpich = library_version().contains("MPICH");
-        switch(DIRECT_READS_VARIABLE).unwrap_or_else(|| mpich && crowded())
-    })
+    *DIRECT_READS.get_or_init(|| switch(DIRECT_READS_VARIABLE).unwrap_or_else(crowded))
 }
 
 /// True when the MPI library is SimGrid's SMPI, whose ranks are threads of one

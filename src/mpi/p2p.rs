@@ -14,7 +14,7 @@ use crate::mpi::comm::Comm;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{Bytes, ControlTags, Envelope, ReadRun, Transport};
-use crate::mpi::waiting::poll_yielding;
+use crate::mpi::waiting::poll_giving_way;
 use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.
@@ -137,7 +137,7 @@ pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result
     let code = unsafe {
         let statuses = ffi::RSMPI_STATUSES_IGNORE;
         match blocking {
-            true if oversubscribed() => poll_yielding(|| {
+            true if oversubscribed() => poll_giving_way(|| {
                 let code = ffi::MPI_Testall(n, all, &mut done, statuses);
                 (code, done != 0)
             }),
@@ -226,7 +226,7 @@ impl Transport for Comm {
             let statuses = ffi::RSMPI_STATUSES_IGNORE;
             match blocking {
                 // Until a request completes, or none is active (MPI_UNDEFINED).
-                true if oversubscribed() => poll_yielding(|| {
+                true if oversubscribed() => poll_giving_way(|| {
                     let code = ffi::MPI_Testsome(n, all, &mut done, indices, statuses);
                     (code, done != 0)
                 }),
