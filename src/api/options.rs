@@ -22,7 +22,7 @@ pub struct PlanOptions {
     /// plan lists once at creation and keeps, so that executions replay them
     /// instead of cutting the runs again, and the most pieces of an in-place
     /// schedule. The runs of direct reads within a node (24 bytes each, at most
-    /// one per 32 KiB read) are always listed.
+    /// one per 32 KiB read by default) are always listed.
     pub run_budget: usize,
     /// Peers per window on the exchange path (default
     /// [`PlanOptions::DEFAULT_WINDOW`]): a rank has streams with about this many

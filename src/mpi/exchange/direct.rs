@@ -293,7 +293,8 @@ impl<T: Transport> DirectReads<T> {
 }
 
 /// The joint runs this rank receives from `peer`, listed: few, as a direct
-/// stream's runs are long ([`long_runs`]: at most one per 32 KiB it moves).
+/// stream's runs are long (at most one per half the direct message size it
+/// moves, [`long_runs`]).
 fn listed_runs(plan: &RankPlan, peer: usize) -> Result<Vec<JointRun>> {
     let count = JointRuns::new(plan.recv_runs(peer)).count();
     let mut runs = try_vec(count, "the direct reads' runs", plan.rank)?;
