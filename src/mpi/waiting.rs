@@ -30,9 +30,9 @@ const YIELDING_POLLS: u32 = 16;
 /// node the scheduler sees every processor busy while the ranks queued on one
 /// may all be waiting: sleeping takes the rank off its run queue, and an idle
 /// processor pulls a rank that has work. Measured with MPICH at P = 8 on 2 cores
-/// (docs/src/performance/analysis.md, "Waits that sleep"): the agreement's
-/// processor time per execution fell from up to 5 ms to 0.1 ms, and pencil
-/// transposes took a fifth less time.
+/// (docs/src/performance/analysis.md, "Listed read runs and sleeping waits"):
+/// the agreement's processor time per execution fell from up to 5 ms to 0.1 ms,
+/// and pencil transposes took a fifth less time.
 const SLEEP_BETWEEN_POLLS: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Polls `test` until it reports completion or fails, yielding the processor
