@@ -93,15 +93,18 @@ impl<T: Transport> DirectReads<T> {
         for side in [Side::Receive, Side::Send] {
             for stream in streams.iter_mut().filter(|s| s.spec.side == side) {
                 let peer = stream.spec.peer;
-                if !(reads_from(peer) && long_runs(plan, stream.spec, limits)) {
+                if !reads_from(peer) {
                     continue;
                 }
+                let Some(runs) = long_runs(plan, stream.spec, limits)? else {
+                    continue;
+                };
                 stream.direct = true;
                 let receive = side == Side::Receive;
                 if receive {
                     bytes_read += stream.spec.elems * plan.elem_size as u64;
                 }
-                let runs = receive.then(|| listed_runs(plan, peer)).transpose()?;
+                let runs = receive.then_some(runs);
                 direct.push(DirectStream { peer, runs });
             }
         }
@@ -292,25 +295,37 @@ impl<T: Transport> DirectReads<T> {
     }
 }
 
-/// The joint runs this rank receives from `peer`, listed: few, as a direct
-/// stream's runs are long (at most one per half the direct message size it
-/// moves, [`long_runs`]).
-fn listed_runs(plan: &RankPlan, peer: usize) -> Result<Vec<JointRun>> {
-    let count = JointRuns::new(plan.recv_runs(peer)).count();
-    let mut runs = try_vec(count, "the direct reads' runs", plan.rank)?;
-    runs.extend(JointRuns::new(plan.recv_runs(peer)));
-    Ok(runs)
-}
-
-/// True when the joint runs of `stream` average at least `limits.direct_bytes /
-/// READ_BYTES_DIVISOR` (both ends of the stream see the same runs). Reads at most
-/// one run more than the stream's bytes allow at that average.
-fn long_runs(plan: &RankPlan, stream: ScheduledStream, limits: MessageLimits) -> bool {
-    let runs = match stream.side {
-        Side::Receive => plan.recv_runs(stream.peer),
-        Side::Send => plan.send_runs(stream.peer),
+/// The joint runs of `stream` when they average at least `limits.direct_bytes /
+/// READ_BYTES_DIVISOR` (both ends of the stream see the same runs): listed for a
+/// receive, whose reads replay them, empty for a send; `None` when they are
+/// shorter. One walk, reading at most one run more than the stream's bytes allow
+/// at that average, so a list holds at most one run per 32 KiB by default.
+fn long_runs(
+    plan: &RankPlan,
+    stream: ScheduledStream,
+    limits: MessageLimits,
+) -> Result<Option<Vec<JointRun>>> {
+    let receive = stream.side == Side::Receive;
+    let runs = match receive {
+        true => plan.recv_runs(stream.peer),
+        false => plan.send_runs(stream.peer),
     };
     let bytes = stream.elems.saturating_mul(plan.elem_size as u64);
     let most = bytes / (limits.direct_bytes as u64 / READ_BYTES_DIVISOR).max(1);
-    JointRuns::new(runs).nth(most as usize).is_none()
+    let mut listed = Vec::new();
+    for (count, run) in JointRuns::new(runs).enumerate() {
+        if count as u64 == most {
+            return Ok(None);
+        }
+        if receive {
+            listed.try_reserve(1).map_err(|_| {
+                Error::OutOfMemory(format!(
+                    "cannot list the direct reads' runs on rank {}",
+                    plan.rank
+                ))
+            })?;
+            listed.push(run);
+        }
+    }
+    Ok(Some(listed))
 }
