@@ -19,6 +19,18 @@ pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
     )))
 }
 
+/// Appends `value` to `v`, growing it fallibly: [`Error::OutOfMemory`] naming
+/// `what` when it cannot grow.
+pub fn try_push<T>(v: &mut Vec<T>, value: T, what: &str, rank: usize) -> Result<()> {
+    if v.try_reserve(1).is_err() {
+        return Err(Error::OutOfMemory(format!(
+            "cannot keep {what} on rank {rank}"
+        )));
+    }
+    v.push(value);
+    Ok(())
+}
+
 /// Runs a step that holds no MPI state, turning a panic into [`Error::Internal`] so
 /// that it can be agreed with the other ranks instead of unwinding through them.
 pub(crate) fn contain_panic<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {

@@ -19,7 +19,7 @@ use std::os::raw::c_int;
 
 use super::stream::Stream;
 use crate::core::error::{Error, Result};
-use crate::core::fallible::try_vec;
+use crate::core::fallible::{try_push, try_vec};
 use crate::distribution::joint_runs::{JointRun, JointRuns};
 use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
@@ -318,13 +318,7 @@ fn long_runs(
             return Ok(None);
         }
         if receive {
-            listed.try_reserve(1).map_err(|_| {
-                Error::OutOfMemory(format!(
-                    "cannot list the direct reads' runs on rank {}",
-                    plan.rank
-                ))
-            })?;
-            listed.push(run);
+            try_push(&mut listed, run, "the direct reads' runs", plan.rank)?;
         }
     }
     Ok(Some(listed))

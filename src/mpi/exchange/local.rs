@@ -3,8 +3,8 @@
 //! slots for packed messages), and the one buffer and the pack buffer of an
 //! execution in place with everything sent packed.
 
-use crate::core::error::{Error, Result};
-use crate::core::fallible::try_vec;
+use crate::core::error::Result;
+use crate::core::fallible::{try_push, try_vec};
 use crate::distribution::region::RegionRuns;
 use crate::planning::planner::{KeptCopy, RankPlan};
 
@@ -77,13 +77,7 @@ impl LocalCopies {
                 runs.rewind();
                 return Ok(LocalCopies::Cut(Box::new(runs)));
             }
-            kept.try_reserve(1).map_err(|_| {
-                Error::OutOfMemory(format!(
-                    "cannot keep the local copies on rank {}",
-                    plan.rank
-                ))
-            })?;
-            kept.push(copy);
+            try_push(&mut kept, copy, "the local copies", plan.rank)?;
         }
         Ok(LocalCopies::Listed(kept))
     }
