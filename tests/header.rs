@@ -22,7 +22,7 @@ fn committed_header_is_fresh() {
     let committed = std::fs::read(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "include/distreshape.h is stale: run DISTRESHAPE_BLESS=1 cargo test --features testing --test header (cbindgen reads the whole crate: constants and types that are not C ABI must not be `pub`, `pub(crate)` suffices)"
+        "include/distreshape.h is stale: run DISTRESHAPE_BLESS=1 cargo test --test header (cbindgen reads the whole crate: constants and types that are not C ABI must not be `pub`, `pub(crate)` suffices)"
     );
 }
 
