@@ -17,8 +17,13 @@
 //! ranks as threads) never read each other, and neither do ranks the kernel does
 //! not let read (Yama's ptrace scope, containers, another user). Reads only ever
 //! copy into the reader's memory.
+//!
+//! Only Linux and Android have cross-memory attach: built for any other platform,
+//! or with `--cfg distreshape_no_direct_reads`, the crate lacks the `direct_reads`
+//! configuration (set by `build.rs`), no rank reads another directly, and every
+//! byte travels through MPI.
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 
 use mpi::ffi;
 
@@ -58,9 +63,9 @@ impl NodeReads {
     /// Decides which ranks of `comm` this rank (`rank`) reads directly: collective
     /// over `comm`, whose error handler returns. None when the MPI library is
     /// SimGrid's SMPI (`smpi`, the same on every rank), whose ranks share one
-    /// process.
+    /// process, or when the platform has no cross-memory attach.
     pub fn establish(comm: ffi::MPI_Comm, rank: usize, smpi: bool) -> Result<NodeReads> {
-        if smpi {
+        if smpi || !cfg!(direct_reads) {
             return Ok(NodeReads::none());
         }
         let node = NodeComm::split(comm, rank)?;
@@ -153,6 +158,7 @@ impl NodeMember {
 ///
 /// # Safety
 /// As [`NodeReads::read`].
+#[cfg(direct_reads)]
 unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<(), c_int> {
     let empty = libc::iovec {
         iov_base: std::ptr::null_mut(),
@@ -162,11 +168,11 @@ unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<
     let mut total = 0;
     for ((run, l), r) in runs.iter().zip(&mut local).zip(&mut remote) {
         *l = libc::iovec {
-            iov_base: run.local.cast::<c_void>(),
+            iov_base: run.local.cast::<libc::c_void>(),
             iov_len: run.len,
         };
         *r = libc::iovec {
-            iov_base: run.remote as *mut c_void,
+            iov_base: run.remote as *mut libc::c_void,
             iov_len: run.len,
         };
         total += run.len;
@@ -182,6 +188,16 @@ unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<
             .raw_os_error()
             .unwrap_or(libc::EIO)),
     }
+}
+
+/// Without cross-memory attach nothing is read: [`NodeReads::establish`] finds
+/// no readable peer, so this is never called.
+///
+/// # Safety
+/// As [`NodeReads::read`] (this one reads nothing).
+#[cfg(not(direct_reads))]
+unsafe fn read_chunk(_pid: libc::pid_t, _runs: &[ReadRun]) -> std::result::Result<(), c_int> {
+    Err(libc::ENOSYS)
 }
 
 /// The ranks of one node, as a communicator of their own while the decision is
