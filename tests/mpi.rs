@@ -19,9 +19,11 @@
 //! allocator (everything it needs is allocated when the plan is created).
 //!
 //! Environment of the launcher: `DISTRESHAPE_MPIEXEC` (default `mpiexec`),
-//! `DISTRESHAPE_MPIEXEC_PREFLAGS` (flags before `-n`, split on whitespace, e.g.
-//! `--oversubscribe` for Open MPI) and `DISTRESHAPE_MPI_TIMEOUT` (seconds per run,
-//! default 300).
+//! `DISTRESHAPE_MPIEXEC_PREFLAGS` (flags before `-n`, split on whitespace; by
+//! default `--oversubscribe` for Open MPI's mpiexec) and `DISTRESHAPE_MPI_TIMEOUT`
+//! (seconds per run, default 300). Its arguments select runs as libtest's do:
+//! `cargo test --test mpi -- grids` runs those whose names contain `grids`
+//! (`--exact`, `--skip NAME` and `--list` too).
 
 mod common;
 
@@ -124,15 +126,45 @@ fn main() -> ExitCode {
 // Launcher
 // ---------------------------------------------------------------------------------
 
-/// Runs the workers once per rank count and prints a libtest-like summary.
+/// Runs the workers once per rank count (the runs the command line selects) and
+/// prints a libtest-like summary.
 fn launcher() -> ExitCode {
-    let mpiexec = std::env::var("DISTRESHAPE_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    let preflags = std::env::var("DISTRESHAPE_MPIEXEC_PREFLAGS").unwrap_or_default();
-    let timeout = std::env::var("DISTRESHAPE_MPI_TIMEOUT")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .map_or(Duration::from_secs(300), Duration::from_secs);
-    let exe = std::env::current_exe().expect("the path of this test binary");
+    let selection = Selection::from_args(std::env::args().skip(1));
+    let runs: Vec<Run> = all_runs()
+        .into_iter()
+        .filter(|run| selection.selects(&run.name))
+        .collect();
+    let filtered_out = all_runs().len() - runs.len();
+    if selection.list {
+        runs.iter().for_each(|run| println!("{}: test", run.name));
+        return ExitCode::SUCCESS;
+    }
+    let launch = Launch::from_env();
+    println!("\nrunning {} tests", runs.len());
+    let mut failed = 0;
+    for run in &runs {
+        let name = &run.name;
+        match run_with_timeout(launch.command(run), launch.timeout, name) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(output) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n---- {name} output ----\n{output}");
+            }
+        }
+    }
+    if filtered_out > 0 {
+        println!("{filtered_out} filtered out");
+    }
+    println!("{} passed, {failed} failed", runs.len() - failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Every launch of the workers, in the order they run.
+fn all_runs() -> Vec<Run> {
     let runs_of = |counts: &[usize], prefix: &str, cases: Cases| -> Vec<Run> {
         counts
             .iter()
@@ -150,7 +182,7 @@ fn launcher() -> ExitCode {
         cases: Cases::LongRuns,
         direct_reads: Some(setting),
     };
-    let runs: Vec<Run> = [
+    [
         runs_of(&RANK_COUNTS, "mpi_ranks", Cases::All),
         runs_of(
             &MULTIPLE_RANK_COUNTS,
@@ -166,35 +198,120 @@ fn launcher() -> ExitCode {
     ]
     .into_iter()
     .flatten()
-    .collect();
-    println!("\nrunning {} tests", runs.len());
-    let mut failed = 0;
-    for run in &runs {
-        let Run { name, ranks, .. } = run;
-        let mut cmd = Command::new(&mpiexec);
-        cmd.args(preflags.split_whitespace())
+    .collect()
+}
+
+/// The runs the command line selects, as libtest reads it (`cargo test --test mpi
+/// -- NAME`): a run is selected when its name contains a filter (equals one with
+/// `--exact`), or there is none, and it contains no `--skip` value. `--list`
+/// lists them instead, and `--ignored` selects none (no run is ignored). libtest's
+/// other options are accepted and ignored.
+#[derive(Default)]
+struct Selection {
+    filters: Vec<String>,
+    skips: Vec<String>,
+    exact: bool,
+    list: bool,
+    ignored_only: bool,
+}
+
+/// libtest's options that take a value (as the next argument unless given with
+/// `=`), which must not be read as filters.
+const VALUE_OPTIONS: [&str; 7] = [
+    "--skip",
+    "--test-threads",
+    "--color",
+    "--format",
+    "--logfile",
+    "--shuffle-seed",
+    "-Z",
+];
+
+impl Selection {
+    fn from_args(mut args: impl Iterator<Item = String>) -> Selection {
+        let mut selection = Selection::default();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--exact" => selection.exact = true,
+                "--list" => selection.list = true,
+                "--ignored" => selection.ignored_only = true,
+                option if VALUE_OPTIONS.contains(&option) => {
+                    let value = args.next().unwrap_or_default();
+                    if option == "--skip" {
+                        selection.skips.push(value);
+                    }
+                }
+                option if option.starts_with("--skip=") => {
+                    selection.skips.push(option["--skip=".len()..].to_owned());
+                }
+                option if option.starts_with('-') => {}
+                filter => selection.filters.push(filter.to_owned()),
+            }
+        }
+        selection
+    }
+
+    fn selects(&self, name: &str) -> bool {
+        let matches = |filter: &String| match self.exact {
+            true => name == filter,
+            false => name.contains(filter.as_str()),
+        };
+        !self.ignored_only
+            && (self.filters.is_empty() || self.filters.iter().any(matches))
+            && !self.skips.iter().any(|skip| name.contains(skip.as_str()))
+    }
+}
+
+/// How the launcher starts the workers: `DISTRESHAPE_MPIEXEC` (default `mpiexec`),
+/// `DISTRESHAPE_MPIEXEC_PREFLAGS` (default `--oversubscribe` for Open MPI's
+/// mpiexec, which otherwise refuses more ranks than cores, none for others) and
+/// `DISTRESHAPE_MPI_TIMEOUT`.
+struct Launch {
+    mpiexec: String,
+    preflags: Vec<String>,
+    timeout: Duration,
+}
+
+impl Launch {
+    fn from_env() -> Launch {
+        let mpiexec = std::env::var("DISTRESHAPE_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+        let preflags = std::env::var("DISTRESHAPE_MPIEXEC_PREFLAGS")
+            .unwrap_or_else(|_| default_preflags(&mpiexec).into());
+        let timeout = std::env::var("DISTRESHAPE_MPI_TIMEOUT")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map_or(Duration::from_secs(300), Duration::from_secs);
+        Launch {
+            mpiexec,
+            preflags: preflags.split_whitespace().map(str::to_owned).collect(),
+            timeout,
+        }
+    }
+
+    /// The command that launches `run`.
+    fn command(&self, run: &Run) -> Command {
+        let exe = std::env::current_exe().expect("the path of this test binary");
+        let mut cmd = Command::new(&self.mpiexec);
+        cmd.args(&self.preflags)
             .arg("-n")
-            .arg(ranks.to_string())
-            .arg(&exe)
-            .env("DISTRESHAPE_MPI_WORKER", ranks.to_string())
+            .arg(run.ranks.to_string())
+            .arg(exe)
+            .env("DISTRESHAPE_MPI_WORKER", run.ranks.to_string())
             .env(CASES_VAR, run.cases.var_value());
         match run.direct_reads {
             Some(setting) => cmd.env(grids::DIRECT_READS_VARIABLE, setting),
             None => cmd.env_remove(grids::DIRECT_READS_VARIABLE),
         };
-        match run_with_timeout(cmd, timeout, name) {
-            Ok(()) => println!("test {name} ... ok"),
-            Err(output) => {
-                failed += 1;
-                println!("test {name} ... FAILED\n---- {name} output ----\n{output}");
-            }
-        }
+        cmd
     }
-    println!("{} passed, {failed} failed", runs.len() - failed);
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+}
+
+/// `--oversubscribe` when `mpiexec` is Open MPI's (its `--version` says so).
+fn default_preflags(mpiexec: &str) -> &'static str {
+    let version = Command::new(mpiexec).arg("--version").output();
+    match version {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).contains("Open MPI") => "--oversubscribe",
+        _ => "",
     }
 }
 
