@@ -1,7 +1,7 @@
 //! The elements of one rank's box as a set of global flat indices, comparable with a
-//! box of the other side of a reshape: the interface the planner uses on today's
-//! [`crate::distribution::layout::Pattern`] (`len`, `local_offset`, shared counts and shared runs),
-//! for any grid layout and any reshape.
+//! box of the other side of a reshape: what the planner asks of a box (`len`,
+//! `local_offset`, shared counts and shared runs), for any grid layout and any
+//! reshape.
 //!
 //! A box is a Cartesian product over the reshape's groups of its restrictions to each
 //! group's axes ([`Groups`]), so counts multiply over groups, and the shared runs are
