@@ -1,8 +1,9 @@
 /* Faults on one rank only: an allocation failure (through the test hook's limit) and
  * a panic inside the library must give the same status on every rank, never an abort
  * or a hang, and leave the communicator usable. An MPI failure in the middle of an
- * exchange is abandoned cleanly. Several plans alive at once on one
- * communicator, executed in any order, must each give the right result. */
+ * exchange is abandoned cleanly; so is a panic there, and the next execution is
+ * whole. Several plans alive at once on one communicator, executed in any order,
+ * must each give the right result. */
 #include "harness.h"
 #include "test_hooks.h"
 
@@ -120,6 +121,24 @@ int main(int argc, char **argv) {
     int talks = st.peers_sent + st.peers_received > 0;
     CHECK_WHAT(talks ? s == DR_ERROR_MPI : s == DR_SUCCESS, "an exchange failing mid-way is abandoned");
     CHECK_WHAT(!talks || strstr(dr_last_error_message(), "injected") != NULL, "message names the failure");
+  }
+
+  /* A panic in the middle of an exchange, on every rank that has messages, once
+   * they are posted: it is caught (DR_ERROR_INTERNAL), the messages are cancelled,
+   * and the next execution is whole, the elements each rank keeps included (every
+   * output element is overwritten first). */
+  for (int i = 0; i < 3; i++) {
+    dr_plan_stats st;
+    dr_plan_stats_get(order[i]->plan, &st);
+    dr_test_set_exchange_panic(1);
+    s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
+    dr_test_set_exchange_panic(0);
+    int talks = st.peers_sent + st.peers_received > 0;
+    CHECK_WHAT(talks ? s == DR_ERROR_INTERNAL : s == DR_SUCCESS, "a panic mid-exchange is caught");
+    CHECK_WHAT(!talks || strstr(dr_last_error_message(), "panic") != NULL, "message names the panic");
+    for (int64_t k = 0; k < order[i]->capacity; k++) order[i]->out[k] = -1.0;
+    s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
+    CHECK_WHAT(s == DR_SUCCESS && correct(order[i]), "the execution after a panic is whole");
   }
 
   /* The communicator still works, and the old plans too. */
