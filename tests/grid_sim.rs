@@ -20,7 +20,7 @@ use distreshape::testing::{
 };
 
 use common::STRIDED_RUNS;
-use common::engine::{Engine, RankRun, run_after_panic, run_failing_reads, run_real_exchange};
+use common::engine::{Engine, RankRun, run_failing_reads, run_real_exchange};
 use common::inplace::replay_in_place;
 
 /// Simulated cases; each builds and applies every rank's lists.
@@ -354,6 +354,7 @@ fn random_engine(rng: &mut Rng, p: usize) -> Engine {
         keep_budget: [0, 3, 1 << 20][rng.below(3) as usize],
         executions,
         direct_pairs,
+        panic_first: false,
     }
 }
 
@@ -417,6 +418,7 @@ fn a_caught_panic_mid_exchange_leaves_the_next_executions_right() {
         let limits = small_limits(&mut rng);
         let mut engine = Engine {
             direct_pairs: 0,
+            panic_first: true,
             ..random_engine(&mut rng, p)
         };
         let out_of_place = RankRun {
@@ -424,7 +426,7 @@ fn a_caught_panic_mid_exchange_leaves_the_next_executions_right() {
             nonblocking: rng.chance(2),
         };
         engine.executions.push(vec![out_of_place; p]);
-        run_after_panic(&c.plans, &c.inputs, &c.outputs, limits, &engine, &|| {
+        run_real_exchange(&c.plans, &c.inputs, &c.outputs, limits, &engine, &|| {
             c.context.clone()
         });
     }

@@ -437,10 +437,18 @@ impl<T: Transport> Exchange<T> {
         // SAFETY: the buffers of `active` are valid until it completes (contract
         // of begin / run).
         let mut copy_once = |active: &mut Active| unsafe { copy_kept_once(kept, plan, active) };
+        let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;
+        let messaging = &mut self.messaging;
         // SAFETY: as above.
         let result = unsafe {
-            self.messaging
-                .carry_on(channel, active, blocking, &mut copy_once)
+            match messaging.progress {
+                Progress::Pairwise { .. } => {
+                    messaging.pairwise(channel, active, blocking, copy_once)
+                }
+                Progress::Independent => {
+                    messaging.independent(channel, active, blocking, copy_once)
+                }
+            }
         };
         if matches!(result, Ok(true)) {
             copy_once(active);

@@ -30,28 +30,6 @@ pub(super) struct Messaging<T: Transport> {
 }
 
 impl<T: Transport> Messaging<T> {
-    /// Carries the messages of `active` on over `channel` as the plan's progress
-    /// says (see [`Messaging::pairwise`] and [`Messaging::independent`]); returns
-    /// whether they completed.
-    ///
-    /// # Safety
-    /// As [`Messaging::pairwise`].
-    pub(super) unsafe fn carry_on(
-        &mut self,
-        channel: Channel<'_, T>,
-        active: &mut Active,
-        blocking: bool,
-        copy_once: &mut dyn FnMut(&mut Active),
-    ) -> Result<bool> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            match self.progress {
-                Progress::Pairwise { .. } => self.pairwise(channel, active, blocking, copy_once),
-                Progress::Independent => self.independent(channel, active, blocking, copy_once),
-            }
-        }
-    }
-
     /// Cancels every message in flight and completes it, and marks every stream
     /// idle.
     pub(super) fn abandon(&mut self, transport: &T) {
@@ -68,7 +46,7 @@ impl<T: Transport> Messaging<T> {
     ///
     /// # Safety
     /// The buffers of `active` valid (see [`Exchange::advance`](super::Exchange::advance)).
-    unsafe fn pairwise(
+    pub(super) unsafe fn pairwise(
         &mut self,
         channel: Channel<'_, T>,
         active: &mut Active,
@@ -122,7 +100,7 @@ impl<T: Transport> Messaging<T> {
     ///
     /// # Safety
     /// As [`Messaging::pairwise`].
-    unsafe fn independent(
+    pub(super) unsafe fn independent(
         &mut self,
         channel: Channel<'_, T>,
         active: &mut Active,
