@@ -88,7 +88,7 @@ pub(crate) fn injected_panic_point() {
 }
 
 /// Panics, or fails like an MPI call, when a test hook asks for it.
-pub(crate) fn injected_exchange_failure() -> Result<()> {
+pub(crate) fn injected_exchange_fault() -> Result<()> {
     if hooks::exchange_panic_requested() {
         panic!("panic injected by the test hook set_exchange_panic");
     }
