@@ -1,7 +1,6 @@
 //! The C ABI's opaque handles: a plan, and the request it lends to its execution
 //! in flight, with what becomes of that request when the plan is destroyed first.
 
-use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::api::plan::Plan;
@@ -12,10 +11,9 @@ pub struct dr_plan {
     pub(crate) plan: Plan,
     /// The handle of this plan's executions in flight, allocated with the plan so
     /// that beginning one allocates nothing. It outlives the plan when the plan is
-    /// destroyed while it is lent (see `dr_plan_destroy`).
+    /// destroyed while it is lent (see `dr_plan_destroy`). It is lent exactly
+    /// while [`Plan::execution_lent`] says so, which the plan's lock guards.
     pub(crate) request: NonNull<dr_request>,
-    /// Whether `request` is lent to an execution in flight.
-    pub(crate) lent: Cell<bool>,
 }
 
 /// An execution in flight, started by `dr_plan_execute_begin` (opaque). Each plan
@@ -23,14 +21,16 @@ pub struct dr_plan {
 /// a time), so beginning an execution allocates nothing. A request outlives its
 /// plan when the plan is destroyed while it is lent (see `dr_plan_destroy`).
 pub struct dr_request {
-    /// The plan the request is lent by; NULL once that plan was destroyed.
+    /// The plan whose request this is, set once the plan is stored; NULL once
+    /// that plan was destroyed. Never written while another thread may use the
+    /// plan, so lending the request writes nothing.
     pub(crate) plan: *const dr_plan,
     /// How the execution ended when its plan was destroyed before it completed.
     pub(crate) ended: Result<()>,
 }
 
 impl dr_request {
-    /// A request not lent to any execution.
+    /// A request of no plan yet, not lent to any execution.
     pub(crate) fn idle() -> dr_request {
         dr_request {
             plan: std::ptr::null(),

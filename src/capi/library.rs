@@ -78,3 +78,13 @@ pub extern "C" fn dr_test_set_panic(enabled: i32) {
 pub extern "C" fn dr_test_set_exchange_failure(enabled: i32) {
     crate::core::faults::set_exchange_failure(enabled != 0);
 }
+
+/// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
+/// when `enabled` is non-zero, the next exchange on this process panics once all
+/// its first messages are posted (the panic is caught and reported as
+/// DR_ERROR_INTERNAL on this rank).
+#[cfg(feature = "test-hooks")]
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_test_set_exchange_panic(enabled: i32) {
+    crate::core::faults::set_exchange_panic(enabled != 0);
+}

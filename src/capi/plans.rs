@@ -2,7 +2,6 @@
 //! options), querying, executing and destroying plans. Thin: decoding, the panic
 //! boundary and the statuses over [`Plan`].
 
-use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
@@ -314,13 +313,17 @@ pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
 /// # Safety
 /// `plan` non-null and writable.
 pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
-    let owned = dr_plan {
+    let request = NonNull::from(Box::leak(Box::new(dr_request::idle())));
+    let owned = Box::into_raw(Box::new(dr_plan {
         plan: created,
-        request: NonNull::from(Box::leak(Box::new(dr_request::idle()))),
-        lent: Cell::new(false),
-    };
-    // SAFETY: as documented.
-    unsafe { *plan = Box::into_raw(Box::new(owned)) };
+        request,
+    }));
+    // SAFETY: the request was just allocated, and nothing else refers to it yet;
+    // `plan` as documented.
+    unsafe {
+        (*request.as_ptr()).plan = owned;
+        *plan = owned;
+    }
 }
 
 /// Borrows the C plan behind a pointer.
@@ -674,13 +677,14 @@ unsafe fn destroy(plan: *mut dr_plan) -> Result<()> {
     }
     // SAFETY: plan came from Box::into_raw in create_plan and is freed once.
     let owned = unsafe { Box::from_raw(plan) };
-    let outcome = match owned.lent.get() {
+    let lent = owned.plan.execution_lent();
+    let outcome = match lent {
         true => require_mpi().and_then(|()| owned.plan.progress(true).map(drop)),
         false => Ok(()),
     };
     // SAFETY: the request was allocated by create_plan with the plan; the user
     // holds it only while lent, and then frees it (dr_request_test / wait).
-    unsafe { orphan(owned.request, owned.lent.get(), outcome.clone()) };
+    unsafe { orphan(owned.request, lent, outcome.clone()) };
     drop(owned);
     outcome
 }

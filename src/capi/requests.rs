@@ -109,23 +109,14 @@ pub(crate) unsafe fn begin_request(
             missing.or(pre),
         )
     }?;
+    // The plan lent its request under its lock when the execution began.
     let tracked = match done {
         true => std::ptr::null_mut(),
-        false => lend(plan),
+        false => plan.request.as_ptr(),
     };
     // SAFETY: request is writable (checked and agreed above).
     unsafe { *request = tracked };
     Ok(())
-}
-
-/// Lends `plan`'s request to its execution that just began.
-fn lend(plan: &dr_plan) -> *mut dr_request {
-    let request = plan.request.as_ptr();
-    plan.lent.set(true);
-    // SAFETY: the plan's request is valid while the plan lives, and nothing else
-    // refers to it while it is not lent (an execution was not in flight).
-    unsafe { (*request).plan = plan };
-    request
 }
 
 /// Moves the execution of `*request` on as far as it goes without waiting and
@@ -192,9 +183,9 @@ unsafe fn progress_request(request: *mut *mut dr_request, blocking: bool) -> Res
     }
     // SAFETY: a lent request's plan is alive (its destruction nulls `plan`).
     let plan = unsafe { &*plan };
+    // Reporting the end hands the request back to the plan, under its lock.
     let outcome = plan.plan.progress(blocking);
     if !matches!(outcome, Ok(false)) {
-        plan.lent.set(false);
         *slot = std::ptr::null_mut();
     }
     outcome

@@ -13,6 +13,7 @@ mod hooks {
     static ALLOCATION_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
     static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
     static FAIL_EXCHANGE: AtomicBool = AtomicBool::new(false);
+    static PANIC_IN_EXCHANGE: AtomicBool = AtomicBool::new(false);
 
     /// Test hook: makes every allocation of the library larger than `bytes` fail as
     /// if the machine were out of memory (`None` removes the limit). Process-wide.
@@ -31,6 +32,12 @@ mod hooks {
         FAIL_EXCHANGE.store(enabled, Ordering::Relaxed);
     }
 
+    /// Test hook: makes the next exchange on this process panic, just before it
+    /// first waits for its messages (they are all posted by then).
+    pub fn set_exchange_panic(enabled: bool) {
+        PANIC_IN_EXCHANGE.store(enabled, Ordering::Relaxed);
+    }
+
     pub(crate) fn allocation_allowed(bytes: u64) -> bool {
         bytes <= ALLOCATION_LIMIT.load(Ordering::Relaxed)
     }
@@ -42,10 +49,16 @@ mod hooks {
     pub(crate) fn exchange_failure_requested() -> bool {
         FAIL_EXCHANGE.swap(false, Ordering::Relaxed)
     }
+
+    pub(crate) fn exchange_panic_requested() -> bool {
+        PANIC_IN_EXCHANGE.swap(false, Ordering::Relaxed)
+    }
 }
 pub(crate) use hooks::allocation_allowed;
 #[cfg(feature = "test-hooks")]
-pub use hooks::{set_allocation_limit, set_exchange_failure, set_panic_in_planning};
+pub use hooks::{
+    set_allocation_limit, set_exchange_failure, set_exchange_panic, set_panic_in_planning,
+};
 
 /// Without the test hooks nothing is injected.
 #[cfg(not(feature = "test-hooks"))]
@@ -61,6 +74,10 @@ mod hooks {
     pub(crate) fn exchange_failure_requested() -> bool {
         false
     }
+
+    pub(crate) fn exchange_panic_requested() -> bool {
+        false
+    }
 }
 
 /// Panics when the test hook asks for it.
@@ -70,8 +87,11 @@ pub(crate) fn injected_panic_point() {
     }
 }
 
-/// Fails like an MPI call when the test hook asks for it.
-pub(crate) fn injected_exchange_failure() -> Result<()> {
+/// Panics, or fails like an MPI call, when a test hook asks for it.
+pub(crate) fn injected_exchange_fault() -> Result<()> {
+    if hooks::exchange_panic_requested() {
+        panic!("panic injected by the test hook set_exchange_panic");
+    }
     if hooks::exchange_failure_requested() {
         return Err(Error::Mpi(
             "MPI_Waitall failed: injected by the test hook set_exchange_failure".into(),

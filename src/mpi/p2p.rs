@@ -9,7 +9,7 @@ use std::os::raw::{c_int, c_void};
 use mpi::ffi;
 
 use crate::core::error::Result;
-use crate::core::faults::injected_exchange_failure;
+use crate::core::faults::injected_exchange_fault;
 use crate::mpi::comm::Comm;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
@@ -130,7 +130,7 @@ pub unsafe fn start_datatype(
 
 /// Completes every request of `requests` (see [`Transport::complete_all`]).
 pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
-    injected_exchange_failure()?;
+    injected_exchange_fault()?;
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;
     // SAFETY: the slice holds requests.len() valid (or null) requests.
@@ -212,7 +212,7 @@ impl Transport for Comm {
         completed: &mut [c_int],
         blocking: bool,
     ) -> Result<usize> {
-        injected_exchange_failure()?;
+        injected_exchange_fault()?;
         assert!(completed.len() >= requests.len(), "room for every index");
         let (n, all, indices) = (
             count(requests.len())?,

@@ -24,6 +24,6 @@ pub use crate::planning::planner::{KeptCopy, RankPlan, Route};
 pub use crate::planning::schedule::{
     Progress, ScheduledStream, Side, proposed_window_width, schedule,
 };
-pub use network::{Endpoint, Network, NetworkReport};
+pub use network::{Endpoint, INJECTED_PANIC, Network, NetworkReport};
 
 mod network;

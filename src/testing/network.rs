@@ -12,6 +12,9 @@
 //! ([`Network::with_direct_reads`]): a read copies the bytes at once, and the
 //! report counts them apart from the messages.
 //!
+//! Every rank's next wait may be made to panic ([`Network::panic_at_next_waits`]),
+//! as a bug inside the engine would, once its first messages are posted.
+//!
 //! A rank that waits for a completion that no rank can cause any more is a
 //! deadlock: when every rank that has not finished waits, no rank can post, so the
 //! network fails every wait with an error instead of hanging.
@@ -29,6 +32,10 @@ const NULL: usize = usize::MAX;
 
 /// Tags per kind of message: data, announcements, acknowledgements.
 const TAGS_PER_LANE: u64 = 1 << 20;
+
+/// How the message of a panic asked for by [`Network::panic_at_next_waits`]
+/// begins, so that tests can tell it from a real one.
+pub const INJECTED_PANIC: &str = "panic injected by the test network";
 
 /// Messages between the ranks of one simulated communicator.
 #[derive(Debug)]
@@ -94,6 +101,8 @@ struct State {
     finished: Vec<bool>,
     /// Per rank, the epoch its last completion test saw.
     seen: Vec<u64>,
+    /// Per rank, whether its next completion call panics.
+    panic_at_wait: Vec<bool>,
     report: NetworkReport,
 }
 
@@ -116,6 +125,7 @@ impl Network {
             waiting: vec![false; nranks],
             finished: vec![false; nranks],
             seen: vec![0; nranks],
+            panic_at_wait: vec![false; nranks],
             report: NetworkReport::for_ranks(nranks),
             ..State::default()
         };
@@ -149,6 +159,13 @@ impl Network {
         state.finished.fill(false);
         let nranks = state.finished.len();
         state.report = NetworkReport::for_ranks(nranks);
+    }
+
+    /// Makes every rank's next completion call (of messages or of direct reads'
+    /// control messages) panic, as a bug inside the engine would once the rank's
+    /// first messages are posted.
+    pub fn panic_at_next_waits(&self) {
+        self.lock().panic_at_wait.fill(true);
     }
 
     /// What happened in this execution, once every rank has finished it.
@@ -288,13 +305,18 @@ impl Endpoint<'_> {
     }
 
     /// Runs `body` on the state until it returns `Some`, waiting for progress in
-    /// between when `blocking` (else returning `none` at once).
+    /// between when `blocking` (else returning `none` at once). Panics instead
+    /// when asked to ([`Network::panic_at_next_waits`]), outside the network's lock.
     fn complete<R>(
         &self,
         blocking: bool,
         none: R,
         mut body: impl FnMut(&mut State) -> Option<R>,
     ) -> Result<R> {
+        let panic_asked = std::mem::take(&mut self.network.lock().panic_at_wait[self.rank]);
+        if panic_asked {
+            panic!("{INJECTED_PANIC} in rank {}'s wait", self.rank);
+        }
         let mut state = self.network.lock();
         loop {
             state.seen[self.rank] = state.epoch;

@@ -1,8 +1,9 @@
 /* Faults on one rank only: an allocation failure (through the test hook's limit) and
  * a panic inside the library must give the same status on every rank, never an abort
  * or a hang, and leave the communicator usable. An MPI failure in the middle of an
- * exchange is abandoned cleanly. Several plans alive at once on one
- * communicator, executed in any order, must each give the right result. */
+ * exchange is abandoned cleanly; so is a panic there, and the next execution is
+ * whole. Several plans alive at once on one communicator, executed in any order,
+ * must each give the right result. */
 #include "harness.h"
 #include "test_hooks.h"
 
@@ -50,6 +51,20 @@ static int correct(const struct transpose_like *t) {
     if (t->out[i] != (double)(r * t->new_shape[1] + c)) return 0;
   }
   return 1;
+}
+
+/* Executes t's plan with the fault `inject` switches on: each rank that has
+ * messages must return `want`, its message naming `what`; the others succeed. */
+static void execute_faulty(struct transpose_like *t, void (*inject)(int32_t), dr_status want,
+                           const char *what) {
+  dr_plan_stats st;
+  dr_plan_stats_get(t->plan, &st);
+  inject(1);
+  dr_status s = dr_plan_execute(t->plan, t->in, t->out, t->capacity);
+  inject(0);
+  int talks = st.peers_sent + st.peers_received > 0;
+  CHECK_WHAT(talks ? s == want : s == DR_SUCCESS, "an exchange faulting mid-way is abandoned");
+  CHECK_WHAT(!talks || strstr(dr_last_error_message(), what) != NULL, "message names the fault");
 }
 
 static void release(struct transpose_like *t) {
@@ -111,15 +126,18 @@ int main(int argc, char **argv) {
    * network fails): each rank that has messages returns DR_ERROR_MPI after
    * cancelling them, none hangs, and nothing of that execution reaches a later one
    * (its messages carry another tag). */
+  for (int i = 0; i < 3; i++)
+    execute_faulty(order[i], dr_test_set_exchange_failure, DR_ERROR_MPI, "injected");
+
+  /* A panic in the middle of an exchange, on every rank that has messages, once
+   * they are posted: it is caught (DR_ERROR_INTERNAL), the messages are cancelled,
+   * and the next execution is whole, the elements each rank keeps included (every
+   * output element is overwritten first). */
   for (int i = 0; i < 3; i++) {
-    dr_plan_stats st;
-    dr_plan_stats_get(order[i]->plan, &st);
-    dr_test_set_exchange_failure(1);
+    execute_faulty(order[i], dr_test_set_exchange_panic, DR_ERROR_INTERNAL, "panic");
+    for (int64_t k = 0; k < order[i]->capacity; k++) order[i]->out[k] = -1.0;
     s = dr_plan_execute(order[i]->plan, order[i]->in, order[i]->out, order[i]->capacity);
-    dr_test_set_exchange_failure(0);
-    int talks = st.peers_sent + st.peers_received > 0;
-    CHECK_WHAT(talks ? s == DR_ERROR_MPI : s == DR_SUCCESS, "an exchange failing mid-way is abandoned");
-    CHECK_WHAT(!talks || strstr(dr_last_error_message(), "injected") != NULL, "message names the failure");
+    CHECK_WHAT(s == DR_SUCCESS && correct(order[i]), "the execution after a panic is whole");
   }
 
   /* The communicator still works, and the old plans too. */

@@ -17,4 +17,9 @@ void dr_test_set_panic(int32_t enabled);
  * DR_ERROR_MPI once all its first messages are posted (they are then cancelled). */
 void dr_test_set_exchange_failure(int32_t enabled);
 
+/* When `enabled` is non-zero, the next exchange on this process panics inside the
+ * library once all its first messages are posted (the panic is caught and reported
+ * as DR_ERROR_INTERNAL on this rank; the messages are then cancelled). */
+void dr_test_set_exchange_panic(int32_t enabled);
+
 #endif

@@ -2,9 +2,13 @@
 //! over one in-memory network, so that the pure simulations (slabs and grid
 //! layouts) prove the engine itself, not a model of it, deadlock-free and exact.
 
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
 use distreshape::testing::{
-    DirectStreams, Endpoint, Exchange, MessageLimits, Mode, Network, Participant, Progress,
-    RankPlan, Route, proposed_window_width,
+    DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network, Participant,
+    Progress, RankPlan, Route, proposed_window_width,
 };
 use proptest::prelude::*;
 
@@ -38,6 +42,12 @@ pub struct Engine {
     /// Which pairs of ranks read each other's memory directly: bit
     /// `(7 a + 13 b) % 64` for ranks `a < b` (0: none, all ones: every pair).
     pub direct_pairs: u64,
+    /// Whether every rank that waits for messages panics at its first wait of
+    /// the first execution, once its first messages are posted (the panic caught
+    /// as the C ABI's boundary catches it): that execution is then not checked,
+    /// the later ones are. Needs no pair of ranks reading each other directly,
+    /// so that the panics strike the message loops.
+    pub panic_first: bool,
 }
 
 impl Engine {
@@ -79,6 +89,7 @@ pub fn engine(p: usize) -> impl Strategy<Value = Engine> {
                 keep_budget,
                 executions,
                 direct_pairs,
+                panic_first: false,
             },
         )
 }
@@ -162,7 +173,8 @@ fn agreed_width(plans: &[RankPlan], window: usize) -> usize {
 /// (every rank out of place) read directly, exactly the bytes of its direct
 /// streams, plus 8 per control message (so, with the local copies writing exactly
 /// the kept elements, no element arrives twice), and every send matched a receive
-/// of its size.
+/// of its size. With [`Engine::panic_first`], the first execution panics instead
+/// (see [`panic_mid_exchange`]) and the later ones are checked so.
 pub fn run_real_exchange(
     plans: &[RankPlan],
     inputs: &[Vec<u64>],
@@ -171,11 +183,54 @@ pub fn run_real_exchange(
     engine: &Engine,
     case: &dyn Fn() -> String,
 ) {
-    let p = plans.len();
     let in_bufs: Vec<Vec<u8>> = inputs.iter().map(|v| to_bytes(v)).collect();
-    let network = Network::with_direct_reads(p, |a, b| engine.reads_directly(a, b));
-    let width = agreed_width(plans, engine.window);
-    let mut exchanges: Vec<Exchange<Endpoint>> = plans
+    let network = Network::with_direct_reads(plans.len(), |a, b| engine.reads_directly(a, b));
+    let mut exchanges = exchanges(plans, limits, engine);
+    let mut executions = engine.executions.iter();
+    if engine.panic_first {
+        let runs = executions.next().expect("an execution");
+        let context = || format!("{runs:?} {engine:?} {}", case());
+        assert_eq!(engine.direct_pairs, 0, "direct reads: {}", context());
+        panic_mid_exchange(&network, plans, &mut exchanges, runs, &in_bufs, &context);
+    }
+    for runs in executions {
+        let results = execute_all(&network, plans, &mut exchanges, runs, &in_bufs);
+        let context = || format!("{runs:?} {engine:?} {}", case());
+        check_execution(
+            &network, plans, &exchanges, runs, results, outputs, &context,
+        );
+    }
+}
+
+/// Runs one execution on every rank in which every rank that waits for messages
+/// panics at its first wait, once its first messages are posted, and checks that
+/// exactly the ranks with messages panicked.
+fn panic_mid_exchange<'n>(
+    network: &'n Network,
+    plans: &[RankPlan],
+    exchanges: &mut [Exchange<Endpoint<'n>>],
+    runs: &[RankRun],
+    in_bufs: &[Vec<u8>],
+    context: &dyn Fn() -> String,
+) {
+    quiet_injected_panics();
+    network.panic_at_next_waits();
+    let results = execute_all(network, plans, exchanges, runs, in_bufs);
+    for (r, result) in results.iter().enumerate() {
+        let talks = plans[r].stats().bytes_sent + plans[r].stats().bytes_received > 0;
+        let panicked = matches!(result, Err(e) if e.contains(INJECTED_PANIC));
+        assert_eq!(panicked, talks, "rank {r} panicked: {}", context());
+    }
+}
+
+/// Every rank's exchange for `engine`, its ranks agreeing on the window width.
+fn exchanges<'n>(
+    plans: &[RankPlan],
+    limits: MessageLimits,
+    engine: &Engine,
+) -> Vec<Exchange<Endpoint<'n>>> {
+    let (p, width) = (plans.len(), agreed_width(plans, engine.window));
+    plans
         .iter()
         .map(|plan| {
             let progress = Progress::for_path(plan.path, width);
@@ -186,63 +241,109 @@ pub fn run_real_exchange(
             };
             Exchange::new(plan, p, limits, per_round, progress, keep, reads_from).expect("exchange")
         })
-        .collect();
-    for runs in &engine.executions {
-        network.start_execution();
-        let all_out_of_place = runs.iter().all(|run| !run.in_place);
-        let results: Vec<Result<Vec<u8>, String>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (plans.iter().zip(&mut exchanges))
-                .zip(runs.iter().zip(&in_bufs))
-                .map(|((plan, exchange), (&run, input))| {
-                    let endpoint = network.endpoint(plan.rank);
-                    scope.spawn(move || {
-                        let output =
-                            execute_rank(plan, exchange, &endpoint, run, all_out_of_place, input);
-                        endpoint.finish();
-                        output
-                    })
+        .collect()
+}
+
+/// Runs one execution on every rank, a thread each, each rank as `runs` says;
+/// returns the ranks' outputs, or their failures (a panic caught as the C ABI's
+/// boundary catches it, its message).
+fn execute_all<'n>(
+    network: &'n Network,
+    plans: &[RankPlan],
+    exchanges: &mut [Exchange<Endpoint<'n>>],
+    runs: &[RankRun],
+    in_bufs: &[Vec<u8>],
+) -> Vec<Result<Vec<u8>, String>> {
+    network.start_execution();
+    let all_out_of_place = runs.iter().all(|run| !run.in_place);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (plans.iter().zip(exchanges))
+            .zip(runs.iter().zip(in_bufs))
+            .map(|((plan, exchange), (&run, input))| {
+                let endpoint = network.endpoint(plan.rank);
+                scope.spawn(move || {
+                    let output = catch_unwind(AssertUnwindSafe(|| {
+                        execute_rank(plan, exchange, &endpoint, run, all_out_of_place, input)
+                    }));
+                    endpoint.finish();
+                    output.unwrap_or_else(|panic| Err(panic_message(&*panic)))
                 })
-                .collect();
-            threads
-                .into_iter()
-                .map(|t| t.join().expect("rank thread"))
-                .collect()
-        });
-        let report = network.report();
-        let context = || format!("{runs:?} {engine:?} {}", case());
-        assert!(!report.deadlocked, "the exchange deadlocked: {}", context());
-        assert!(
-            report.size_mismatches.is_empty(),
-            "{report:?}: {}",
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("rank thread"))
+            .collect()
+    })
+}
+
+/// Keeps the panics the network injects off the tests' output (the default hook
+/// prints every panic, caught or not); any other panic is printed as before.
+fn quiet_injected_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !panic_message(info.payload()).contains(INJECTED_PANIC) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// The message of a panic.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Checks one execution of every rank (see [`run_real_exchange`]).
+fn check_execution(
+    network: &Network,
+    plans: &[RankPlan],
+    exchanges: &[Exchange<Endpoint>],
+    runs: &[RankRun],
+    results: Vec<Result<Vec<u8>, String>>,
+    outputs: &[Vec<u64>],
+    context: &dyn Fn() -> String,
+) {
+    let report = network.report();
+    assert!(!report.deadlocked, "the exchange deadlocked: {}", context());
+    assert!(
+        report.size_mismatches.is_empty(),
+        "{report:?}: {}",
+        context()
+    );
+    assert_eq!(report.unmatched, 0, "unmatched messages: {}", context());
+    let all_out_of_place = runs.iter().all(|run| !run.in_place);
+    for (r, result) in results.into_iter().enumerate() {
+        let output = result.unwrap_or_else(|e| panic!("{e}: {}", context()));
+        assert_eq!(
+            output,
+            to_bytes(&outputs[r]),
+            "rank {r} output: {}",
             context()
         );
-        assert_eq!(report.unmatched, 0, "unmatched messages: {}", context());
-        for (r, result) in results.into_iter().enumerate() {
-            let output = result.unwrap_or_else(|e| panic!("{e}: {}", context()));
-            assert_eq!(
-                output,
-                to_bytes(&outputs[r]),
-                "rank {r} output: {}",
-                context()
-            );
-            let stats = plans[r].stats();
-            let direct = match all_out_of_place {
-                true => exchanges[r].direct_streams(),
-                false => DirectStreams {
-                    count: 0,
-                    bytes_read: 0,
-                },
-            };
-            assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
-            assert_eq!(
-                report.received[r] + report.read[r],
-                stats.bytes_received + 8 * direct.count as u64,
-                "rank {r} received: {}",
-                context()
-            );
-            let kept = stats.bytes_copied_locally;
-            assert_eq!(stats.bytes_received + kept, output.len() as u64, "rank {r}");
-        }
+        let stats = plans[r].stats();
+        let direct = match all_out_of_place {
+            true => exchanges[r].direct_streams(),
+            false => DirectStreams {
+                count: 0,
+                bytes_read: 0,
+            },
+        };
+        assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
+        assert_eq!(
+            report.received[r] + report.read[r],
+            stats.bytes_received + 8 * direct.count as u64,
+            "rank {r} received: {}",
+            context()
+        );
+        let kept = stats.bytes_copied_locally;
+        assert_eq!(stats.bytes_received + kept, output.len() as u64, "rank {r}");
     }
 }
 

@@ -54,6 +54,13 @@ struct Engines {
     exchange: Exchange<Comm>,
     /// How executions in place on the exchange path run.
     in_place: InPlaceRoute,
+    /// Whether an execution begun without completing is lent out (to a C
+    /// request, or an [`Execution`]) until [`Plan::progress`] reports its end:
+    /// set and cleared under the plan's lock with the execution's start and end,
+    /// so that threads racing on one plan see one execution at a time. A panic
+    /// that cuts `progress` short leaves it set: the holder's next call reports
+    /// the end.
+    lent: bool,
 }
 
 /// A reshape planned on every rank of a communicator, ready to be executed many times.
@@ -242,6 +249,7 @@ impl Plan {
             engines: ManuallyDrop::new(Mutex::new(Engines {
                 exchange: exchange?,
                 in_place: InPlaceRoute::Undecided,
+                lent: false,
             })),
             comm: ManuallyDrop::new(comm),
             threads,
@@ -542,18 +550,39 @@ impl Plan {
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
-        let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
+        let busy = engines.lent || engines.exchange.is_active();
+        let pre = pre.or_else(|| busy.then(in_progress));
         // SAFETY: forwarded from the caller.
         let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
             return Ok(true);
         };
+        // SAFETY: forwarded from the caller.
+        let started = unsafe { self.run(&mut engines, run, buffers, blocking) };
+        engines.lent = matches!(started, Ok(false));
+        started
+    }
+
+    /// Runs `run` on `engines` to completion (`blocking`) or starts it; returns
+    /// whether it completed.
+    ///
+    /// # Safety
+    /// As [`Plan::begin_checked`], with `buffers` checked and agreed.
+    unsafe fn run(
+        &self,
+        engines: &mut Engines,
+        run: Run,
+        buffers: &Buffers,
+        blocking: bool,
+    ) -> Result<bool> {
         let (plan, comm) = (&self.plan, &*self.comm);
         let on = Participant {
             plan,
             transport: comm,
         };
         let Buffers { input, output, .. } = *buffers;
-        let Engines { exchange, in_place } = &mut *engines;
+        let Engines {
+            exchange, in_place, ..
+        } = engines;
         // SAFETY: check_buffers checked sizes and overlap; in place, the engines
         // write a byte only once what was there has left (all it sends packed
         // first, or the pieces there staged, sent or moved in an earlier round of
@@ -592,10 +621,22 @@ impl Plan {
     /// Carries the execution in flight on: until it completes when `blocking`, else
     /// as far as it goes without waiting. Returns whether it completed (true when
     /// none is in flight). A failure is this rank's alone (messages in flight are
-    /// cancelled and completed first); other ranks may still complete.
+    /// cancelled and completed first); other ranks may still complete. Once this
+    /// reports the end (anything but `Ok(false)`), the execution is no longer lent
+    /// out, and the plan may start another.
     pub fn progress(&self, blocking: bool) -> Result<bool> {
         let mut engines = self.lock();
-        if !engines.exchange.is_active() {
+        let outcome = self.advance(&mut engines.exchange, blocking);
+        if !matches!(outcome, Ok(false)) {
+            engines.lent = false;
+        }
+        outcome
+    }
+
+    /// Carries the execution in flight on `exchange`, if any (see
+    /// [`Plan::progress`]).
+    fn advance(&self, exchange: &mut Exchange<Comm>, blocking: bool) -> Result<bool> {
+        if !exchange.is_active() {
             return Ok(true);
         }
         require_mpi()?;
@@ -604,7 +645,13 @@ impl Plan {
             plan: &self.plan,
             transport: &*self.comm,
         };
-        engines.exchange.advance(on, blocking)
+        exchange.advance(on, blocking)
+    }
+
+    /// Whether an execution begun without completing is lent out until
+    /// [`Plan::progress`] reports its end.
+    pub(crate) fn execution_lent(&self) -> bool {
+        self.lock().lent
     }
 
     /// Checks one execution's buffers, agrees on the outcome with every rank (when

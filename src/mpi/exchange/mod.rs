@@ -49,14 +49,15 @@ mod progress;
 mod stream;
 
 use std::os::raw::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
 use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
-use self::progress::{Active, Sides};
+use self::progress::{Active, Messaging, Sides};
 use self::stream::Stream;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::mpi::transport::Transport;
+use crate::mpi::transport::{Channel, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{Progress, Side, schedule};
@@ -127,20 +128,10 @@ impl<T> Copy for Participant<'_, T> {}
 /// execution in flight must be abandoned ([`Exchange::abandon`]) before the exchange
 /// is dropped (the plan's drop does so): the transport may still use its memory.
 pub struct Exchange<T: Transport> {
-    progress: Progress,
-    /// Messages each stream posts per round.
-    per_round: usize,
-    /// The streams in schedule order.
-    streams: Vec<Stream>,
+    /// The streams, their requests and slots.
+    messaging: Messaging<T>,
     /// The local copies, listed once when they fit the plan's budget.
     kept: LocalCopies,
-    /// `per_round` request slots per stream.
-    requests: Vec<T::Request>,
-    /// Indices of completed requests, filled by [`Transport::complete_some`].
-    completed: Vec<c_int>,
-    /// The slots: one per stream, for its packed messages, used through raw
-    /// pointers.
-    slots: Vec<u8>,
     /// Executions started so far, by either engine: the same count on every rank,
     /// which gives every execution its tag ([`Transport::tag`]).
     executions: u64,
@@ -154,11 +145,11 @@ impl<T: Transport> std::fmt::Debug for Exchange<T> {
     /// A summary: the lists an exchange keeps can hold millions of entries.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exchange")
-            .field("progress", &self.progress)
-            .field("per_round", &self.per_round)
-            .field("streams", &self.streams.len())
+            .field("progress", &self.messaging.progress)
+            .field("per_round", &self.messaging.per_round)
+            .field("streams", &self.messaging.streams.len())
             .field("kept_copies", &self.kept.listed())
-            .field("slot_bytes", &self.slots.capacity())
+            .field("slot_bytes", &self.messaging.slots.capacity())
             .field("direct_streams", &self.direct.len())
             .finish_non_exhaustive()
     }
@@ -213,14 +204,16 @@ impl<T: Transport> Exchange<T> {
         let mut completed = try_vec(count, "the completed requests", plan.rank)?;
         completed.resize(count, 0);
         Ok(Exchange {
-            progress,
-            per_round,
-            streams,
+            messaging: Messaging {
+                progress,
+                per_round,
+                streams,
+                requests,
+                completed,
+                slots,
+            },
             kept,
             executions: 0,
-            requests,
-            completed,
-            slots,
             direct,
             active: None,
         })
@@ -340,7 +333,10 @@ impl<T: Transport> Exchange<T> {
     /// Counts the execution and rewinds every stream.
     fn next_execution(&mut self, mode: Mode) {
         self.executions += 1;
-        self.streams.iter_mut().for_each(|s| s.reset(mode));
+        self.messaging
+            .streams
+            .iter_mut()
+            .for_each(|s| s.reset(mode));
     }
 
     /// The tag of the current execution's messages.
@@ -368,12 +364,20 @@ impl<T: Transport> Exchange<T> {
     /// Carries the active execution on as the schedule says: until it completes
     /// when `blocking`, else as far as it goes without waiting. Returns whether it
     /// completed (no execution active counts as completed). On failure every
-    /// message in flight is cancelled and completed before returning.
+    /// message in flight is cancelled and completed before returning; so it is
+    /// on a panic, which then carries on unwinding: whoever catches it (the C
+    /// ABI's boundary) finds the exchange idle, ready for the next execution.
     pub fn advance(&mut self, on: Participant<'_, T>, blocking: bool) -> Result<bool> {
         let Some(mut active) = self.active.take() else {
             return Ok(true);
         };
-        let result = self.drive(on, &mut active, blocking);
+        // Unwind safe: on a panic the exchange is made idle (abandoned) before
+        // the panic carries on, so nothing half done is seen again.
+        let driven = catch_unwind(AssertUnwindSafe(|| self.drive(on, &mut active, blocking)));
+        let result = driven.unwrap_or_else(|panic| {
+            self.abandon(on.transport);
+            resume_unwind(panic)
+        });
         match result {
             Ok(false) => self.active = Some(active),
             Ok(true) => {}
@@ -425,24 +429,30 @@ impl<T: Transport> Exchange<T> {
         active: &mut Active,
         blocking: bool,
     ) -> Result<bool> {
-        let (plan, transport) = (on.plan, on.transport);
-        let mut kept = std::mem::replace(&mut self.kept, LocalCopies::Listed(Vec::new()));
+        let channel = Channel {
+            transport: on.transport,
+            tag: self.tag(on.transport),
+        };
+        let (kept, plan) = (&mut self.kept, on.plan);
         // SAFETY: the buffers of `active` are valid until it completes (contract
         // of begin / run).
-        let mut copy_once =
-            |active: &mut Active| unsafe { copy_kept_once(&mut kept, plan, active) };
+        let mut copy_once = |active: &mut Active| unsafe { copy_kept_once(kept, plan, active) };
         let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;
+        let messaging = &mut self.messaging;
         // SAFETY: as above.
         let result = unsafe {
-            match self.progress {
-                Progress::Pairwise { .. } => self.pairwise(transport, active, blocking, copy_once),
-                Progress::Independent => self.independent(transport, active, blocking, copy_once),
+            match messaging.progress {
+                Progress::Pairwise { .. } => {
+                    messaging.pairwise(channel, active, blocking, copy_once)
+                }
+                Progress::Independent => {
+                    messaging.independent(channel, active, blocking, copy_once)
+                }
             }
         };
         if matches!(result, Ok(true)) {
             copy_once(active);
         }
-        self.kept = kept;
         result
     }
 
@@ -450,11 +460,8 @@ impl<T: Transport> Exchange<T> {
     /// mid-exchange, or before the exchange is dropped), so that no buffer is
     /// released while the transport may still use it.
     pub fn abandon(&mut self, transport: &T) {
-        transport.cancel_all(&mut self.requests);
+        self.messaging.abandon(transport);
         self.direct.abandon(transport);
-        for stream in &mut self.streams {
-            stream.pending = 0;
-        }
         self.active = None;
     }
 }

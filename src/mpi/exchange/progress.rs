@@ -1,34 +1,60 @@
 //! The two progress loops of an execution in flight: pairwise windows (the
-//! exchange path) and independent streams (the local path), with the state of the
-//! execution they carry on.
+//! exchange path) and independent streams (the local path), with the messaging
+//! state they carry on and the state of the execution.
 
-use super::Exchange;
+use std::os::raw::c_int;
+
 use super::direct::DirectExecution;
 use super::stream::Stream;
 use crate::core::error::Result;
 use crate::mpi::transport::{Channel, Transport};
-use crate::planning::schedule::Side;
+use crate::planning::schedule::{Progress, Side};
 
-impl<T: Transport> Exchange<T> {
+/// The streams with their requests and slots: what the progress loops carry on.
+/// Apart from the exchange's local copies, so that a loop can make them (through
+/// its `copy_once`) while it holds this.
+pub(super) struct Messaging<T: Transport> {
+    /// Pairwise windows or independent streams.
+    pub(super) progress: Progress,
+    /// Messages each stream posts per round.
+    pub(super) per_round: usize,
+    /// The streams in schedule order.
+    pub(super) streams: Vec<Stream>,
+    /// `per_round` request slots per stream.
+    pub(super) requests: Vec<T::Request>,
+    /// Indices of completed requests, filled by [`Transport::complete_some`].
+    pub(super) completed: Vec<c_int>,
+    /// The slots: one per stream, for its packed messages, used through raw
+    /// pointers.
+    pub(super) slots: Vec<u8>,
+}
+
+impl<T: Transport> Messaging<T> {
+    /// Cancels every message in flight and completes it, and marks every stream
+    /// idle.
+    pub(super) fn abandon(&mut self, transport: &T) {
+        transport.cancel_all(&mut self.requests);
+        for stream in &mut self.streams {
+            stream.pending = 0;
+        }
+    }
+
     /// Pairwise progress: window after window, every stream of the window posts its
     /// next round and the rank completes the whole step (see
     /// [`crate::planning::schedule`]).
     /// The local copy runs once the first step is posted.
     ///
     /// # Safety
-    /// The buffers of `active` valid (see [`Exchange::advance`]).
+    /// The buffers of `active` valid (see [`Exchange::advance`](super::Exchange::advance)).
     pub(super) unsafe fn pairwise(
         &mut self,
-        transport: &T,
+        channel: Channel<'_, T>,
         active: &mut Active,
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
         let (slots, per_round) = (self.slots.as_mut_ptr(), self.per_round);
-        let channel = Channel {
-            transport,
-            tag: self.tag(transport),
-        };
+        let transport = channel.transport;
         loop {
             let window = self.window_at(active.window_start);
             if active.posted > 0 {
@@ -57,7 +83,7 @@ impl<T: Transport> Exchange<T> {
     }
 
     /// The streams of the window starting at stream `start` (empty at the end).
-    pub(super) fn window_at(&self, start: usize) -> std::ops::Range<usize> {
+    fn window_at(&self, start: usize) -> std::ops::Range<usize> {
         let rest = &self.streams[start..];
         let len = rest.first().map_or(0, |first| {
             rest.iter()
@@ -73,19 +99,15 @@ impl<T: Transport> Exchange<T> {
     /// `MPI_Waitall` completes them all.
     ///
     /// # Safety
-    /// As [`Exchange::pairwise`].
+    /// As [`Messaging::pairwise`].
     pub(super) unsafe fn independent(
         &mut self,
-        transport: &T,
+        channel: Channel<'_, T>,
         active: &mut Active,
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
-        let slots = self.slots.as_mut_ptr();
-        let channel = Channel {
-            transport,
-            tag: self.tag(transport),
-        };
+        let (slots, transport) = (self.slots.as_mut_ptr(), channel.transport);
         loop {
             let mut in_flight = 0;
             for (stream, requests) in self
@@ -126,7 +148,7 @@ impl<T: Transport> Exchange<T> {
     ///
     /// # Safety
     /// The rounds' messages lie inside `output`.
-    pub(super) unsafe fn complete_rounds(
+    unsafe fn complete_rounds(
         &mut self,
         transport: &T,
         output: *mut u8,
@@ -146,7 +168,7 @@ impl<T: Transport> Exchange<T> {
     ///
     /// # Safety
     /// The rounds' messages lie inside `output`.
-    pub(super) unsafe fn complete_some(
+    unsafe fn complete_some(
         &mut self,
         transport: &T,
         output: *mut u8,
