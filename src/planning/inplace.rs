@@ -290,8 +290,6 @@ pub struct RankSchedule {
     pub staging_bytes: usize,
     /// Most messages this rank has in flight in one round.
     pub most_messages: usize,
-    /// Most runs in one message of several pieces.
-    pub most_blocks: usize,
 }
 
 /// Pieces of at least this many bytes travel as messages of their own, straight
@@ -708,18 +706,10 @@ impl Schedule {
             .map(|r| messages(&r.sends).count() + messages(&r.receives).count())
             .max()
             .unwrap_or(0);
-        let most_blocks = rounds
-            .iter()
-            .flat_map(|r| messages(&r.sends).chain(messages(&r.receives)))
-            .filter(|m| m.len() > 1)
-            .map(|m| m.iter().map(|t| t.shape.count).sum())
-            .max()
-            .unwrap_or(0);
         RankSchedule {
             rounds,
             staging_bytes: self.staging_bytes[rank],
             most_messages,
-            most_blocks,
         }
     }
 }
