@@ -1,6 +1,7 @@
 //! Schedules of in-place execution on the exchange path under a memory budget.
 //! Pure: every rank computes the same global schedule from the layouts, keeps its
-//! own part, and the all-ranks simulation in the tests replays it.
+//! own part, and the all-ranks simulations in the tests run it on every rank's
+//! real in-place engine over the in-memory network.
 //!
 //! In place, a rank's buffer holds its input and must end holding its output, so
 //! an element may land only where the elements that were there have left. The data
@@ -18,7 +19,8 @@
 //! across ranks one for one: nothing can wait for a message another rank posts
 //! later.
 //!
-//! Invariants the simulation checks on every rank: a byte is written only after
+//! Invariants the simulations check on every rank (counting, per byte, the pieces
+//! that read it and the writes): a byte is written only after
 //! every piece reading it has departed, each piece arrives exactly once, and the
 //! staging never holds more than the budget.
 
