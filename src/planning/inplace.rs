@@ -20,9 +20,9 @@
 //! later.
 //!
 //! Invariants the simulations check on every rank (counting, per byte, the pieces
-//! that read it and the writes): a byte is written only after
-//! every piece reading it has departed, each piece arrives exactly once, and the
-//! staging never holds more than the budget.
+//! that read it and the writes): a byte is written only after every piece reading
+//! it has departed, each piece arrives exactly once, and the staging never holds
+//! more than the budget.
 
 use std::ops::Range;
 
