@@ -185,9 +185,14 @@ impl Buffers {
     }
 
     /// Bytes from the input to the staging when the execution is in place (where
-    /// staged pieces are read from), else `None`.
+    /// staged pieces are read from), else `None`; both addresses are exposed, so
+    /// that a transport may reach the staging from the input.
     fn staging_distance(&self) -> Option<isize> {
-        let distance = (self.staging as isize).wrapping_sub(self.input as isize);
+        let (staging, input) = (
+            self.staging.expose_provenance(),
+            self.input.expose_provenance(),
+        );
+        let distance = (staging as isize).wrapping_sub(input as isize);
         self.in_place.then_some(distance)
     }
 
@@ -210,7 +215,9 @@ impl Buffers {
             // SAFETY: as documented.
             return unsafe { transport.start(envelope, self.runs(t, side), request) };
         }
-        let message = grouped.next().expect("a block list per message of pieces");
+        let message = grouped
+            .next()
+            .expect("a block list per message of several pieces");
         let list = message.list(pieces, self.staging_distance(), transport)?;
         // SAFETY: as documented; the list's blocks count from the base.
         unsafe { transport.start_list(envelope, self.base(side), list, request) }

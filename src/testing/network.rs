@@ -77,11 +77,12 @@ impl Blocks {
     fn runs(&self) -> Box<dyn Iterator<Item = (*mut u8, usize)> + '_> {
         match self {
             Blocks::Shaped(bytes) => Box::new(bytes.runs()),
-            Blocks::Listed { base, blocks } => Box::new(
-                blocks
-                    .iter()
-                    .map(|b| (base.wrapping_offset(b.offset), b.len)),
-            ),
+            // A block may lie in another allocation than the base (the engine's
+            // staging, counted from its input, whose address it has exposed).
+            Blocks::Listed { base, blocks } => Box::new(blocks.iter().map(|b| {
+                let address = base.expose_provenance().wrapping_add_signed(b.offset);
+                (std::ptr::with_exposed_provenance_mut(address), b.len)
+            })),
         }
     }
 
