@@ -13,7 +13,7 @@ use distreshape::testing::{
     ScheduledExchange, Unscheduled,
 };
 
-use crate::common::engine::to_bytes;
+use crate::common::engine::{execute_all, to_bytes};
 use crate::common::kept::copy_kept;
 
 /// What a schedule holds.
@@ -192,12 +192,11 @@ fn move_over_itself(t: &PieceMove, readers: &mut [u32], writes: &mut [u32], ctx:
 }
 
 /// Runs every rank's real in-place engine for `parts`, one thread per rank over
-/// one in-memory network, once per execution of `executions` (whether each rank
-/// runs in place; out of place it then copies its kept elements, as the plan
-/// does), the engines made once and reused as the plan reuses them, each
-/// execution on fresh buffers: no execution deadlocks, every send matches a
-/// receive of its size, each rank receives exactly the bytes it does not keep,
-/// and every output holds exactly the global indices it must.
+/// one in-memory network ([`execute_all`]), once per execution of `executions`
+/// (whether each rank runs in place; out of place it then copies its kept
+/// elements, as the plan does), the engines made once and reused as the plan
+/// reuses them, each execution on fresh buffers: besides what [`execute_all`]
+/// checks, each rank receives exactly the bytes it does not keep.
 fn run_engine(
     plans: &[RankPlan],
     parts: Vec<RankSchedule>,
@@ -211,53 +210,19 @@ fn run_engine(
         .map(|(r, part)| ScheduledExchange::new(part, r, &network.endpoint(r)).expect("engine"))
         .collect();
     for (execution, in_place) in executions.iter().enumerate() {
-        network.start_execution();
-        let results: Vec<Result<Vec<u8>, String>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (plans.iter().zip(&mut engines).zip(inputs))
-                .zip(in_place)
-                .map(|(((plan, engine), input), &in_place)| {
-                    let network = &network;
-                    scope.spawn(move || {
-                        let endpoint = network.endpoint(plan.rank);
-                        let channel = Channel {
-                            transport: &endpoint,
-                            tag: execution as i32,
-                        };
-                        let output = execute_rank(plan, engine, channel, input, in_place);
-                        endpoint.finish();
-                        output
-                    })
-                })
-                .collect();
-            threads
-                .into_iter()
-                .map(|t| t.join().expect("rank thread"))
-                .collect()
-        });
-        let report = network.report();
         let context = || format!("execution {execution}, in place {in_place:?}: {ctx}");
-        assert!(
-            !report.deadlocked,
-            "the in-place engine deadlocked: {}",
-            context()
-        );
-        assert!(
-            report.size_mismatches.is_empty(),
-            "{report:?}: {}",
-            context()
-        );
-        assert_eq!(report.unmatched, 0, "unmatched messages: {}", context());
-        for (r, result) in results.into_iter().enumerate() {
-            let output = result.unwrap_or_else(|e| panic!("{e}: {}", context()));
-            let expected = to_bytes(&outputs[r]);
-            assert_eq!(output, expected, "rank {r} output: {}", context());
-            let received = plans[r].stats().bytes_received;
-            assert_eq!(
-                report.received[r],
-                received,
-                "rank {r} received: {}",
-                context()
-            );
+        let rank_run = |r: usize, engine: &mut _, endpoint: &_| {
+            let channel = Channel {
+                transport: endpoint,
+                tag: execution as i32,
+            };
+            execute_rank(&plans[r], engine, channel, &inputs[r], in_place[r])
+        };
+        let report = execute_all(&network, &mut engines, outputs, rank_run, &context);
+        for (r, plan) in plans.iter().enumerate() {
+            let received = plan.stats().bytes_received;
+            let what = format!("rank {r} received: {}", context());
+            assert_eq!(report.received[r], received, "{what}");
         }
     }
 }
