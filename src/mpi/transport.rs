@@ -1,8 +1,9 @@
-//! What the exchange engine needs from point-to-point messaging, as a trait: MPI
-//! implements it (`crate::mpi::p2p`, on the private communicator) and, with the
-//! `testing` feature, an in-memory network does (`crate::testing`), so that the
-//! tests drive the very engine that runs over MPI on every rank of one process.
-//! The engine is generic over it and monomorphized: MPI pays nothing for it.
+//! What the exchange engines (out of place, and the in-place schedule's rounds)
+//! need from point-to-point messaging, as a trait: MPI implements it
+//! (`crate::mpi::p2p`, on the private communicator) and, with the `testing`
+//! feature, an in-memory network does (`crate::testing`), so that the tests drive
+//! the very engines that run over MPI on every rank of one process. The engines
+//! are generic over it and monomorphized: MPI pays nothing for it.
 
 use std::os::raw::c_int;
 

@@ -62,7 +62,9 @@ pub struct NetworkReport {
 /// message starts).
 #[derive(Clone, Debug)]
 enum Blocks {
+    /// Blocks of one shape ([`Transport::start`]).
     Shaped(Bytes),
+    /// A list of blocks counted from `base` ([`Transport::start_list`]).
     Listed { base: *mut u8, blocks: Vec<Block> },
 }
 
