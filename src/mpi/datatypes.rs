@@ -8,7 +8,10 @@
 //!
 //! The in-place schedule's grouped messages each get an indexed datatype over
 //! their blocks ([`IndexedDatatype`]), made with the plan's in-place schedule and
-//! freed with it.
+//! freed with it; a message that also reads from the staging joins two of them
+//! in a struct datatype of two entries ([`with_joined`]), made for the message
+//! and freed once it has started, as the two lie a distance apart that only the
+//! execution knows.
 
 use std::os::raw::c_int;
 use std::sync::{Mutex, PoisonError};
@@ -119,9 +122,34 @@ unsafe fn committed(mut datatype: ffi::MPI_Datatype) -> Result<ffi::MPI_Datatype
     }
 }
 
+/// Calls `start` with a committed struct datatype of `first` then `second`, each
+/// an indexed datatype, the second `distance` bytes after the first; frees it
+/// once `start` has returned (the started operation keeps what it needs).
+pub fn with_joined(
+    first: &IndexedDatatype,
+    (distance, second): (ffi::MPI_Aint, &IndexedDatatype),
+    start: impl FnOnce(ffi::MPI_Datatype) -> Result<()>,
+) -> Result<()> {
+    let (lens, displacements, types) = ([1, 1], [0, distance], [first.raw(), second.raw()]);
+    // SAFETY: the arrays hold two entries each; reading an MPI constant handle;
+    // the datatype is created before it is committed, and freed once, after
+    // `start`.
+    unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let (lens, at, types) = (lens.as_ptr(), displacements.as_ptr(), types.as_ptr());
+        let code = ffi::MPI_Type_create_struct(2, lens, at, types, &mut datatype);
+        check(code, "MPI_Type_create_struct")?;
+        let mut datatype = committed(datatype)?;
+        let started = start(datatype);
+        ffi::MPI_Type_free(&mut datatype);
+        started
+    }
+}
+
 /// A committed hindexed datatype of bytes over a list of blocks, each at its
-/// offset from where a message of it starts: one grouped message of an in-place
-/// schedule, made once per plan, freed when dropped.
+/// offset from where a message of it starts: a grouped message of an in-place
+/// schedule, or the part of it in one buffer, made once per plan, freed when
+/// dropped.
 #[derive(Debug)]
 pub struct IndexedDatatype(ffi::MPI_Datatype);
 

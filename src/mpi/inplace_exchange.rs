@@ -184,18 +184,6 @@ impl Buffers {
         }
     }
 
-    /// Bytes from the input to the staging when the execution is in place (where
-    /// staged pieces are read from), else `None`; both addresses are exposed, so
-    /// that a transport may reach the staging from the input.
-    fn staging_distance(&self) -> Option<isize> {
-        let (staging, input) = (
-            self.staging.expose_provenance(),
-            self.input.expose_provenance(),
-        );
-        let distance = (staging as isize).wrapping_sub(input as isize);
-        self.in_place.then_some(distance)
-    }
-
     /// Starts the message of `pieces` on `side`: one piece as its runs, several
     /// through the next of `grouped`, the round's block lists.
     ///
@@ -207,7 +195,7 @@ impl Buffers {
         channel: Channel<'_, T>,
         pieces: &[PieceMove],
         side: Side,
-        grouped: &mut std::slice::IterMut<'_, Grouped<T::BlockList>>,
+        grouped: &mut std::slice::Iter<'_, Grouped<T::BlockList>>,
         request: &mut T::Request,
     ) -> Result<()> {
         let (transport, envelope) = (channel.transport, channel.envelope(side, pieces[0].peer));
@@ -217,10 +205,10 @@ impl Buffers {
         }
         let message = grouped
             .next()
-            .expect("a block list per message of several pieces");
-        let list = message.list(pieces, self.staging_distance(), transport)?;
-        // SAFETY: as documented; the list's blocks count from the base.
-        unsafe { transport.start_list(envelope, self.base(side), list, request) }
+            .expect("block lists for every message of pieces");
+        let staging = self.in_place.then_some(self.staging);
+        // SAFETY: as documented.
+        unsafe { message.start(transport, envelope, (self.base(side), staging), request) }
     }
 
     /// Where the runs of piece `t` are read (sends) or land (receives).

@@ -1,14 +1,13 @@
 //! The messages of several pieces of one rank's in-place schedule, made ready once
 //! per plan over its transport (MPI: an indexed datatype each), so that executions
-//! make none: each message's blocks counted from the buffer they lie in (the output
-//! for receives, the input for sends). A send some of whose pieces are staged reads
-//! those from the staging when executed in place: its blocks are then counted from
-//! the input with the staged ones in the staging, made for one distance from the
-//! input to the staging and made again only when an execution's buffer lies
-//! elsewhere (the staging stays put).
+//! make none. A message carries its unstaged pieces first, then its staged ones,
+//! on both sides: a receive's blocks lie in the output, a send's in the input; a
+//! send executed in place reads its staged pieces from the staging, so it also
+//! keeps its blocks as two lists, those in the input and those in the staging,
+//! which the transport joins at the execution's distance between the two.
 
 use crate::core::error::Result;
-use crate::mpi::transport::{Block, Transport};
+use crate::mpi::transport::{Block, Envelope, ListPart, Transport};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
@@ -16,15 +15,6 @@ use crate::planning::schedule::Side;
 /// in the order of [`messages`].
 pub struct GroupedMessages<L> {
     rounds: Vec<Vec<Grouped<L>>>,
-}
-
-/// One message of several pieces.
-pub struct Grouped<L> {
-    /// Its blocks in the buffer, counted from the buffer's start.
-    in_buffer: L,
-    /// For a send with staged pieces: its blocks when executed in place, with the
-    /// distance from the input to the staging they were made for.
-    staged: Option<Option<(isize, L)>>,
 }
 
 impl<L> GroupedMessages<L> {
@@ -49,9 +39,26 @@ impl<L> GroupedMessages<L> {
     }
 
     /// Round `round`'s messages of several pieces, in the order they are posted.
-    pub fn round(&mut self, round: usize) -> std::slice::IterMut<'_, Grouped<L>> {
-        self.rounds[round].iter_mut()
+    pub fn round(&self, round: usize) -> std::slice::Iter<'_, Grouped<L>> {
+        self.rounds[round].iter()
     }
+}
+
+/// One message of several pieces.
+pub struct Grouped<L> {
+    /// Its blocks in the buffer, counted from the buffer's start.
+    in_buffer: L,
+    /// For a send with staged pieces: its blocks when executed in place.
+    staged: Option<StagedSend<L>>,
+}
+
+/// The blocks of a send with staged pieces, executed in place.
+struct StagedSend<L> {
+    /// Its unstaged pieces' blocks, counted from the input (none when every piece
+    /// is staged).
+    in_input: Option<L>,
+    /// Its staged pieces' blocks, counted from the staging.
+    in_staging: L,
 }
 
 impl<L> Grouped<L> {
@@ -61,54 +68,86 @@ impl<L> Grouped<L> {
         side: Side,
         transport: &T,
     ) -> Result<Grouped<L>> {
-        let staged = side == Side::Send && pieces.iter().any(|t| t.staged.is_some());
+        let (unstaged, staged): (Vec<&PieceMove>, Vec<&PieceMove>) =
+            pieces.iter().partition(|t| t.staged.is_none());
+        let in_buffer = blocks(unstaged.iter().chain(&staged), side, false);
+        let staged = match (side, staged.is_empty()) {
+            (Side::Send, false) => Some(StagedSend {
+                in_input: match unstaged.is_empty() {
+                    true => None,
+                    false => Some(transport.block_list(&blocks(&unstaged, side, false))?),
+                },
+                in_staging: transport.block_list(&blocks(&staged, side, true))?,
+            }),
+            _ => None,
+        };
         Ok(Grouped {
-            in_buffer: transport.block_list(&blocks(pieces, side, None))?,
-            staged: staged.then_some(None),
+            in_buffer: transport.block_list(&in_buffer)?,
+            staged,
         })
     }
 
-    /// The blocks of the message of `pieces` (those it was made of) for an
-    /// execution whose staging lies `staging` bytes from its input when in place
-    /// (`None` out of place): counted from the buffer's start.
-    pub fn list<T: Transport<BlockList = L>>(
-        &mut self,
-        pieces: &[PieceMove],
-        staging: Option<isize>,
+    /// Starts the message as `envelope` says over `transport`: its blocks in
+    /// `buffer` (the input of a send, the output of a receive), but for a send
+    /// with staged pieces executed in place (`staging` given), its staged pieces
+    /// from `staging`.
+    ///
+    /// # Safety
+    /// Every block valid (readable for a send, writable for a receive) and not
+    /// touched by anything else until `request` completes.
+    pub unsafe fn start<T: Transport<BlockList = L>>(
+        &self,
         transport: &T,
-    ) -> Result<&L> {
-        let (Some(made), Some(distance)) = (&mut self.staged, staging) else {
-            return Ok(&self.in_buffer);
-        };
-        let entry = match made.take().filter(|(at, _)| *at == distance) {
-            Some(entry) => entry,
-            None => (
-                distance,
-                transport.block_list(&blocks(pieces, Side::Send, staging))?,
-            ),
-        };
-        Ok(&made.insert(entry).1)
+        envelope: Envelope,
+        (buffer, staging): (*mut u8, Option<*mut u8>),
+        request: &mut T::Request,
+    ) -> Result<()> {
+        let part = |base, list| ListPart { base, list };
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match (&self.staged, staging) {
+                (
+                    Some(StagedSend {
+                        in_input,
+                        in_staging,
+                    }),
+                    Some(staging),
+                ) => {
+                    let staged = part(staging, in_staging);
+                    match in_input {
+                        Some(list) => {
+                            let parts = [part(buffer, list), staged];
+                            transport.start_lists(envelope, &parts, request)
+                        }
+                        None => transport.start_lists(envelope, &[staged], request),
+                    }
+                }
+                _ => transport.start_lists(envelope, &[part(buffer, &self.in_buffer)], request),
+            }
+        }
     }
 }
 
 /// The blocks of `pieces`, run by run, counted from the start of the buffer they
-/// lie in on `side`: a send's staged pieces `staging` bytes from it when given.
-fn blocks(pieces: &[PieceMove], side: Side, staging: Option<isize>) -> Vec<Block> {
-    let run = |t: &PieceMove| -> (isize, usize) {
-        let shape = t.shape;
-        match (side, t.staged, staging) {
-            (Side::Receive, _, _) => (t.dst as isize, shape.dst_stride),
-            (Side::Send, Some(slot), Some(distance)) => (distance + slot as isize, shape.len),
-            (Side::Send, _, _) => (t.src as isize, shape.src_stride),
+/// lie in on `side`, or of the staging when `staged` (their slots).
+fn blocks<'a>(
+    pieces: impl IntoIterator<Item = &'a &'a PieceMove>,
+    side: Side,
+    staged: bool,
+) -> Vec<Block> {
+    let first = |t: &PieceMove| -> (usize, usize) {
+        match (side, t.staged) {
+            (Side::Receive, _) => (t.dst, t.shape.dst_stride),
+            (Side::Send, Some(slot)) if staged => (slot, t.shape.len),
+            (Side::Send, _) => (t.src, t.shape.src_stride),
         }
     };
-    pieces
-        .iter()
+    (pieces.into_iter())
         .flat_map(|t| {
-            let (first, stride) = run(t);
+            let ((at, stride), len) = (first(t), t.shape.len);
             (0..t.shape.count).map(move |i| Block {
-                offset: first + (i * stride) as isize,
-                len: t.shape.len,
+                offset: at + i * stride,
+                len,
             })
         })
         .collect()

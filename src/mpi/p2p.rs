@@ -9,13 +9,13 @@ use std::os::raw::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::faults::injected_exchange_failure;
 use crate::mpi::comm::Comm;
-use crate::mpi::datatypes::IndexedDatatype;
+use crate::mpi::datatypes::{IndexedDatatype, with_joined};
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
-use crate::mpi::transport::{Block, Bytes, ControlTags, Envelope, ReadRun, Transport};
+use crate::mpi::transport::{Block, Bytes, ControlTags, Envelope, ListPart, ReadRun, Transport};
 use crate::mpi::waiting::poll_giving_way;
 use crate::planning::schedule::Side;
 
@@ -170,21 +170,31 @@ impl Transport for Comm {
         IndexedDatatype::new(blocks)
     }
 
-    unsafe fn start_list(
+    unsafe fn start_lists(
         &self,
         envelope: Envelope,
-        base: *mut u8,
-        list: &IndexedDatatype,
+        parts: &[ListPart<'_, IndexedDatatype>],
         request: &mut ffi::MPI_Request,
     ) -> Result<()> {
-        let data = Typed {
-            at: base,
+        let typed = |at, datatype| Typed {
+            at,
             count: 1,
-            datatype: list.raw(),
+            datatype,
         };
-        // SAFETY: forwarded from the caller; the datatype's offsets count from
-        // `base`.
-        unsafe { start(self, envelope, data, request) }
+        match parts {
+            // SAFETY: forwarded from the caller; the list's offsets count from its
+            // base.
+            [one] => unsafe { start(self, envelope, typed(one.base, one.list.raw()), request) },
+            [first, second] => {
+                let distance = (second.base as isize).wrapping_sub(first.base as isize);
+                with_joined(first.list, (distance as _, second.list), |datatype| {
+                    // SAFETY: forwarded from the caller; the second part lies
+                    // `distance` bytes from the first's base.
+                    unsafe { start(self, envelope, typed(first.base, datatype), request) }
+                })
+            }
+            _ => Err(Error::Internal(format!("{} block lists", parts.len()))),
+        }
     }
 
     unsafe fn start(

@@ -80,15 +80,28 @@ impl Bytes {
     }
 }
 
-/// One block of a message made of a list of blocks ([`Transport::start_list`]):
-/// `len` bytes `offset` bytes from where the message's blocks are counted.
+/// One block of a list of blocks ([`Transport::block_list`]): `len` bytes
+/// `offset` bytes after the base the list is counted from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
-    /// Bytes from the message's base to the block's first byte (negative before it).
-    pub offset: isize,
+    /// Bytes from the base to the block's first byte.
+    pub offset: usize,
     /// Bytes in the block.
     pub len: usize,
 }
+
+/// Part of a message made of block lists ([`Transport::start_lists`]): the
+/// blocks of `list` counted from `base`.
+#[derive(Debug)]
+pub struct ListPart<'a, L> {
+    /// Where the list's offsets count from.
+    pub base: *mut u8,
+    /// The blocks.
+    pub list: &'a L,
+}
+
+/// Most parts of one message made of block lists.
+pub const MAX_LIST_PARTS: usize = 2;
 
 /// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
 /// number of bytes, laid out in blocks of their own).
@@ -227,17 +240,16 @@ pub trait Transport {
     /// Makes `blocks`, in this order, ready for messages made of them.
     fn block_list(&self, blocks: &[Block]) -> Result<Self::BlockList>;
 
-    /// Starts sending or receiving the blocks of `list`, counted from `base`, as
-    /// `envelope` says.
+    /// Starts sending or receiving the blocks of `parts`, one part after the
+    /// other (at most [`MAX_LIST_PARTS`]), as `envelope` says.
     ///
     /// # Safety
     /// Every block valid (readable for a send, writable for a receive) and not
     /// touched by anything else until `request` completes.
-    unsafe fn start_list(
+    unsafe fn start_lists(
         &self,
         envelope: Envelope,
-        base: *mut u8,
-        list: &Self::BlockList,
+        parts: &[ListPart<'_, Self::BlockList>],
         request: &mut Self::Request,
     ) -> Result<()>;
 

@@ -21,7 +21,9 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
-use crate::mpi::transport::{Block, Bytes, ControlTags, Envelope, ReadRun, Transport, copy_runs};
+use crate::mpi::transport::{
+    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport, copy_runs,
+};
 use crate::planning::schedule::Side;
 
 /// The request handle of no operation.
@@ -58,20 +60,19 @@ pub struct NetworkReport {
 }
 
 /// A message's bytes, moved between the ranks' threads under the network's lock:
-/// blocks of one shape, or a list of blocks counted from a base (copied when the
-/// message starts).
+/// blocks of one shape, or the blocks of lists (copied when the message starts).
 #[derive(Clone, Debug)]
 enum Blocks {
     /// Blocks of one shape ([`Transport::start`]).
     Shaped(Bytes),
-    /// A list of blocks counted from `base` ([`Transport::start_list`]).
-    Listed { base: *mut u8, blocks: Vec<Block> },
+    /// Each block's first byte and length ([`Transport::start_lists`]).
+    Listed(Vec<(*mut u8, usize)>),
 }
 
 // SAFETY: the blocks are only dereferenced under the network's lock, while the
 // operation is active: its owner keeps them valid and untouched until the
 // request completes (the contract of `Transport::start` and
-// `Transport::start_list`).
+// `Transport::start_lists`).
 unsafe impl Send for Blocks {}
 
 impl Blocks {
@@ -79,12 +80,7 @@ impl Blocks {
     fn runs(&self) -> Box<dyn Iterator<Item = (*mut u8, usize)> + '_> {
         match self {
             Blocks::Shaped(bytes) => Box::new(bytes.runs()),
-            // A block may lie in another allocation than the base (the engine's
-            // staging, counted from its input, whose address it has exposed).
-            Blocks::Listed { base, blocks } => Box::new(blocks.iter().map(|b| {
-                let address = base.expose_provenance().wrapping_add_signed(b.offset);
-                (std::ptr::with_exposed_provenance_mut(address), b.len)
-            })),
+            Blocks::Listed(runs) => Box::new(runs.iter().copied()),
         }
     }
 
@@ -407,18 +403,20 @@ impl Transport for Endpoint<'_> {
         Ok(blocks.to_vec())
     }
 
-    unsafe fn start_list(
+    unsafe fn start_lists(
         &self,
         envelope: Envelope,
-        base: *mut u8,
-        list: &Vec<Block>,
+        parts: &[ListPart<'_, Vec<Block>>],
         request: &mut usize,
     ) -> Result<()> {
-        let blocks = Blocks::Listed {
-            base,
-            blocks: list.clone(),
-        };
-        self.post(envelope, blocks, request);
+        if parts.len() > MAX_LIST_PARTS {
+            return Err(Error::Internal(format!("{} block lists", parts.len())));
+        }
+        let runs = parts.iter().flat_map(|part| {
+            let base = part.base;
+            (part.list.iter()).map(move |b| (base.wrapping_add(b.offset), b.len))
+        });
+        self.post(envelope, Blocks::Listed(runs.collect()), request);
         Ok(())
     }
 
