@@ -15,7 +15,9 @@ use crate::mpi::comm::Comm;
 use crate::mpi::datatypes::{IndexedDatatype, with_joined};
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
-use crate::mpi::transport::{Block, Bytes, ControlTags, Envelope, ListPart, ReadRun, Transport};
+use crate::mpi::transport::{
+    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
+};
 use crate::mpi::waiting::poll_giving_way;
 use crate::planning::schedule::Side;
 
@@ -193,7 +195,10 @@ impl Transport for Comm {
                     unsafe { start(self, envelope, typed(first.base, datatype), request) }
                 })
             }
-            _ => Err(Error::Internal(format!("{} block lists", parts.len()))),
+            _ => Err(Error::Internal(format!(
+                "{} block lists in one message, more than {MAX_LIST_PARTS}",
+                parts.len()
+            ))),
         }
     }
 

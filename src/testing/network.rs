@@ -410,7 +410,9 @@ impl Transport for Endpoint<'_> {
         request: &mut usize,
     ) -> Result<()> {
         if parts.len() > MAX_LIST_PARTS {
-            return Err(Error::Internal(format!("{} block lists", parts.len())));
+            let n = parts.len();
+            let more = format!("{n} block lists in one message, more than {MAX_LIST_PARTS}");
+            return Err(Error::Internal(more));
         }
         let runs = parts.iter().flat_map(|part| {
             let base = part.base;
