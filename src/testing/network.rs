@@ -1,5 +1,6 @@
 //! An in-memory network implementing [`Transport`], so that the tests run every
-//! rank's real exchange engine in one process, one thread per rank.
+//! rank's real exchange engines (out of place, and the in-place schedule's rounds)
+//! in one process, one thread per rank.
 //!
 //! It keeps MPI's semantics where the engine's correctness depends on them, and
 //! the strictest choice where MPI leaves one: messages match by (source, tag) in
