@@ -21,7 +21,7 @@ use distreshape::testing::{
 
 use common::STRIDED_RUNS;
 use common::engine::{Engine, RankRun, run_failing_reads, run_real_exchange};
-use common::inplace::replay_in_place;
+use common::inplace::run_in_place;
 
 /// Simulated cases; each builds and applies every rank's lists.
 const CASES: u64 = 4000;
@@ -29,7 +29,8 @@ const CASES: u64 = 4000;
 /// Cases run through every rank's real exchange engine (a thread each).
 const ENGINE_CASES: u64 = 600;
 
-/// Random grid redistributions whose in-place schedules are replayed.
+/// Random grid redistributions whose in-place schedules run on every rank's real
+/// in-place engine.
 const IN_PLACE_CASES: u64 = 1500;
 
 /// A small deterministic generator (seeded: every run checks the same cases).
@@ -456,13 +457,24 @@ fn total_runs(layouts: &Redistribution) -> usize {
         .sum()
 }
 
-/// Random grid redistributions with a split input, their in-place schedules
-/// replayed byte by byte (see [`common::inplace::replay_in_place`]) with budgets
-/// from one element to a few times the local data and room for a piece per run
-/// down to a piece per 30 runs (more than half of the cases fit), so that pieces
-/// are single elements, whole or cut runs, or strided runs.
+/// Every rank's plan of `layouts` (8-byte elements).
+fn plans_of(layouts: Redistribution) -> Vec<RankPlan> {
+    let p = layouts.input().nranks();
+    let layouts = Arc::new(layouts);
+    (0..p)
+        .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+        .collect()
+}
+
+/// Random grid redistributions with a split input over 1-12 ranks, their in-place
+/// schedules run on every rank's real in-place engine (see
+/// [`common::inplace::run_in_place`]), first with a random mix of ranks in place and
+/// out of place, then all in place, with budgets from one element to a few times
+/// the local data and room for a piece per run down to a piece per 30 runs (more
+/// than half of the cases fit), so that pieces are single elements, whole or cut
+/// runs, or strided runs.
 #[test]
-fn in_place_schedules_of_random_grid_redistributions_replay() {
+fn in_place_engine_delivers_random_grid_redistributions() {
     let mut rng = Rng(0x1a9e);
     let (mut strided, mut pieces, mut scheduled, mut split) = (0, 0, 0, 0);
     for case in 0..IN_PLACE_CASES {
@@ -485,7 +497,11 @@ fn in_place_schedules_of_random_grid_redistributions_replay() {
         let ctx = format!("case {case}, budget {budget}: {input:?} -> {output:?}");
         let layouts = Redistribution::new(input, output).unwrap();
         let room = (p * p) as usize + total_runs(&layouts) / (1 + rng.below(30) as usize);
-        let Some(seen) = replay_in_place(&layouts, &inputs, &outputs, budget, room, &ctx) else {
+        let mix = (0..p).map(|_| rng.chance(2)).collect();
+        let executions = [mix, vec![true; p as usize]];
+        let plans = plans_of(layouts);
+        let Some(seen) = run_in_place(&plans, &inputs, &outputs, budget, room, &executions, &ctx)
+        else {
             continue;
         };
         (strided, pieces, scheduled) =
@@ -500,8 +516,9 @@ fn in_place_schedules_of_random_grid_redistributions_replay() {
 }
 
 /// The grid_bench cases at a small size, in place with a budget of half the local
-/// data and room for a piece per 4 runs: the pieces join strided runs, and every
-/// byte still lands right.
+/// data and room for a piece per 4 runs: the pieces join strided runs, and the
+/// real in-place engine delivers every element, the ranks all in place and half
+/// of them out of place.
 #[test]
 fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
     let shape = [32u64, 32, 16];
@@ -509,14 +526,25 @@ fn in_place_pencil_and_brick_schedules_use_strided_pieces() {
     let y = GridLayout::balanced(&shape, &[2, 2], &[Some(0), None, Some(1)], 4).unwrap();
     let bricks = GridLayout::balanced(&shape, &[2, 2, 1], &[Some(0), Some(1), Some(2)], 4).unwrap();
     let rows = GridLayout::balanced(&[1024, 16], &[4], &[Some(0), None], 4).unwrap();
+    let executions = [vec![true; 4], vec![true, false, false, true]];
     for (a, b) in [(&x, &y), (&bricks, &x), (&x, &rows)] {
         let (inputs, outputs) = (members(a), members(b));
         let local_bytes = inputs[0].len() * 8;
         let ctx = format!("{a:?} -> {b:?}");
         let layouts = Redistribution::new(a.clone(), b.clone()).unwrap();
         let runs = total_runs(&layouts);
-        let seen = replay_in_place(&layouts, &inputs, &outputs, local_bytes / 2, runs / 4, &ctx)
-            .expect("pieces of 4 runs fit");
+        let plans = plans_of(layouts);
+        let budget = local_bytes / 2;
+        let seen = run_in_place(
+            &plans,
+            &inputs,
+            &outputs,
+            budget,
+            runs / 4,
+            &executions,
+            &ctx,
+        )
+        .expect("pieces of 4 runs fit");
         assert!(
             seen.strided > 0 && seen.pieces <= runs / 4,
             "{ctx}: {seen:?}, {runs} runs"

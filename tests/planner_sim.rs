@@ -26,7 +26,6 @@ use proptest::prelude::*;
 
 use common::STRIDED_RUNS;
 use common::engine::{Engine, engine, to_bytes};
-use common::inplace::Replayed;
 use common::kept::copy_kept;
 use common::oracle::{slab_indices, split_survives};
 
@@ -514,27 +513,40 @@ proptest! {
     }
 }
 
-/// Replays every rank's part of the in-place schedule of `case` with `budget` bytes
-/// of staging per rank (see [`common::inplace::replay_in_place`]), with room for a
-/// piece per run. `None` when the case needs no schedule (no split input, or the
-/// local path).
-fn replay_in_place(case: &Case, budget: usize) -> Option<Replayed> {
+/// Runs every rank's real in-place engine on the in-place schedule of `case` with
+/// `budget` bytes of staging per rank and room for a piece per run (see
+/// [`common::inplace::run_in_place`]): first with the ranks of `mix` in place and
+/// the others out of place, then all in place. Nothing runs when the case needs no
+/// schedule (no split input, or the local path).
+fn run_in_place(case: &Case, budget: usize, mix: &[bool]) {
     let plans = plans(case);
     let plan = &plans[0];
     if plan.path != Route::Exchange || plan.input_layout().is_replicated() {
-        return None;
+        return;
     }
     let (inputs, outputs) = oracle_sets(case, plan.new_shape());
-    let ctx = format!("{case:?}");
-    let replayed =
-        common::inplace::replay_in_place(&plan.layouts, &inputs, &outputs, budget, 1 << 20, &ctx);
-    Some(replayed.expect("a piece per run fits"))
+    let ctx = format!("{case:?}, budget {budget}");
+    let executions = [mix[..plans.len()].to_vec(), vec![true; plans.len()]];
+    let scheduled = common::inplace::run_in_place(
+        &plans,
+        &inputs,
+        &outputs,
+        budget,
+        1 << 20,
+        &executions,
+        &ctx,
+    );
+    scheduled.expect("a piece per run fits");
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
     #[test]
-    fn in_place_schedules_stay_within_tiny_budgets(case in case(), elems in 1usize..5) {
-        replay_in_place(&case, elems * 8);
+    fn in_place_engine_delivers_every_element_within_tiny_budgets(
+        case in case(),
+        elems in 1usize..5,
+        mix in prop::collection::vec(any::<bool>(), 9),
+    ) {
+        run_in_place(&case, elems * 8, &mix);
     }
 }

@@ -5,14 +5,22 @@
 //! transpose or a slab split change has one or two); a message of another shape
 //! gets a datatype of its own, freed as soon as the message has started (MPI keeps
 //! what the pending operation needs).
+//!
+//! The in-place schedule's grouped messages each get an indexed datatype over
+//! their blocks ([`IndexedDatatype`]), made with the plan's in-place schedule and
+//! freed with it; a message that also reads from the staging joins two of them
+//! in a struct datatype of two entries ([`with_joined`]), made for the message
+//! and freed once it has started, as the two lie a distance apart that only the
+//! execution knows.
 
+use std::os::raw::c_int;
 use std::sync::{Mutex, PoisonError};
 
 use mpi::ffi;
 
 use crate::core::error::Result;
 use crate::mpi::status::{check, count, mpi_is_usable};
-use crate::mpi::transport::BlockShape;
+use crate::mpi::transport::{Block, BlockShape};
 
 /// Most datatype shapes one plan keeps.
 const KEPT_DATATYPES: usize = 16;
@@ -89,16 +97,100 @@ fn committed_hvector(shape: BlockShape) -> Result<ffi::MPI_Datatype> {
     let (blocks, block) = (count(shape.blocks)?, count(shape.block)?);
     let stride = shape.stride as ffi::MPI_Aint;
     // SAFETY: reading MPI constant handles; the datatype is created before it is
-    // committed, and freed if committing fails.
+    // committed.
     unsafe {
         let mut datatype = ffi::RSMPI_DATATYPE_NULL;
         let code =
             ffi::MPI_Type_create_hvector(blocks, block, stride, ffi::RSMPI_UINT8_T, &mut datatype);
         check(code, "MPI_Type_create_hvector")?;
-        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
-        if committed.is_err() {
+        committed(datatype)
+    }
+}
+
+/// Commits `datatype`, a datatype just created, or frees it when that fails.
+///
+/// # Safety
+/// `datatype` is a created datatype owned by the caller.
+unsafe fn committed(mut datatype: ffi::MPI_Datatype) -> Result<ffi::MPI_Datatype> {
+    // SAFETY: as documented; freed once if committing fails.
+    unsafe {
+        let done = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
+        if done.is_err() {
             ffi::MPI_Type_free(&mut datatype);
         }
-        committed.map(|()| datatype)
+        done.map(|()| datatype)
+    }
+}
+
+/// Calls `start` with a committed struct datatype of `first` then `second`, each
+/// an indexed datatype, the second `distance` bytes after the first; frees it
+/// once `start` has returned (the started operation keeps what it needs).
+pub fn with_joined(
+    first: &IndexedDatatype,
+    (distance, second): (ffi::MPI_Aint, &IndexedDatatype),
+    start: impl FnOnce(ffi::MPI_Datatype) -> Result<()>,
+) -> Result<()> {
+    let (lens, displacements, types) = ([1, 1], [0, distance], [first.raw(), second.raw()]);
+    // SAFETY: the arrays hold two entries each; reading an MPI constant handle;
+    // the datatype is created before it is committed, and freed once, after
+    // `start`.
+    unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let (lens, at, types) = (lens.as_ptr(), displacements.as_ptr(), types.as_ptr());
+        let code = ffi::MPI_Type_create_struct(2, lens, at, types, &mut datatype);
+        check(code, "MPI_Type_create_struct")?;
+        let mut datatype = committed(datatype)?;
+        let started = start(datatype);
+        ffi::MPI_Type_free(&mut datatype);
+        started
+    }
+}
+
+/// A committed hindexed datatype of bytes over a list of blocks, each at its
+/// offset from where a message of it starts: a grouped message of an in-place
+/// schedule, or the part of it in one buffer, made once per plan, freed when
+/// dropped.
+#[derive(Debug)]
+pub struct IndexedDatatype(ffi::MPI_Datatype);
+
+// SAFETY: the handle is only used through MPI calls, made by the plan on the
+// threads its thread level allows, one execution at a time.
+unsafe impl Send for IndexedDatatype {}
+
+impl IndexedDatatype {
+    /// The datatype of `blocks`, in this order.
+    pub fn new(blocks: &[Block]) -> Result<IndexedDatatype> {
+        let lens = blocks
+            .iter()
+            .map(|b| count(b.len))
+            .collect::<Result<Vec<c_int>>>()?;
+        let offsets: Vec<ffi::MPI_Aint> = blocks.iter().map(|b| b.offset as _).collect();
+        // SAFETY: both lists hold `blocks.len()` entries; reading MPI constants;
+        // the datatype is created before it is committed.
+        unsafe {
+            let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+            let (n, byte) = (count(blocks.len())?, ffi::RSMPI_UINT8_T);
+            let (lens, offsets) = (lens.as_ptr(), offsets.as_ptr());
+            let code = ffi::MPI_Type_create_hindexed(n, lens, offsets, byte, &mut datatype);
+            check(code, "MPI_Type_create_hindexed")?;
+            committed(datatype).map(IndexedDatatype)
+        }
+    }
+
+    /// The MPI handle.
+    pub fn raw(&self) -> ffi::MPI_Datatype {
+        self.0
+    }
+}
+
+impl Drop for IndexedDatatype {
+    /// Frees the datatype while MPI is usable (after `MPI_Finalize` it is gone
+    /// with it). The plan drops its in-place schedule only on a thread that may
+    /// call MPI.
+    fn drop(&mut self) {
+        if mpi_is_usable() {
+            // SAFETY: a datatype this plan committed, freed exactly once.
+            unsafe { ffi::MPI_Type_free(&mut self.0) };
+        }
     }
 }

@@ -1,39 +1,32 @@
 //! Executes one rank's part of an in-place schedule ([`crate::planning::inplace`])
-//! over MPI:
+//! over a [`Transport`] (MPI in the library, an in-memory network in the tests):
 //! round after round, the staging copies, then the round's messages (posted, then
-//! completed together with `MPI_Waitall`) with the local moves done while they
-//! flow. The staging and the requests are allocated once and reused by every
-//! execution.
+//! completed together) with the local moves done while they flow. The staging,
+//! the requests and the block lists of the messages of several pieces
+//! ([`crate::mpi::inplace_messages`]) are made once and reused by every execution.
 //!
 //! A rank executing out of place while another executes in place follows the same
 //! rounds (the messages must match): it reads every piece from its input, which it
 //! never overwrites, so it stages nothing, and copies the elements it keeps
 //! separately.
 
-use std::os::raw::c_int;
-
-use mpi::ffi;
-
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::mpi::comm::Comm;
-use crate::mpi::p2p::{cancel_all, complete_all, start_bytes, start_datatype};
-use crate::mpi::status::{check, count};
-use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, copy_blocks};
+use crate::mpi::inplace_messages::{Grouped, GroupedMessages};
+use crate::mpi::transport::{BlockShape, Bytes, Channel, Transport, copy_blocks};
 use crate::planning::inplace::{PieceMove, RankSchedule, messages};
 use crate::planning::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
-/// of its multi-piece messages.
-pub struct ScheduledExchange {
+/// of its messages of several pieces, over transport `T`.
+pub struct ScheduledExchange<T: Transport> {
     schedule: RankSchedule,
     staging: Vec<u8>,
-    requests: Vec<ffi::MPI_Request>,
-    block_lens: Vec<c_int>,
-    block_offsets: Vec<ffi::MPI_Aint>,
+    requests: Vec<T::Request>,
+    grouped: GroupedMessages<T::BlockList>,
 }
 
-impl std::fmt::Debug for ScheduledExchange {
+impl<T: Transport> std::fmt::Debug for ScheduledExchange<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScheduledExchange")
             .field("rounds", &self.schedule.rounds.len())
@@ -42,27 +35,26 @@ impl std::fmt::Debug for ScheduledExchange {
     }
 }
 
-// SAFETY: the requests are MPI_REQUEST_NULL between executions, and an execution
-// uses them from one thread only (the plan holds the exchange in a mutex).
-unsafe impl Send for ScheduledExchange {}
+// SAFETY: the requests are null between executions, and an execution uses them
+// and the block lists from one thread only (the plan holds the exchange in a
+// mutex; each simulated rank owns its own).
+unsafe impl<T: Transport> Send for ScheduledExchange<T> {}
 
-impl ScheduledExchange {
+impl<T: Transport> ScheduledExchange<T> {
     /// Allocates the staging (touched now, so executions take no page faults) and
-    /// the requests of `schedule`, this rank's part.
-    pub fn new(schedule: RankSchedule, rank: usize) -> Result<ScheduledExchange> {
+    /// the requests of `schedule`, this rank's part, and makes the block lists of
+    /// its messages of several pieces over `transport`.
+    pub fn new(schedule: RankSchedule, rank: usize, transport: &T) -> Result<Self> {
         let mut staging = try_vec(schedule.staging_bytes, "the in-place staging", rank)?;
         staging.resize(schedule.staging_bytes, 0);
-        let mut requests = try_vec(schedule.most_messages, "the MPI requests", rank)?;
-        // SAFETY: reading an MPI constant handle.
-        requests.resize(schedule.most_messages, unsafe { ffi::RSMPI_REQUEST_NULL });
-        let block_lens = try_vec(schedule.most_blocks, "the message blocks", rank)?;
-        let block_offsets = try_vec(schedule.most_blocks, "the message blocks", rank)?;
+        let mut requests = try_vec(schedule.most_messages, "the requests", rank)?;
+        requests.resize(schedule.most_messages, T::null_request());
+        let grouped = GroupedMessages::new(&schedule, transport)?;
         Ok(ScheduledExchange {
             schedule,
             staging,
             requests,
-            block_lens,
-            block_offsets,
+            grouped,
         })
     }
 
@@ -76,16 +68,16 @@ impl ScheduledExchange {
         self.staging.len()
     }
 
-    /// Runs every round over the channel's communicator with its tag. In place
-    /// when `input == output`.
+    /// Runs every round over the channel. In place when `input == output`.
     ///
     /// # Safety
     /// `input` readable for the plan's input size and `output` writable for its
     /// output size; out of place they do not overlap; in place the buffer holds the
-    /// larger of both. Every rank of `comm` runs its part of the same schedule.
+    /// larger of both. Every rank of the channel runs its part of the same
+    /// schedule.
     pub unsafe fn run(
         &mut self,
-        channel: Channel<'_, Comm>,
+        channel: Channel<'_, T>,
         input: *const u8,
         output: *mut u8,
     ) -> Result<()> {
@@ -99,7 +91,7 @@ impl ScheduledExchange {
             // SAFETY: forwarded from the caller.
             let completed = unsafe { self.run_round(round, channel, buffers) };
             if let Err(e) = completed {
-                cancel_all(&mut self.requests);
+                channel.transport.cancel_all(&mut self.requests);
                 return Err(e);
             }
         }
@@ -114,44 +106,39 @@ impl ScheduledExchange {
     unsafe fn run_round(
         &mut self,
         round: usize,
-        channel: Channel<'_, Comm>,
+        channel: Channel<'_, T>,
         buffers: Buffers,
     ) -> Result<()> {
-        let round = &self.schedule.rounds[round];
+        let round_moves = &self.schedule.rounds[round];
         if buffers.in_place {
-            for t in &round.stage {
+            for t in &round_moves.stage {
                 // SAFETY: the piece lies in the buffer, its slot in the staging.
                 unsafe { buffers.stage(t) };
             }
         }
+        let receives = messages(&round_moves.receives).map(|m| (m, Side::Receive));
+        let sends = messages(&round_moves.sends).map(|m| (m, Side::Send));
+        let mut grouped = self.grouped.round(round);
         let mut posted = 0;
-        let mut lists = BlockLists {
-            lens: &mut self.block_lens,
-            offsets: &mut self.block_offsets,
-        };
-        let mut post = |pieces: &[PieceMove], side: Side| -> Result<()> {
-            let message = Message {
-                envelope: channel.envelope(side, pieces[0].peer),
-                base: buffers.base(side),
-                pieces: pieces.iter().map(|t| buffers.runs(t, side)),
-            };
+        for (pieces, side) in receives.chain(sends) {
+            let request = &mut self.requests[posted];
             // SAFETY: every run lies in the buffer or the staging, which nothing
             // else touches until the round completes (schedule invariant: nothing
             // writes a byte that a piece in flight reads or lands on).
-            self.requests[posted] = unsafe { message.post(channel.transport, &mut lists) }?;
+            unsafe { buffers.post(channel, pieces, side, &mut grouped, request) }?;
             posted += 1;
-            Ok(())
-        };
-        messages(&round.receives).try_for_each(|m| post(m, Side::Receive))?;
-        messages(&round.sends).try_for_each(|m| post(m, Side::Send))?;
+        }
         if buffers.in_place {
-            for t in &round.moves {
+            for t in &round_moves.moves {
                 // SAFETY: the destination lies in the output and no message of the
                 // round touches it.
                 unsafe { buffers.move_piece(t) };
             }
         }
-        complete_all(&mut self.requests[..posted], true).map(drop)
+        let transport = channel.transport;
+        transport
+            .complete_all(&mut self.requests[..posted], true)
+            .map(drop)
     }
 }
 
@@ -189,12 +176,39 @@ impl Buffers {
         piece_runs(at, t, t.shape.dst_stride)
     }
 
-    /// What the block offsets of a message on `side` are relative to.
-    fn base(&self, side: Side) -> *const u8 {
+    /// What the blocks of a message of several pieces on `side` count from.
+    fn base(&self, side: Side) -> *mut u8 {
         match side {
-            Side::Send => self.input,
+            Side::Send => self.input.cast_mut(),
             Side::Receive => self.output,
         }
+    }
+
+    /// Starts the message of `pieces` on `side`: one piece as its runs, several
+    /// through the next of `grouped`, the round's block lists.
+    ///
+    /// # Safety
+    /// Every run of the pieces valid (readable for a send, writable for a
+    /// receive) and untouched by anything else until `request` completes.
+    unsafe fn post<T: Transport>(
+        &self,
+        channel: Channel<'_, T>,
+        pieces: &[PieceMove],
+        side: Side,
+        grouped: &mut std::slice::Iter<'_, Grouped<T::BlockList>>,
+        request: &mut T::Request,
+    ) -> Result<()> {
+        let (transport, envelope) = (channel.transport, channel.envelope(side, pieces[0].peer));
+        if let [t] = pieces {
+            // SAFETY: as documented.
+            return unsafe { transport.start(envelope, self.runs(t, side), request) };
+        }
+        let message = grouped
+            .next()
+            .expect("block lists for every message of pieces");
+        let staging = self.in_place.then_some(self.staging);
+        // SAFETY: as documented.
+        unsafe { message.start(transport, envelope, (self.base(side), staging), request) }
     }
 
     /// Where the runs of piece `t` are read (sends) or land (receives).
@@ -240,68 +254,4 @@ fn piece_runs(at: *mut u8, t: &PieceMove, stride: usize) -> Bytes {
         stride,
     };
     Bytes { at, shape }
-}
-
-/// The block lengths and offsets of a multi-piece message's MPI datatype, in
-/// lists allocated once with the schedule.
-struct BlockLists<'a> {
-    lens: &'a mut Vec<c_int>,
-    offsets: &'a mut Vec<ffi::MPI_Aint>,
-}
-
-/// One message of a round: its pieces' runs, sent from or received into memory
-/// addressed relative to `base`.
-struct Message<I> {
-    envelope: Envelope,
-    base: *const u8,
-    pieces: I,
-}
-
-impl<I: ExactSizeIterator<Item = Bytes>> Message<I> {
-    /// Posts the message: one contiguous piece as bytes, one strided piece through
-    /// an MPI hvector datatype, several pieces through an MPI hindexed datatype
-    /// over all their runs, built in `lists` (no copy); a datatype is freed once
-    /// posted (MPI keeps what the pending operation needs).
-    ///
-    /// # Safety
-    /// Every run readable (sends) or writable (receives) until the request
-    /// completes.
-    unsafe fn post(self, comm: &Comm, lists: &mut BlockLists<'_>) -> Result<ffi::MPI_Request> {
-        let (envelope, base, mut pieces) = (self.envelope, self.base, self.pieces);
-        // SAFETY: reading an MPI constant handle.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        if pieces.len() == 1
-            && let Some(runs) = pieces.next()
-        {
-            // SAFETY: as documented.
-            unsafe { start_bytes(comm, envelope, runs, &mut request) }?;
-            return Ok(request);
-        }
-        let BlockLists { lens, offsets } = lists;
-        lens.clear();
-        offsets.clear();
-        for runs in pieces {
-            for i in 0..runs.shape.blocks {
-                lens.push(count(runs.shape.block)?);
-                offsets.push((runs.block_at(i) as isize - base as isize) as ffi::MPI_Aint);
-            }
-        }
-        // SAFETY: the block lists hold `lens.len()` entries; reading MPI constants.
-        let datatype = unsafe {
-            let mut datatype = ffi::RSMPI_DATATYPE_NULL;
-            let (n, byte) = (count(lens.len())?, ffi::RSMPI_UINT8_T);
-            let code = ffi::MPI_Type_create_hindexed(
-                n,
-                lens.as_ptr(),
-                offsets.as_ptr(),
-                byte,
-                &mut datatype,
-            );
-            check(code, "MPI_Type_create_hindexed")?;
-            datatype
-        };
-        // SAFETY: as documented; the datatype's displacements start at `base`.
-        unsafe { start_datatype(comm, envelope, base.cast_mut(), datatype, &mut request) }?;
-        Ok(request)
-    }
 }

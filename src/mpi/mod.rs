@@ -15,6 +15,7 @@ pub mod cross_memory;
 pub mod datatypes;
 pub mod exchange;
 pub mod inplace_exchange;
+pub mod inplace_messages;
 pub mod library;
 pub mod node;
 pub mod p2p;

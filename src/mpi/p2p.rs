@@ -1,19 +1,23 @@
 //! Point-to-point MPI shared by both exchange engines, on the plan's private
 //! communicator: starting one send or receive (of contiguous bytes, of blocks at a
-//! stride through the plan's hvector datatype for them, or of one MPI datatype for
-//! the in-place schedule's multi-piece messages), completing requests, and cancelling them
-//! after a failure. The exchange engine reaches it through [`Transport`].
+//! stride through the plan's hvector datatype for them, or of a list of blocks
+//! through its indexed datatype, made once per plan, for the in-place schedule's
+//! messages of several pieces), completing requests, and cancelling them after a
+//! failure. Both engines reach it through [`Transport`].
 
 use std::os::raw::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::faults::injected_exchange_fault;
 use crate::mpi::comm::Comm;
+use crate::mpi::datatypes::{IndexedDatatype, with_joined};
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
-use crate::mpi::transport::{Bytes, ControlTags, Envelope, ReadRun, Transport};
+use crate::mpi::transport::{
+    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
+};
 use crate::mpi::waiting::poll_giving_way;
 use crate::planning::schedule::Side;
 
@@ -69,7 +73,7 @@ unsafe fn start(
 /// # Safety
 /// Every block of `bytes` valid for the message (readable for a send, writable
 /// for a receive) until `request` completes.
-pub unsafe fn start_bytes(
+unsafe fn start_bytes(
     comm: &Comm,
     envelope: Envelope,
     bytes: Bytes,
@@ -98,38 +102,8 @@ pub unsafe fn start_bytes(
         })
 }
 
-/// Commits `datatype`, starts the send or receive of one item of it at `at`, and
-/// frees it (MPI keeps what the pending operation needs).
-///
-/// # Safety
-/// The memory `datatype` describes from `at` valid for the message (readable for
-/// a send, writable for a receive) until `request` completes.
-pub unsafe fn start_datatype(
-    comm: &Comm,
-    envelope: Envelope,
-    at: *mut u8,
-    mut datatype: ffi::MPI_Datatype,
-    request: &mut ffi::MPI_Request,
-) -> Result<()> {
-    // SAFETY: `datatype` is a created datatype, committed before use and freed
-    // after the operation is started.
-    unsafe {
-        let committed = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
-        let started = committed.and_then(|()| {
-            let data = Typed {
-                at,
-                count: 1,
-                datatype,
-            };
-            start(comm, envelope, data, request)
-        });
-        ffi::MPI_Type_free(&mut datatype);
-        started
-    }
-}
-
 /// Completes every request of `requests` (see [`Transport::complete_all`]).
-pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
+fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
     injected_exchange_fault()?;
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;
@@ -156,7 +130,7 @@ pub fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result
 
 /// Cancels every active request of `requests` and waits for it (MPI guarantees that
 /// a cancelled request's wait returns, whatever the other ranks do).
-pub fn cancel_all(requests: &mut [ffi::MPI_Request]) {
+fn cancel_all(requests: &mut [ffi::MPI_Request]) {
     for request in requests {
         // SAFETY: reading an MPI constant handle.
         if *request == unsafe { ffi::RSMPI_REQUEST_NULL } {
@@ -190,6 +164,42 @@ impl Transport for Comm {
     unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { self.node_reads().read(peer, runs) }
+    }
+
+    type BlockList = IndexedDatatype;
+
+    fn block_list(&self, blocks: &[Block]) -> Result<IndexedDatatype> {
+        IndexedDatatype::new(blocks)
+    }
+
+    unsafe fn start_lists(
+        &self,
+        envelope: Envelope,
+        parts: &[ListPart<'_, IndexedDatatype>],
+        request: &mut ffi::MPI_Request,
+    ) -> Result<()> {
+        let typed = |at, datatype| Typed {
+            at,
+            count: 1,
+            datatype,
+        };
+        match parts {
+            // SAFETY: forwarded from the caller; the list's offsets count from its
+            // base.
+            [one] => unsafe { start(self, envelope, typed(one.base, one.list.raw()), request) },
+            [first, second] => {
+                let distance = (second.base as isize).wrapping_sub(first.base as isize);
+                with_joined(first.list, (distance as _, second.list), |datatype| {
+                    // SAFETY: forwarded from the caller; the second part lies
+                    // `distance` bytes from the first's base.
+                    unsafe { start(self, envelope, typed(first.base, datatype), request) }
+                })
+            }
+            _ => Err(Error::Internal(format!(
+                "{} block lists in one message, more than {MAX_LIST_PARTS}",
+                parts.len()
+            ))),
+        }
     }
 
     unsafe fn start(

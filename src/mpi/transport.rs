@@ -1,8 +1,9 @@
-//! What the exchange engine needs from point-to-point messaging, as a trait: MPI
-//! implements it (`crate::mpi::p2p`, on the private communicator) and, with the
-//! `testing` feature, an in-memory network does (`crate::testing`), so that the
-//! tests drive the very engine that runs over MPI on every rank of one process.
-//! The engine is generic over it and monomorphized: MPI pays nothing for it.
+//! What the exchange engines (out of place, and the in-place schedule's rounds)
+//! need from point-to-point messaging, as a trait: MPI implements it
+//! (`crate::mpi::p2p`, on the private communicator) and, with the `testing`
+//! feature, an in-memory network does (`crate::testing`), so that the tests drive
+//! the very engines that run over MPI on every rank of one process. The engines
+//! are generic over it and monomorphized: MPI pays nothing for it.
 
 use std::os::raw::c_int;
 
@@ -71,7 +72,36 @@ impl Bytes {
     pub fn block_at(&self, i: usize) -> *mut u8 {
         self.at.wrapping_add(i * self.shape.stride)
     }
+
+    /// The blocks, each as its first byte and its length, in order.
+    pub fn runs(&self) -> impl Iterator<Item = (*mut u8, usize)> + use<> {
+        let bytes = *self;
+        (0..bytes.shape.blocks).map(move |i| (bytes.block_at(i), bytes.shape.block))
+    }
 }
+
+/// One block of a list of blocks ([`Transport::block_list`]): `len` bytes
+/// `offset` bytes after the base the list is counted from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Bytes from the base to the block's first byte.
+    pub offset: usize,
+    /// Bytes in the block.
+    pub len: usize,
+}
+
+/// Part of a message made of block lists ([`Transport::start_lists`]): the
+/// blocks of `list` counted from `base`.
+#[derive(Debug)]
+pub struct ListPart<'a, L> {
+    /// Where the list's offsets count from.
+    pub base: *mut u8,
+    /// The blocks.
+    pub list: &'a L,
+}
+
+/// Most parts of one message made of block lists.
+pub const MAX_LIST_PARTS: usize = 2;
 
 /// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
 /// number of bytes, laid out in blocks of their own).
@@ -79,18 +109,35 @@ impl Bytes {
 /// # Safety
 /// Every block of `from` readable, every block of `to` writable, the two disjoint.
 pub unsafe fn copy_blocks(from: Bytes, to: Bytes) {
-    let (mut read, mut written) = (0, 0);
-    let (from_block, to_block) = (from.shape.block, to.shape.block);
-    while read < from.total_bytes() {
-        let (i, in_from) = (read / from_block, read % from_block);
-        let (j, in_to) = (written / to_block, written % to_block);
-        let n = (from_block - in_from).min(to_block - in_to);
-        // SAFETY: both ranges lie within a block of their message (as documented).
-        unsafe {
-            let src = from.block_at(i).add(in_from);
-            std::ptr::copy_nonoverlapping(src, to.block_at(j).add(in_to), n);
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_runs(from.runs(), to.runs()) }
+}
+
+/// Copies the bytes of the runs `from` (first byte and length each), in order,
+/// into the runs `to`, which hold at least as many bytes.
+///
+/// # Safety
+/// Every run of `from` readable, every run of `to` writable, the two disjoint.
+pub unsafe fn copy_runs(
+    from: impl IntoIterator<Item = (*mut u8, usize)>,
+    to: impl IntoIterator<Item = (*mut u8, usize)>,
+) {
+    let mut to = to.into_iter();
+    let (mut at, mut room) = (std::ptr::null_mut::<u8>(), 0);
+    for (mut src, mut left) in from {
+        while left > 0 {
+            if room == 0 {
+                (at, room) = to.next().expect("room for every byte copied");
+                continue;
+            }
+            let n = left.min(room);
+            // SAFETY: both ranges lie within a run of their side (as documented).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src, at, n);
+                (src, at) = (src.add(n), at.add(n));
+            }
+            (left, room) = (left - n, room - n);
         }
-        (read, written) = (read + n, written + n);
     }
 }
 
@@ -185,6 +232,26 @@ pub trait Transport {
     /// the call; the peer keeps every run's `remote` bytes readable and unchanged
     /// until it learns that the read is done.
     unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()>;
+
+    /// A list of blocks made ready for messages made of it (MPI: a committed
+    /// indexed datatype), made once per plan and kept.
+    type BlockList;
+
+    /// Makes `blocks`, in this order, ready for messages made of them.
+    fn block_list(&self, blocks: &[Block]) -> Result<Self::BlockList>;
+
+    /// Starts sending or receiving the blocks of `parts`, one part after the
+    /// other (at most [`MAX_LIST_PARTS`]), as `envelope` says.
+    ///
+    /// # Safety
+    /// Every block valid (readable for a send, writable for a receive) and not
+    /// touched by anything else until `request` completes.
+    unsafe fn start_lists(
+        &self,
+        envelope: Envelope,
+        parts: &[ListPart<'_, Self::BlockList>],
+        request: &mut Self::Request,
+    ) -> Result<()>;
 
     /// Starts sending or receiving `bytes` as `envelope` says.
     ///

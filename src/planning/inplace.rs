@@ -1,6 +1,7 @@
 //! Schedules of in-place execution on the exchange path under a memory budget.
 //! Pure: every rank computes the same global schedule from the layouts, keeps its
-//! own part, and the all-ranks simulation in the tests replays it.
+//! own part, and the all-ranks simulations in the tests run it on every rank's
+//! real in-place engine over the in-memory network.
 //!
 //! In place, a rank's buffer holds its input and must end holding its output, so
 //! an element may land only where the elements that were there have left. The data
@@ -18,9 +19,10 @@
 //! across ranks one for one: nothing can wait for a message another rank posts
 //! later.
 //!
-//! Invariants the simulation checks on every rank: a byte is written only after
-//! every piece reading it has departed, each piece arrives exactly once, and the
-//! staging never holds more than the budget.
+//! Invariants the simulations check on every rank (counting, per byte, the pieces
+//! that read it and the writes): a byte is written only after every piece reading
+//! it has departed, each piece arrives exactly once, and the staging never holds
+//! more than the budget.
 
 use std::ops::Range;
 
@@ -290,8 +292,6 @@ pub struct RankSchedule {
     pub staging_bytes: usize,
     /// Most messages this rank has in flight in one round.
     pub most_messages: usize,
-    /// Most runs in one message of several pieces.
-    pub most_blocks: usize,
 }
 
 /// Pieces of at least this many bytes travel as messages of their own, straight
@@ -708,18 +708,10 @@ impl Schedule {
             .map(|r| messages(&r.sends).count() + messages(&r.receives).count())
             .max()
             .unwrap_or(0);
-        let most_blocks = rounds
-            .iter()
-            .flat_map(|r| messages(&r.sends).chain(messages(&r.receives)))
-            .filter(|m| m.len() > 1)
-            .map(|m| m.iter().map(|t| t.shape.count).sum())
-            .max()
-            .unwrap_or(0);
         RankSchedule {
             rounds,
             staging_bytes: self.staging_bytes[rank],
             most_messages,
-            most_blocks,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! An in-memory network implementing [`Transport`], so that the tests run every
-//! rank's real exchange engine in one process, one thread per rank.
+//! rank's real exchange engines (out of place, and the in-place schedule's rounds)
+//! in one process, one thread per rank.
 //!
 //! It keeps MPI's semantics where the engine's correctness depends on them, and
 //! the strictest choice where MPI leaves one: messages match by (source, tag) in
@@ -24,7 +25,9 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
-use crate::mpi::transport::{Bytes, ControlTags, Envelope, ReadRun, Transport, copy_blocks};
+use crate::mpi::transport::{
+    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport, copy_runs,
+};
 use crate::planning::schedule::Side;
 
 /// The request handle of no operation.
@@ -64,14 +67,36 @@ pub struct NetworkReport {
     pub size_mismatches: Vec<String>,
 }
 
-/// A message's bytes, moved between the ranks' threads under the network's lock.
-#[derive(Clone, Copy, Debug)]
-struct Blocks(Bytes);
+/// A message's bytes, moved between the ranks' threads under the network's lock:
+/// blocks of one shape, or the blocks of lists (copied when the message starts).
+#[derive(Clone, Debug)]
+enum Blocks {
+    /// Blocks of one shape ([`Transport::start`]).
+    Shaped(Bytes),
+    /// Each block's first byte and length ([`Transport::start_lists`]).
+    Listed(Vec<(*mut u8, usize)>),
+}
 
 // SAFETY: the blocks are only dereferenced under the network's lock, while the
 // operation is active: its owner keeps them valid and untouched until the
-// request completes (the contract of `Transport::start`).
+// request completes (the contract of `Transport::start` and
+// `Transport::start_lists`).
 unsafe impl Send for Blocks {}
+
+impl Blocks {
+    /// Each block's first byte and length, in order.
+    fn runs(&self) -> Box<dyn Iterator<Item = (*mut u8, usize)> + '_> {
+        match self {
+            Blocks::Shaped(bytes) => Box::new(bytes.runs()),
+            Blocks::Listed(runs) => Box::new(runs.iter().copied()),
+        }
+    }
+
+    /// How many bytes the message moves.
+    fn total_bytes(&self) -> usize {
+        self.runs().map(|(_, len)| len).sum()
+    }
+}
 
 /// One send or receive.
 #[derive(Debug)]
@@ -241,20 +266,20 @@ impl State {
             Side::Receive => (other, index),
         };
         let (from, to) = (
-            self.operations[send].blocks.0,
-            self.operations[receive].blocks.0,
+            &self.operations[send].blocks,
+            &self.operations[receive].blocks,
         );
-        if from.total_bytes() != to.total_bytes() {
-            let (sent, received) = (from.total_bytes(), to.total_bytes());
+        let (sent, received) = (from.total_bytes(), to.total_bytes());
+        if sent != received {
             let mismatch = format!("{key:?}: sent {sent} B, receive of {received} B");
             self.report.size_mismatches.push(mismatch);
         } else {
             // SAFETY: both operations are active, so their owners keep the blocks
             // valid (the send's readable, the receive's writable) and untouched;
             // they belong to different ranks' buffers, which do not overlap.
-            unsafe { copy_blocks(from, to) };
+            unsafe { copy_runs(from.runs(), to.runs()) };
         }
-        self.report.received[key.1] += to.total_bytes() as u64;
+        self.report.received[key.1] += received as u64;
         self.operations[send].done = true;
         self.operations[receive].done = true;
         self.epoch += 1;
@@ -302,6 +327,26 @@ impl Endpoint<'_> {
         let mut state = self.network.lock();
         state.finished[self.rank] = true;
         self.network.changed.notify_all();
+    }
+
+    /// Starts the send or receive of `blocks` as `envelope` says, matching it
+    /// with the other side when that is already posted.
+    fn post(&self, envelope: Envelope, blocks: Blocks, request: &mut usize) {
+        let key = match envelope.side {
+            Side::Send => (self.rank, envelope.peer, envelope.tag),
+            Side::Receive => (envelope.peer, self.rank, envelope.tag),
+        };
+        let mut state = self.network.lock();
+        *request = state.operations.len();
+        state.operations.push(Operation {
+            blocks,
+            key,
+            side: envelope.side,
+            done: false,
+        });
+        if state.post(*request) {
+            self.network.changed.notify_all();
+        }
     }
 
     /// Runs `body` on the state until it returns `Some`, waiting for progress in
@@ -375,22 +420,33 @@ impl Transport for Endpoint<'_> {
         Ok(())
     }
 
-    unsafe fn start(&self, envelope: Envelope, bytes: Bytes, request: &mut usize) -> Result<()> {
-        let key = match envelope.side {
-            Side::Send => (self.rank, envelope.peer, envelope.tag),
-            Side::Receive => (envelope.peer, self.rank, envelope.tag),
-        };
-        let mut state = self.network.lock();
-        *request = state.operations.len();
-        state.operations.push(Operation {
-            blocks: Blocks(bytes),
-            key,
-            side: envelope.side,
-            done: false,
-        });
-        if state.post(*request) {
-            self.network.changed.notify_all();
+    type BlockList = Vec<Block>;
+
+    fn block_list(&self, blocks: &[Block]) -> Result<Vec<Block>> {
+        Ok(blocks.to_vec())
+    }
+
+    unsafe fn start_lists(
+        &self,
+        envelope: Envelope,
+        parts: &[ListPart<'_, Vec<Block>>],
+        request: &mut usize,
+    ) -> Result<()> {
+        if parts.len() > MAX_LIST_PARTS {
+            let n = parts.len();
+            let more = format!("{n} block lists in one message, more than {MAX_LIST_PARTS}");
+            return Err(Error::Internal(more));
         }
+        let runs = parts.iter().flat_map(|part| {
+            let base = part.base;
+            (part.list.iter()).map(move |b| (base.wrapping_add(b.offset), b.len))
+        });
+        self.post(envelope, Blocks::Listed(runs.collect()), request);
+        Ok(())
+    }
+
+    unsafe fn start(&self, envelope: Envelope, bytes: Bytes, request: &mut usize) -> Result<()> {
+        self.post(envelope, Blocks::Shaped(bytes), request);
         Ok(())
     }
 

@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use distreshape::testing::{
-    DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network, Participant,
-    Progress, RankPlan, Route, proposed_window_width,
+    DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network,
+    NetworkReport, Participant, Progress, RankPlan, Route, proposed_window_width,
 };
 use proptest::prelude::*;
 
@@ -194,32 +194,40 @@ pub fn run_real_exchange(
         panic_mid_exchange(&network, plans, &mut exchanges, runs, &in_bufs, &context);
     }
     for runs in executions {
-        let results = execute_all(&network, plans, &mut exchanges, runs, &in_bufs);
+        let all_out_of_place = runs.iter().all(|run| !run.in_place);
         let context = || format!("{runs:?} {engine:?} {}", case());
-        check_execution(
-            &network, plans, &exchanges, runs, results, outputs, &context,
-        );
-    }
-}
-
-/// Runs one execution on every rank in which every rank that waits for messages
-/// panics at its first wait, once its first messages are posted, and checks that
-/// exactly the ranks with messages panicked.
-fn panic_mid_exchange<'n>(
-    network: &'n Network,
-    plans: &[RankPlan],
-    exchanges: &mut [Exchange<Endpoint<'n>>],
-    runs: &[RankRun],
-    in_bufs: &[Vec<u8>],
-    context: &dyn Fn() -> String,
-) {
-    quiet_injected_panics();
-    network.panic_at_next_waits();
-    let results = execute_all(network, plans, exchanges, runs, in_bufs);
-    for (r, result) in results.iter().enumerate() {
-        let talks = plans[r].stats().bytes_sent + plans[r].stats().bytes_received > 0;
-        let panicked = matches!(result, Err(e) if e.contains(INJECTED_PANIC));
-        assert_eq!(panicked, talks, "rank {r} panicked: {}", context());
+        let rank_run = |r: usize, exchange: &mut _, endpoint: &_| {
+            let input = &in_bufs[r];
+            execute_rank(
+                &plans[r],
+                exchange,
+                endpoint,
+                runs[r],
+                all_out_of_place,
+                input,
+            )
+        };
+        let report = execute_all(&network, &mut exchanges, outputs, rank_run, &context);
+        for r in 0..plans.len() {
+            let output_bytes = outputs[r].len() as u64 * 8;
+            let stats = plans[r].stats();
+            let direct = match all_out_of_place {
+                true => exchanges[r].direct_streams(),
+                false => DirectStreams {
+                    count: 0,
+                    bytes_read: 0,
+                },
+            };
+            assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
+            assert_eq!(
+                report.received[r] + report.read[r],
+                stats.bytes_received + 8 * direct.count as u64,
+                "rank {r} received: {}",
+                context()
+            );
+            let kept = stats.bytes_copied_locally;
+            assert_eq!(stats.bytes_received + kept, output_bytes, "rank {r}");
+        }
     }
 }
 
@@ -244,37 +252,34 @@ fn exchanges<'n>(
         .collect()
 }
 
-/// Runs one execution on every rank, a thread each, each rank as `runs` says;
-/// returns the ranks' outputs, or their failures (a panic caught as the C ABI's
-/// boundary catches it, its message).
-fn execute_all<'n>(
+/// Runs one execution on every rank in which every rank that waits for messages
+/// panics at its first wait, once its first messages are posted (caught as the C
+/// ABI's boundary catches it), and checks that exactly the ranks with messages
+/// panicked.
+fn panic_mid_exchange<'n>(
     network: &'n Network,
     plans: &[RankPlan],
     exchanges: &mut [Exchange<Endpoint<'n>>],
     runs: &[RankRun],
     in_bufs: &[Vec<u8>],
-) -> Vec<Result<Vec<u8>, String>> {
+    context: &dyn Fn() -> String,
+) {
+    quiet_injected_panics();
+    network.panic_at_next_waits();
     network.start_execution();
     let all_out_of_place = runs.iter().all(|run| !run.in_place);
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = (plans.iter().zip(exchanges))
-            .zip(runs.iter().zip(in_bufs))
-            .map(|((plan, exchange), (&run, input))| {
-                let endpoint = network.endpoint(plan.rank);
-                scope.spawn(move || {
-                    let output = catch_unwind(AssertUnwindSafe(|| {
-                        execute_rank(plan, exchange, &endpoint, run, all_out_of_place, input)
-                    }));
-                    endpoint.finish();
-                    output.unwrap_or_else(|panic| Err(panic_message(&*panic)))
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| t.join().expect("rank thread"))
-            .collect()
-    })
+    let results = on_every_rank(network, exchanges, |r, exchange, endpoint| {
+        catch_unwind(AssertUnwindSafe(|| {
+            let input = &in_bufs[r];
+            execute_rank(&plans[r], exchange, endpoint, runs[r], all_out_of_place, input)
+        }))
+        .unwrap_or_else(|panic| Err(panic_message(&*panic)))
+    });
+    for (r, result) in results.iter().enumerate() {
+        let talks = plans[r].stats().bytes_sent + plans[r].stats().bytes_received > 0;
+        let panicked = matches!(result, Err(e) if e.contains(INJECTED_PANIC));
+        assert_eq!(panicked, talks, "rank {r} panicked: {}", context());
+    }
 }
 
 /// Keeps the panics the network injects off the tests' output (the default hook
@@ -300,51 +305,60 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         .unwrap_or_default()
 }
 
-/// Checks one execution of every rank (see [`run_real_exchange`]).
-fn check_execution(
-    network: &Network,
-    plans: &[RankPlan],
-    exchanges: &[Exchange<Endpoint>],
-    runs: &[RankRun],
-    results: Vec<Result<Vec<u8>, String>>,
+/// Starts an execution on `network` and runs `rank_run` on every rank, one thread
+/// each, with its engine of `engines` and its endpoint (which then leaves the
+/// network); checks that no rank deadlocked, that every send matched a receive of
+/// its size, and that every rank succeeded with exactly the global indices of
+/// `outputs`; returns what the network saw.
+pub fn execute_all<'n, E: Send>(
+    network: &'n Network,
+    engines: &mut [E],
     outputs: &[Vec<u64>],
+    rank_run: impl Fn(usize, &mut E, &Endpoint<'n>) -> Result<Vec<u8>, String> + Sync,
     context: &dyn Fn() -> String,
-) {
+) -> NetworkReport {
+    network.start_execution();
+    let results = on_every_rank(network, engines, rank_run);
     let report = network.report();
-    assert!(!report.deadlocked, "the exchange deadlocked: {}", context());
+    assert!(!report.deadlocked, "the ranks deadlocked: {}", context());
     assert!(
         report.size_mismatches.is_empty(),
         "{report:?}: {}",
         context()
     );
     assert_eq!(report.unmatched, 0, "unmatched messages: {}", context());
-    let all_out_of_place = runs.iter().all(|run| !run.in_place);
     for (r, result) in results.into_iter().enumerate() {
         let output = result.unwrap_or_else(|e| panic!("{e}: {}", context()));
-        assert_eq!(
-            output,
-            to_bytes(&outputs[r]),
-            "rank {r} output: {}",
-            context()
-        );
-        let stats = plans[r].stats();
-        let direct = match all_out_of_place {
-            true => exchanges[r].direct_streams(),
-            false => DirectStreams {
-                count: 0,
-                bytes_read: 0,
-            },
-        };
-        assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
-        assert_eq!(
-            report.received[r] + report.read[r],
-            stats.bytes_received + 8 * direct.count as u64,
-            "rank {r} received: {}",
-            context()
-        );
-        let kept = stats.bytes_copied_locally;
-        assert_eq!(stats.bytes_received + kept, output.len() as u64, "rank {r}");
+        let expected = to_bytes(&outputs[r]);
+        assert_eq!(output, expected, "rank {r} output: {}", context());
     }
+    report
+}
+
+/// Runs `rank_run` on every rank, one thread each, with its engine of `engines`
+/// and its endpoint (which then leaves the network); returns what each returned.
+fn on_every_rank<'n, E: Send, R: Send>(
+    network: &'n Network,
+    engines: &mut [E],
+    rank_run: impl Fn(usize, &mut E, &Endpoint<'n>) -> R + Sync,
+) -> Vec<R> {
+    std::thread::scope(|scope| {
+        let rank_run = &rank_run;
+        let threads: Vec<_> = (engines.iter_mut().enumerate())
+            .map(|(r, engine)| {
+                scope.spawn(move || {
+                    let endpoint = network.endpoint(r);
+                    let output = rank_run(r, engine, &endpoint);
+                    endpoint.finish();
+                    output
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("rank thread"))
+            .collect()
+    })
 }
 
 /// Runs every rank's real exchange engine out of place, every pair of ranks
@@ -365,31 +379,18 @@ pub fn run_failing_reads(
         in_place: false,
         nonblocking: false,
     };
-    let results: Vec<(Result<Vec<u8>, String>, DirectStreams)> = std::thread::scope(|scope| {
-        let threads: Vec<_> = plans
-            .iter()
-            .zip(inputs)
-            .map(|(plan, input)| {
-                let network = &network;
-                scope.spawn(move || {
-                    let progress = Progress::for_path(plan.path, width);
-                    let mut exchange =
-                        Exchange::new(plan, p, limits, 2, progress, 1 << 20, |peer| {
-                            peer != plan.rank
-                        })
-                        .expect("exchange");
-                    let endpoint = network.endpoint(plan.rank);
-                    let input = to_bytes(input);
-                    let output = execute_rank(plan, &mut exchange, &endpoint, run, true, &input);
-                    endpoint.finish();
-                    (output, exchange.direct_streams())
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| t.join().expect("rank thread"))
-            .collect()
+    let mut exchanges: Vec<Exchange<Endpoint>> = plans
+        .iter()
+        .map(|plan| {
+            let progress = Progress::for_path(plan.path, width);
+            let reads_from = |peer: usize| peer != plan.rank;
+            Exchange::new(plan, p, limits, 2, progress, 1 << 20, reads_from).expect("exchange")
+        })
+        .collect();
+    let results = on_every_rank(&network, &mut exchanges, |r, exchange, endpoint| {
+        let input = to_bytes(&inputs[r]);
+        let output = execute_rank(&plans[r], exchange, endpoint, run, true, &input);
+        (output, exchange.direct_streams())
     });
     let report = network.report();
     assert!(!report.deadlocked, "the exchange deadlocked: {}", case());

@@ -1,20 +1,24 @@
-//! Replays every rank's part of an in-place schedule in memory, round by round,
-//! every byte: what the planner and grid simulations check of in-place execution.
+//! The in-place engine of every rank run in one process: the plans' in-place
+//! schedule checked for the invariants no execution can show, then the library's
+//! real engine ([`ScheduledExchange`]) run by every rank, one thread each, over one
+//! in-memory network, each rank in place or out of place as it chooses.
 
-// The replay indexes every rank's buffers, staging and parts by rank on purpose.
+// The checks index every rank's parts and counters by rank on purpose.
 #![allow(clippy::needless_range_loop)]
 
 use std::ops::Range;
 
 use distreshape::testing::{
-    PieceMove, Problem, RankSchedule, Redistribution, Schedule, Unscheduled, messages,
+    Channel, Endpoint, Network, PieceMove, Problem, RankPlan, RankSchedule, Schedule,
+    ScheduledExchange, Unscheduled,
 };
 
-use crate::common::engine::to_bytes;
+use crate::common::engine::{execute_all, to_bytes};
+use crate::common::kept::copy_kept;
 
-/// What a replay saw.
+/// What a schedule holds.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Replayed {
+pub struct Scheduled {
     /// Rounds of the schedule.
     pub rounds: usize,
     /// Pieces of several runs (strided).
@@ -23,72 +27,26 @@ pub struct Replayed {
     pub pieces: usize,
 }
 
-/// Bytes landing on a rank in a round.
-struct Landing {
-    rank: usize,
-    /// Where they land, run by run.
-    at: Vec<Range<usize>>,
-    bytes: Vec<u8>,
-}
-
-/// The bytes of `ranges` of `buffer`, concatenated.
-fn gather(buffer: &[u8], ranges: impl Iterator<Item = Range<usize>>) -> Vec<u8> {
-    ranges.flat_map(|r| buffer[r].iter().copied()).collect()
-}
-
-/// Moves local piece `t` within `buffer` run by run, in the executor's order
-/// ([`PieceMove::forward`]), each run read just before it lands and its readers
-/// released then: a run may land on its own source or on runs of the piece
-/// already read, never on bytes anything else still reads.
-fn move_over_itself(
-    t: &PieceMove,
-    buffer: &mut [u8],
-    readers: &mut [u32],
-    writes: &mut [u32],
-    ctx: &str,
-) {
-    let sources: Vec<Range<usize>> = t.src_ranges().collect();
-    let targets: Vec<Range<usize>> = t.dst_ranges().collect();
-    let order: Vec<usize> = match t.forward() {
-        true => (0..sources.len()).collect(),
-        false => (0..sources.len()).rev().collect(),
-    };
-    for i in order {
-        let run = buffer[sources[i].clone()].to_vec();
-        sources[i].clone().for_each(|b| readers[b] -= 1);
-        for (b, byte) in targets[i].clone().zip(run) {
-            assert_eq!(
-                readers[b], 0,
-                "a local move lands on byte {b} before it is read: {ctx}"
-            );
-            buffer[b] = byte;
-            writes[b] += 1;
-        }
-    }
-}
-
-/// Replays the in-place schedule of `layouts` (8-byte elements, whose values on
+/// Schedules the plans' reshape in place (8-byte elements, whose global indices on
 /// each rank are `inputs` and must become `outputs`) with `budget` bytes of staging
 /// per rank and at most `most_pieces` pieces (fewer than the runs makes pieces of
-/// several runs): a round's sources are read before any of its writes land, a byte
-/// is written only once every piece reading it has departed (a local move may land
-/// on its own runs already read), the staging stays within the budget, the two sides
-/// of every message cut it alike, a local move copies its runs in the order the
-/// executor does, and every output element arrives exactly once. `None` when the
+/// several runs), checks the schedule's invariants ([`check_schedule`]), then runs
+/// the real in-place engine of every rank for each of `executions` (per rank: in
+/// place or not) and checks every output element ([`run_engine`]). `None` when the
 /// pieces do not fit `most_pieces`; panics when there is no schedule otherwise, or
 /// when a check fails.
-pub fn replay_in_place(
-    layouts: &Redistribution,
+pub fn run_in_place(
+    plans: &[RankPlan],
     inputs: &[Vec<u64>],
     outputs: &[Vec<u64>],
     budget: usize,
     most_pieces: usize,
+    executions: &[Vec<bool>],
     ctx: &str,
-) -> Option<Replayed> {
-    let p = inputs.len();
-    let budgets = vec![budget; p];
+) -> Option<Scheduled> {
+    let budgets = vec![budget; plans.len()];
     let problem = Problem {
-        layouts,
+        layouts: &plans[0].layouts,
         elem_size: 8,
         budgets: &budgets,
         scheduling_bytes_per_piece: 0,
@@ -98,20 +56,38 @@ pub fn replay_in_place(
         Err(Unscheduled::TooManyPieces) => return None,
         Err(why) => panic!("no in-place schedule with {budget} B: {why:?}: {ctx}"),
     };
-    let parts: Vec<RankSchedule> = (0..p).map(|r| schedule.for_rank(r)).collect();
-    let mut buffers: Vec<Vec<u8>> = (0..p)
-        .map(|r| {
-            let mut b = to_bytes(&inputs[r]);
-            b.resize(inputs[r].len().max(outputs[r].len()) * 8, 0xEE);
-            b
-        })
+    let parts: Vec<RankSchedule> = (0..plans.len()).map(|r| schedule.for_rank(r)).collect();
+    let seen = check_schedule(&schedule, &parts, inputs, outputs, budget, ctx);
+    run_engine(plans, parts, inputs, outputs, executions, ctx);
+    Some(seen)
+}
+
+/// Checks what no execution can show of `schedule` (every rank's part in
+/// `parts`), counting who reads and writes each byte rather than moving any: a
+/// round's sources are read before any of its writes land, a byte is written only
+/// once every piece reading it has departed (a local move, copying its runs in
+/// the engine's order, may land on its own runs already read), no byte is written
+/// twice, and every staging slot lies within the rank's staging, itself within
+/// `budget`. An execution may still come out right where these fail, when a
+/// message happens to be read before the write that would spoil it lands.
+fn check_schedule(
+    schedule: &Schedule,
+    parts: &[RankSchedule],
+    inputs: &[Vec<u64>],
+    outputs: &[Vec<u64>],
+    budget: usize,
+    ctx: &str,
+) -> Scheduled {
+    let p = inputs.len();
+    let sizes: Vec<usize> = (0..p)
+        .map(|r| inputs[r].len().max(outputs[r].len()) * 8)
         .collect();
     // Pieces still reading each byte; bytes already in place are read forever.
-    let mut readers: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
-    let mut writes: Vec<Vec<u32>> = buffers.iter().map(|b| vec![0; b.len()]).collect();
-    let mut seen = Replayed {
+    let mut readers: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![0; n]).collect();
+    let mut writes: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![0; n]).collect();
+    let mut seen = Scheduled {
         rounds: schedule.rounds(),
-        ..Replayed::default()
+        ..Scheduled::default()
     };
     for piece in schedule.moves().map(|m| m.piece) {
         seen.pieces += 1;
@@ -127,94 +103,160 @@ pub fn replay_in_place(
             }
         }
     }
-    let sizes = parts.iter().map(|part| part.staging_bytes);
-    assert!(
-        sizes.clone().all(|b| b <= budget),
-        "staging beyond the budget: {ctx}"
-    );
-    // Each rank's staging as large as its part says, as the executor allocates it.
-    let mut staging: Vec<Vec<u8>> = sizes.map(|b| vec![0; b]).collect();
+    for (r, part) in parts.iter().enumerate() {
+        let staging = part.staging_bytes;
+        assert!(staging <= budget, "rank {r} stages {staging} B: {ctx}");
+        let slots = part.rounds.iter().flat_map(|round| &round.stage);
+        for end in slots.filter_map(|t| t.staged_ranges()?.last().map(|s| s.end)) {
+            assert!(
+                end <= staging,
+                "rank {r} stages beyond its {staging} B: {ctx}"
+            );
+        }
+    }
     for round in 0..schedule.rounds() {
-        let mut departed: Vec<(usize, Range<usize>)> = Vec::new();
-        for r in 0..p {
-            for t in &parts[r].rounds[round].stage {
-                let slots: Vec<Range<usize>> = t.staged_ranges().expect("a slot").collect();
-                let end = slots.last().map_or(0, |s| s.end);
-                let size = staging[r].len();
-                assert!(end <= size, "rank {r} stages beyond its {size} B: {ctx}");
-                let bytes = gather(&buffers[r], t.src_ranges());
-                staging[r][slots[0].start..end].copy_from_slice(&bytes);
-                departed.extend(t.src_ranges().map(|s| (r, s)));
-            }
-        }
-        // Every source of the round, read before its writes.
-        let read = |r: usize, t: &PieceMove| -> Vec<u8> {
-            match t.staged_ranges() {
-                Some(slots) => gather(&staging[r], slots),
-                None => gather(&buffers[r], t.src_ranges()),
-            }
-        };
-        let mut landing: Vec<Landing> = Vec::new();
-        for r in 0..p {
-            let ops = &parts[r].rounds[round];
-            for q in 0..p {
-                let sent: Vec<&PieceMove> = ops.sends.iter().filter(|t| t.peer == q).collect();
-                let theirs = &parts[q].rounds[round].receives;
-                let got: Vec<&PieceMove> = theirs.iter().filter(|t| t.peer == r).collect();
-                assert_eq!(sent.len(), got.len(), "round messages of {r}->{q}: {ctx}");
-                let cut = |list: &[PieceMove], peer: usize| -> Vec<usize> {
-                    messages(list)
-                        .filter(|m| m[0].peer == peer)
-                        .map(<[PieceMove]>::len)
-                        .collect()
-                };
-                assert_eq!(cut(&ops.sends, q), cut(theirs, r), "{r}->{q}: {ctx}");
-                for (s, g) in sent.iter().zip(&got) {
-                    assert_eq!((s.src, s.shape), (g.src, g.shape), "{r}->{q}: {ctx}");
-                    let at = g.dst_ranges().collect();
-                    let (rank, bytes) = (q, read(r, s));
-                    landing.push(Landing { rank, at, bytes });
-                }
-            }
-            for t in ops.moves.iter().filter(|t| t.staged.is_some()) {
-                let (at, bytes) = (t.dst_ranges().collect(), read(r, t));
-                landing.push(Landing { rank: r, at, bytes });
-            }
-            for t in &ops.sends {
-                if t.staged.is_none() {
-                    departed.extend(t.src_ranges().map(|s| (r, s)));
-                }
-            }
-        }
-        for Landing { rank: r, at, bytes } in landing {
-            for (b, &byte) in at.into_iter().flatten().zip(&bytes) {
-                let readers = readers[r][b];
+        check_round(parts, round, &mut readers, &mut writes, ctx);
+    }
+    for r in 0..p {
+        let twice = writes[r].iter().position(|&w| w > 1);
+        assert_eq!(twice, None, "rank {r}: a byte written twice: {ctx}");
+    }
+    seen
+}
+
+/// Counts round `round` of every rank's part: the staged and sent sources depart
+/// once the round's messages and staged moves have landed, the unstaged local
+/// moves land run by run as they read.
+fn check_round(
+    parts: &[RankSchedule],
+    round: usize,
+    readers: &mut [Vec<u32>],
+    writes: &mut [Vec<u32>],
+    ctx: &str,
+) {
+    let mut departed: Vec<(usize, Range<usize>)> = Vec::new();
+    for (r, part) in parts.iter().enumerate() {
+        let ops = &part.rounds[round];
+        departed.extend(
+            ops.stage
+                .iter()
+                .flat_map(|t| t.src_ranges().map(|s| (r, s))),
+        );
+        let unstaged_sends = ops.sends.iter().filter(|t| t.staged.is_none());
+        departed.extend(unstaged_sends.flat_map(|t| t.src_ranges().map(|s| (r, s))));
+        let staged_moves = ops.moves.iter().filter(|t| t.staged.is_some());
+        for t in ops.receives.iter().chain(staged_moves) {
+            for b in t.dst_ranges().flatten() {
                 let what = format!("rank {r} writes byte {b} in round {round} before it is read");
-                assert_eq!(readers, 0, "{what}: {ctx}");
-                buffers[r][b] = byte;
+                assert_eq!(readers[r][b], 0, "{what}: {ctx}");
                 writes[r][b] += 1;
             }
         }
-        for r in 0..p {
-            let unstaged = parts[r].rounds[round]
-                .moves
-                .iter()
-                .filter(|t| t.staged.is_none());
-            for t in unstaged {
-                move_over_itself(t, &mut buffers[r], &mut readers[r], &mut writes[r], ctx);
-            }
-        }
-        for (r, src) in departed {
-            src.for_each(|i| readers[r][i] -= 1);
+    }
+    for (r, part) in parts.iter().enumerate() {
+        let unstaged = part.rounds[round]
+            .moves
+            .iter()
+            .filter(|t| t.staged.is_none());
+        for t in unstaged {
+            move_over_itself(t, &mut readers[r], &mut writes[r], ctx);
         }
     }
-    for r in 0..p {
-        let out = to_bytes(&outputs[r]);
-        assert_eq!(&buffers[r][..out.len()], &out[..], "rank {r} output: {ctx}");
-        assert!(
-            writes[r].iter().all(|&w| w <= 1),
-            "rank {r}: a byte written twice: {ctx}"
-        );
+    for (r, src) in departed {
+        src.for_each(|i| readers[r][i] -= 1);
     }
-    Some(seen)
+}
+
+/// Counts local piece `t` moving within its buffer run by run, in the engine's
+/// order ([`PieceMove::forward`]), each run read just before it lands and its
+/// readers released then: a run may land on its own source or on runs of the
+/// piece already read, never on bytes anything else still reads.
+fn move_over_itself(t: &PieceMove, readers: &mut [u32], writes: &mut [u32], ctx: &str) {
+    let sources: Vec<Range<usize>> = t.src_ranges().collect();
+    let targets: Vec<Range<usize>> = t.dst_ranges().collect();
+    let order: Vec<usize> = match t.forward() {
+        true => (0..sources.len()).collect(),
+        false => (0..sources.len()).rev().collect(),
+    };
+    for i in order {
+        sources[i].clone().for_each(|b| readers[b] -= 1);
+        for b in targets[i].clone() {
+            let readers = readers[b];
+            assert_eq!(
+                readers, 0,
+                "a local move lands on byte {b} before it is read: {ctx}"
+            );
+            writes[b] += 1;
+        }
+    }
+}
+
+/// Runs every rank's real in-place engine for `parts`, one thread per rank over
+/// one in-memory network ([`execute_all`]), once per execution of `executions`
+/// (whether each rank runs in place; out of place it then copies its kept
+/// elements, as the plan does), the engines made once and reused as the plan
+/// reuses them, each execution on fresh buffers: besides what [`execute_all`]
+/// checks, each rank receives exactly the bytes it does not keep.
+fn run_engine(
+    plans: &[RankPlan],
+    parts: Vec<RankSchedule>,
+    inputs: &[Vec<u64>],
+    outputs: &[Vec<u64>],
+    executions: &[Vec<bool>],
+    ctx: &str,
+) {
+    let network = Network::new(plans.len());
+    let mut engines: Vec<ScheduledExchange<Endpoint>> = (parts.into_iter().enumerate())
+        .map(|(r, part)| ScheduledExchange::new(part, r, &network.endpoint(r)).expect("engine"))
+        .collect();
+    for (execution, in_place) in executions.iter().enumerate() {
+        let context = || format!("execution {execution}, in place {in_place:?}: {ctx}");
+        let rank_run = |r: usize, engine: &mut _, endpoint: &_| {
+            let channel = Channel {
+                transport: endpoint,
+                tag: execution as i32,
+            };
+            execute_rank(&plans[r], engine, channel, &inputs[r], in_place[r])
+        };
+        let report = execute_all(&network, &mut engines, outputs, rank_run, &context);
+        for (r, plan) in plans.iter().enumerate() {
+            let received = plan.stats().bytes_received;
+            let what = format!("rank {r} received: {}", context());
+            assert_eq!(report.received[r], received, "{what}");
+        }
+    }
+}
+
+/// One rank's execution of its real in-place engine on fresh buffers holding
+/// `input`'s bytes: in place in one buffer sized for both, else from an input to
+/// an output buffer, the kept elements then copied; returns the output.
+fn execute_rank<'n>(
+    plan: &RankPlan,
+    engine: &mut ScheduledExchange<Endpoint<'n>>,
+    channel: Channel<'_, Endpoint<'n>>,
+    input: &[u64],
+    in_place: bool,
+) -> Result<Vec<u8>, String> {
+    let input = to_bytes(input);
+    let out_bytes = plan.output_elems() as usize * 8;
+    let (result, output) = if in_place {
+        let mut buffer = input.clone();
+        buffer.resize(input.len().max(out_bytes), 0xEE);
+        let at = buffer.as_mut_ptr();
+        // SAFETY: one buffer holding both the input and the output, alive until
+        // the engine returns, every message then completed or cancelled.
+        let result = unsafe { engine.run(channel, at, at) };
+        buffer.truncate(out_bytes);
+        (result, buffer)
+    } else {
+        let mut output = vec![0xEE; out_bytes];
+        // SAFETY: distinct buffers of the input's and the output's sizes, alive
+        // until the engine returns, every message then completed or cancelled.
+        let result = unsafe { engine.run(channel, input.as_ptr(), output.as_mut_ptr()) };
+        copy_kept(plan, &input, &mut output);
+        (result, output)
+    };
+    result
+        .map(|()| output)
+        .map_err(|e| format!("rank {}: {e}", plan.rank))
 }

@@ -4,7 +4,8 @@
 //!
 //! What allocates when: the decision, at the first execution in place on the
 //! exchange path, builds the schedule and allocates this rank's part of it (its
-//! staging, within [`PlanOptions::in_place_budget`], and its requests), kept for
+//! staging, within [`PlanOptions::in_place_budget`], its requests and the MPI
+//! datatypes of its messages of several pieces), kept for
 //! every later execution; when there is no schedule, every execution in place
 //! allocates its pack buffer (exactly the bytes this rank sends) and frees it when
 //! it completes.
@@ -14,6 +15,7 @@ use crate::api::options::PlanOptions;
 use crate::core::error::Result;
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::mpi::agree::agree;
+use crate::mpi::comm::Comm;
 use crate::mpi::exchange::Mode;
 use crate::mpi::inplace_exchange::ScheduledExchange;
 use crate::planning::inplace::{
@@ -28,7 +30,7 @@ pub(super) enum InPlaceRoute {
     /// No execution in place yet.
     Undecided,
     /// The bounded rounds of an in-place schedule.
-    Scheduled(ScheduledExchange),
+    Scheduled(ScheduledExchange<Comm>),
     /// Everything sent is packed first ([`Mode::InPlacePacked`]), for the reason
     /// given: little to send, or no bounded schedule.
     Packed(Unscheduled),
@@ -113,7 +115,9 @@ impl Plan {
     }
 
     /// This rank's part of the in-place schedule, with every rank's budget.
-    fn in_place_schedule(&self) -> Result<std::result::Result<ScheduledExchange, Unscheduled>> {
+    fn in_place_schedule(
+        &self,
+    ) -> Result<std::result::Result<ScheduledExchange<Comm>, Unscheduled>> {
         let size = self.plan.elem_size;
         let budgets: Vec<usize> = (0..self.comm.size())
             .map(|r| self.in_place_budget(r))
@@ -129,7 +133,7 @@ impl Plan {
         // two never add up.
         let part = Schedule::new(&problem, self.options.run_budget).map(|s| s.for_rank(rank));
         match part {
-            Ok(part) => Ok(Ok(ScheduledExchange::new(part, rank)?)),
+            Ok(part) => Ok(Ok(ScheduledExchange::new(part, rank, &*self.comm)?)),
             Err(why) => Ok(Err(why)),
         }
     }

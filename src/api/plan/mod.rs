@@ -714,7 +714,8 @@ impl Drop for Plan {
     /// message slots, or the caller's buffers, after this), then releases the
     /// engines and the plan's use of the private communicator. On a thread that
     /// may not call MPI (see [`Plan`]), nothing calls MPI: the communicator
-    /// reference is leaked, and with an execution in flight the engines too.
+    /// reference is leaked, and with an execution in flight or an in-place
+    /// schedule (whose MPI datatypes only MPI can free) the engines too.
     fn drop(&mut self) {
         let allowed = self.threads.allows_this_thread();
         let engines = self
@@ -722,10 +723,12 @@ impl Drop for Plan {
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
         // After MPI_Finalize no message is in flight any more: nothing to cancel.
-        if engines.exchange.is_active() && mpi_is_usable() {
-            if !allowed {
-                return;
-            }
+        let active = engines.exchange.is_active() && mpi_is_usable();
+        let scheduled = matches!(engines.in_place, InPlaceRoute::Scheduled(_));
+        if !allowed && (active || scheduled && mpi_is_usable()) {
+            return;
+        }
+        if active {
             engines.exchange.abandon(&self.comm);
         }
         // SAFETY: each field is dropped once, here, and not used afterwards.
