@@ -1,0 +1,60 @@
+"""Runs Heat's reshape-reaching tests (reshape_suite.py) with the adapter installed
+around each test's call, and fails a test whose reshape calls did not go where
+the mode says (a failure of the call phase, so the ranks agree on it)."""
+
+from __future__ import annotations
+
+import pytest
+from mpi4py import MPI
+
+import reshape_suite
+
+#: Discover mode: the Heat ids of the tests that reached Heat's reshape.
+_reached: list[str] = []
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselects Heat's tests that are not listed (none when discovering)."""
+    ids = [reshape_suite.heat_id(item) for item in items]
+    if reshape_suite.MODE == "discover" or all(test_id is None for test_id in ids):
+        return
+    listed = reshape_suite.listed_ids()
+    kept = [item for item, test_id in zip(items, ids) if test_id is None or test_id in listed]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    test_id = reshape_suite.heat_id(item)
+    if test_id is None:
+        return (yield)
+    import distreshape.heat as adapter
+
+    mode = reshape_suite.MODE
+    if mode == "adapter":
+        adapter.install()
+    calls = reshape_suite.ReshapeCalls()
+    try:
+        with calls:
+            result = yield
+    finally:
+        adapter.uninstall()
+        if mode == "discover" and calls.counts["heat"]:
+            _reached.append(test_id)
+    if mode == "discover":
+        return result
+    problems = calls.problems(mode)
+    assert not problems, "; ".join(problems)
+    return result
+
+
+def pytest_sessionfinish(session):
+    """Discover mode: rank 0 writes the ids of the tests that reached reshape."""
+    if reshape_suite.MODE != "discover" or MPI.COMM_WORLD.rank != 0:
+        return
+    import os
+
+    with open(os.environ["DISTRESHAPE_HEAT_DISCOVERED"], "w") as f:
+        f.writelines(f"{test_id}\n" for test_id in sorted(set(_reached)))
