@@ -4,14 +4,12 @@ the mode says (a failure of the call phase, so the ranks agree on it)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from mpi4py import MPI
 
 import reshape_suite
-
-#: Discover mode: the Heat ids of the tests that reached Heat's reshape.
-_reached: list[str] = []
-
 
 def pytest_collection_modifyitems(config, items):
     """Deselects Heat's tests that are not listed (none when discovering)."""
@@ -42,7 +40,7 @@ def pytest_runtest_call(item):
     finally:
         adapter.uninstall()
         if mode == "discover" and calls.counts["heat"]:
-            _reached.append(test_id)
+            _record(test_id)
     if mode == "discover":
         return result
     problems = calls.problems(mode)
@@ -50,11 +48,9 @@ def pytest_runtest_call(item):
     return result
 
 
-def pytest_sessionfinish(session):
-    """Discover mode: rank 0 writes the ids of the tests that reached reshape."""
-    if reshape_suite.MODE != "discover" or MPI.COMM_WORLD.rank != 0:
-        return
-    import os
-
-    with open(os.environ["DISTRESHAPE_HEAT_DISCOVERED"], "w") as f:
-        f.writelines(f"{test_id}\n" for test_id in sorted(set(_reached)))
+def _record(test_id: str) -> None:
+    """Discover mode: rank 0 appends the id of a test that reached Heat's reshape to
+    DISTRESHAPE_HEAT_DISCOVERED at once (a later test crashing the run loses nothing)."""
+    if MPI.COMM_WORLD.rank == 0:
+        with open(os.environ["DISTRESHAPE_HEAT_DISCOVERED"], "a") as f:
+            f.write(test_id + "\n")
