@@ -7,8 +7,8 @@ directory of Heat's repository at the installed version's tag (e.g.
 then ``heat/tests``). ``DISTRESHAPE_HEAT_SUITE`` picks what runs:
 
 - ``adapter`` (default): the listed tests with :func:`distreshape.heat.install`
-  active; each must reach the adapter, and Heat's own reshape only through the
-  adapter's hand-over (GPU arrays, float16);
+  active; a test fails if it enters Heat's own reshape other than through the
+  adapter's hand-over (GPU arrays, float16), and the summary gives the counts;
 - ``heat``: the listed tests with Heat's own reshape (the baseline);
 - ``discover``: every test of Heat's tests, with Heat's own reshape, tracing
   which reach it; rank 0 writes their ids to ``DISTRESHAPE_HEAT_DISCOVERED``.
@@ -28,6 +28,13 @@ LISTED = Path(__file__).with_name("reshape_tests.txt")
 TESTS_DIR = os.environ.get("DISTRESHAPE_HEAT_TESTS")
 MODE = os.environ.get("DISTRESHAPE_HEAT_SUITE", "adapter")
 MODES = ("adapter", "heat", "discover")
+#: Listed tests that crash the interpreter with Heat's own reshape as well: id ->
+#: (the smallest rank count it crashes at, why). Skipped there, not run.
+CRASHING = {
+    "core/test_io.py::TestIO::test_save_csv": (
+        2, "Heat 1.8.0's save_csv segfaults in MPI-IO with MPICH at P >= 2, with Heat's own reshape too"
+    ),
+}
 
 
 def listed_ids() -> set[str]:
@@ -103,20 +110,14 @@ class ReshapeCalls:
         sys.settrace(None)
 
     def problems(self, mode: str) -> list[str]:
-        """What contradicts ``mode``: a test run with the adapter must reach it and
-        reach Heat's reshape only through its hand-over; one with Heat's own must
-        reach Heat's."""
+        """What contradicts ``mode``: with the adapter installed, Heat's reshape is
+        entered only through the adapter's hand-over; with Heat's own, the adapter
+        is never entered. (Whether a test reaches reshape at all depends on the
+        rank count: some reach it only at P >= 2.)"""
         counts = self.counts
-        found = []
-        if mode == "adapter":
-            if counts["adapter"] == 0:
-                found.append("the test never called reshape")
-            if counts["heat"] != counts["handed_to_heat"]:
-                found.append(
-                    f"{counts['heat'] - counts['handed_to_heat']} calls reached Heat's reshape "
-                    f"bypassing the adapter ({counts})"
-                )
-        elif mode == "heat":
-            if counts["heat"] == 0 or counts["adapter"] != 0:
-                found.append(f"Heat's own reshape was not the one called ({counts})")
-        return found
+        if mode == "adapter" and counts["heat"] != counts["handed_to_heat"]:
+            bypassed = counts["heat"] - counts["handed_to_heat"]
+            return [f"{bypassed} calls reached Heat's reshape bypassing the adapter ({counts})"]
+        if mode == "heat" and counts["adapter"]:
+            return [f"the adapter was called with Heat's own reshape in place ({counts})"]
+        return []
