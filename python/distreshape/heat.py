@@ -1,23 +1,26 @@
-"""Reshapes of Heat arrays (``heat.DNDarray``) through DistReshape.
+"""Heat's ``reshape`` through DistReshape, and a switch that makes Heat use it.
 
-``distreshape.heat.reshape(x, shape, new_split)`` returns what
-``heat.reshape(x, shape, new_split=new_split)`` returns (the same global shape,
-split, local shapes, dtype and values; the output balanced, by Heat's formula,
-which is the library's default) but moves each element once, straight to its
-owner. On the CPU it works in the torch tensors' memory: a NumPy view of the
-local tensor, and a new NumPy output array that becomes the output tensor
-(``torch.from_numpy``), with no other copy (a local tensor that is not
-contiguous is copied once). When no rank sends or receives anything, the
-result is the local tensor reshaped (a view of ``x``'s memory when contiguous,
-as ``heat.reshape`` gives). Arrays on a GPU, and dtypes with no C element
-type (float16, bfloat16), are handed to ``heat.reshape``.
+``distreshape.heat.reshape(a, *shape, **kwargs)`` takes what the installed Heat's
+``heat.reshape`` takes and returns what it returns: the same global shape,
+split, local shapes (``lshape_map``), dtype, device and values, and the same
+``ValueError`` or ``TypeError`` for a bad shape or ``new_split``. It moves each
+element once, straight to its owner, in the torch tensors' memory on the CPU.
+
+:func:`install` makes ``heat.reshape``, ``heat.core.manipulations.reshape`` and
+``DNDarray.reshape`` this function for the process; :func:`uninstall` restores
+Heat's. Supported: Heat 1.3 to 1.8 (the rule for ``new_split=None`` changed in
+1.5, and the installed version's rule is followed); tested with Heat 1.8.0.
 
 Heat is optional: this module imports it only when called.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+import sys
+from typing import Any, Callable, Optional
+
+import numpy as np
+from mpi4py import MPI
 
 from ._plan import Plan
 
@@ -27,33 +30,189 @@ _TORCH_DTYPES = (
     "float32", "float64", "complex64", "complex128",
 )
 
+#: The first Heat version whose ``new_split=None`` gives split 0 when the number of
+#: axes changes (earlier ones keep the input's split).
+_SPLIT_ZERO_SINCE = (1, 5)
 
-def reshape(x: Any, shape: Union[int, Sequence[int]], new_split: Optional[int] = None) -> Any:
-    """Reshapes the Heat array ``x`` to global shape ``shape`` (one ``-1`` allowed)
-    split along ``new_split`` (collective).
+#: Heat's bindings that :func:`install` replaced: (owner, attribute) -> Heat's own.
+_replaced: dict[tuple[Any, str], Any] = {}
 
-    As in ``heat.reshape``, ``new_split=None`` keeps ``x.split`` (use the library's
-    :func:`distreshape.reshape` for a replicated result of a split array). Errors
-    raise :class:`distreshape.Error` on every rank.
+
+def reshape(a: Any, *shape: Any, **kwargs: Any) -> Any:
+    """Returns the Heat array ``a`` reshaped to ``shape``, as ``heat.reshape`` does
+    (collective).
+
+    ``shape``: separate integers, or one tuple, list, ``torch.Size`` or DNDarray
+    (one ``-1`` allowed). ``new_split``: the output's split axis (negative counts
+    from the end); ``None`` keeps ``a.split``, except that Heat 1.5 and later give
+    split 0 when the number of axes changes (an unsplit ``a`` stays unsplit). Other
+    keywords are ignored, as Heat ignores them.
+
+    The output is balanced by Heat's formula (``balanced`` is ``True``). Unlike
+    Heat 1.8's, ``a`` keeps its split (Heat resplits it to 0 in place). When no
+    rank sends or receives anything the output's local tensor is ``a.larray``
+    reshaped (a view when contiguous), as in Heat. GPU arrays and dtypes with no C
+    element type (float16, bfloat16) are handed to Heat's own reshape.
+
+    Raises:
+        TypeError: ``a`` is not a DNDarray, or a shape or ``new_split`` of the
+            wrong type (Heat's messages).
+        ValueError: a shape that does not fit ``a``'s size, or ``new_split`` out
+            of range (Heat's messages).
+        distreshape.Error: ranks passing different shapes or splits, or out of
+            memory.
+
+        Every rank raises: the error of the lowest rank that found one.
     """
+    import heat as ht
+
+    if not isinstance(a, ht.DNDarray):
+        raise TypeError(f"'a' must be a DNDarray, currently {type(a)}")
+    if not _movable(a):
+        return _heat_reshape()(a, *shape, **kwargs)
+    new_shape, new_split = _agreed(a.comm.handle, lambda: _arguments(a, shape, kwargs.get("new_split")))
+    return _reshaped(a, new_shape, new_split)
+
+
+def install() -> None:
+    """Routes Heat's reshape (``heat.reshape``, ``heat.core.manipulations.reshape``,
+    every other binding of that function in Heat's modules, and
+    ``DNDarray.reshape``) through :func:`reshape` for the process. Calling it
+    again does nothing; :func:`uninstall` restores Heat's."""
+    if _replaced:
+        return
+    from heat.core import manipulations
+    from heat.core.dndarray import DNDarray
+
+    own = manipulations.reshape
+    for owner in _heat_modules():
+        if getattr(owner, "reshape", None) is own:
+            _replace(owner, "reshape", reshape)
+    _replace(DNDarray, "reshape", _method)
+
+
+def uninstall() -> None:
+    """Restores Heat's own reshape where :func:`install` replaced it (nothing when
+    not installed)."""
+    while _replaced:
+        (owner, name), original = _replaced.popitem()
+        setattr(owner, name, original)
+
+
+def _method(self: Any, *shape: Any, **kwargs: Any) -> Any:
+    """``DNDarray.reshape`` while installed: :func:`reshape` of ``self``."""
+    return reshape(self, *shape, **kwargs)
+
+
+def _replace(owner: Any, name: str, value: Any) -> None:
+    _replaced[(owner, name)] = owner.__dict__[name]
+    setattr(owner, name, value)
+
+
+def _heat_modules() -> list[Any]:
+    """Heat's imported modules."""
+    return [
+        module for name, module in list(sys.modules.items())
+        if module is not None and (name == "heat" or name.startswith("heat."))
+    ]
+
+
+def _heat_reshape() -> Callable[..., Any]:
+    """Heat's own reshape, also while :func:`install` has replaced it."""
+    from heat.core import manipulations
+
+    return _replaced.get((manipulations, "reshape"), manipulations.reshape)
+
+
+def _movable(a: Any) -> bool:
+    """Whether the library moves ``a``'s elements (on the CPU, with a C element type)."""
+    local = a.larray
+    return local.device.type == "cpu" and str(local.dtype).removeprefix("torch.") in _TORCH_DTYPES
+
+
+def _agreed(comm: MPI.Comm, compute: Callable[[], Any]) -> Any:
+    """``compute()``, or on every rank the exception the lowest failing rank raised
+    (collective), so that a rank's bad argument leaves no rank waiting."""
+    try:
+        result, error = compute(), None
+    except Exception as e:  # noqa: BLE001 - raised on every rank below
+        result, error = None, e
+    first = comm.allreduce(comm.rank if error is not None else comm.size, op=MPI.MIN)
+    if first == comm.size:
+        return result
+    agreed = comm.bcast(error, root=first)
+    raise error if comm.rank == first else agreed
+
+
+def _arguments(a: Any, shape: tuple, new_split: Any) -> tuple[tuple[int, ...], Optional[int]]:
+    """The output's shape and split axis by Heat's rules, with Heat's exceptions."""
+    from heat.core.stride_tricks import sanitize_axis
+
+    new_shape = _new_shape(a.gshape, shape)
+    if new_split is None:
+        new_split = _default_split(a.split, a.ndim, len(new_shape), _heat_version())
+    new_split = sanitize_axis(new_shape, new_split)
+    if isinstance(new_split, tuple):
+        raise TypeError(f"new_split must be None or an int, but was {new_split!r}")
+    return new_shape, new_split
+
+
+def _new_shape(gshape: tuple[int, ...], shape: tuple) -> tuple[int, ...]:
+    """The shape Heat's reshape makes of its ``*shape`` arguments: a NumPy proxy of
+    ``gshape`` reshaped (NumPy's rules and errors), a single tensor, DNDarray or
+    other sequence coerced to a NumPy array first (as Heat does)."""
+    proxy = np.lib.stride_tricks.as_strided(np.ones(1), gshape, [0] * len(gshape), writeable=False)
+    try:
+        return proxy.reshape(shape).shape
+    except TypeError as e:
+        try:
+            shape = _as_numpy(shape)
+        except Exception:
+            raise TypeError(e) from None
+    return proxy.reshape(shape).shape
+
+
+def _as_numpy(shape: tuple) -> np.ndarray:
+    """Heat's coercion of a shape NumPy does not take (a tensor, a DNDarray)."""
+    if len(shape) == 1:
+        shape = shape[0]
+    if hasattr(shape, "cpu"):
+        shape = shape.cpu()
+    if hasattr(shape, "detach"):
+        shape = shape.detach()
+    return shape.numpy() if hasattr(shape, "numpy") else np.asarray(shape)
+
+
+def _default_split(split: Optional[int], ndim: int, new_ndim: int, version: tuple[int, int]) -> Optional[int]:
+    """The output's split for ``new_split=None`` in Heat ``version``: the input's,
+    or 0 when the number of axes changes from Heat 1.5 on."""
+    if split is not None and new_ndim != ndim and version >= _SPLIT_ZERO_SINCE:
+        return 0
+    return split
+
+
+def _heat_version() -> tuple[int, int]:
+    """The installed Heat's (major, minor)."""
+    import heat as ht
+
+    major, minor = ht.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _reshaped(a: Any, new_shape: tuple[int, ...], new_split: Optional[int]) -> Any:
+    """``a`` reshaped to ``new_shape`` split along ``new_split`` (collective)."""
     import heat as ht
     import torch
 
-    if new_split is None:
-        new_split = x.split
-    local = x.larray
-    supported = str(local.dtype).removeprefix("torch.") in _TORCH_DTYPES
-    if local.device.type != "cpu" or not supported:
-        return ht.reshape(x, shape, new_split=new_split)
-    comm = x.comm.handle
+    local = a.larray
     view = local.detach().resolve_conj().numpy()
-    plan, block = Plan._for_block(view, x.gshape, x.split, shape, new_split, comm, None)
+    plan, block = Plan._for_block(view, a.gshape, a.split, new_shape, new_split, a.comm.handle, None)
     # With a split input (or replicated input and output) and no rank sending or
     # receiving anything, every rank's output block holds exactly its input
     # elements, in the same order (both in global flat index order): the local
     # tensor reshaped (a view when contiguous), as in heat.reshape. The same
     # decision on every rank (the split and is_collective are global).
-    if not plan.is_collective and (x.split is not None or new_split is None):
+    if not plan.is_collective and (a.split is not None or new_split is None):
         output = local.reshape(plan.local_output_shape)
     else:
         # NumPy's allocation, wrapped by torch without a copy: NumPy asks for huge
@@ -63,9 +222,9 @@ def reshape(x: Any, shape: Union[int, Sequence[int]], new_split: Optional[int] =
     return ht.DNDarray(
         output,
         gshape=plan.output_shape,
-        dtype=x.dtype,
+        dtype=a.dtype,
         split=new_split,
-        device=x.device,
-        comm=x.comm,
+        device=a.device,
+        comm=a.comm,
         balanced=True,
     )
