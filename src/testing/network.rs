@@ -124,8 +124,9 @@ struct State {
     waiting: Vec<bool>,
     /// Per rank, whether it is done with the network.
     finished: Vec<bool>,
-    /// Per rank, the epoch its last completion test saw.
-    seen: Vec<u64>,
+    /// Per rank, the epoch its first completion test since it last waited for
+    /// progress saw (`None`: no test since).
+    seen: Vec<Option<u64>>,
     /// Per rank, whether its next completion call panics.
     panic_at_wait: Vec<bool>,
     report: NetworkReport,
@@ -149,7 +150,7 @@ impl Network {
         let state = State {
             waiting: vec![false; nranks],
             finished: vec![false; nranks],
-            seen: vec![0; nranks],
+            seen: vec![None; nranks],
             panic_at_wait: vec![false; nranks],
             report: NetworkReport::for_ranks(nranks),
             ..State::default()
@@ -312,11 +313,16 @@ impl Endpoint<'_> {
         self.network.direct_reads[self.rank * nranks + peer]
     }
 
-    /// Waits until messages have matched since this rank last tested its requests
-    /// (after a non-blocking step that could not complete), or fails on a deadlock.
+    /// Waits until messages have matched since this rank's first completion test
+    /// after its last wait (a non-blocking step that could not complete may test
+    /// several sets of requests, and a match between two of its tests can complete
+    /// a request the earlier test found pending), or fails on a deadlock. Returns
+    /// at once when the rank has tested nothing since its last wait.
     pub fn wait_for_progress(&self) -> Result<()> {
-        let state = self.network.lock();
-        let since = state.seen[self.rank];
+        let mut state = self.network.lock();
+        let Some(since) = state.seen[self.rank].take() else {
+            return Ok(());
+        };
         self.network
             .wait_for_change(state, self.rank, since)
             .map(drop)
@@ -326,6 +332,7 @@ impl Endpoint<'_> {
     pub fn finish(&self) {
         let mut state = self.network.lock();
         state.finished[self.rank] = true;
+        state.seen[self.rank] = None;
         self.network.changed.notify_all();
     }
 
@@ -364,7 +371,8 @@ impl Endpoint<'_> {
         }
         let mut state = self.network.lock();
         loop {
-            state.seen[self.rank] = state.epoch;
+            let epoch = state.epoch;
+            state.seen[self.rank].get_or_insert(epoch);
             if let Some(done) = body(&mut state) {
                 return Ok(done);
             }
@@ -497,5 +505,88 @@ impl Transport for Endpoint<'_> {
             }
             *request = NULL;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tags of the test's messages: the peer's announcement, its data, and
+    /// the stepping rank's acknowledgement of the announcement.
+    const ANNOUNCEMENT: c_int = 1;
+    const DATA: c_int = 2;
+    const ACKNOWLEDGEMENT: c_int = 3;
+
+    /// Starts the message `payload` of `side` between `endpoint` and `peer` with
+    /// `tag`; returns its request.
+    fn start(endpoint: &Endpoint, side: Side, peer: usize, tag: c_int, payload: &mut u64) -> usize {
+        let bytes = Bytes::contiguous((payload as *mut u64).cast(), size_of::<u64>());
+        let mut request = NULL;
+        // SAFETY: the test declares every payload before its ranks' threads start
+        // and keeps it until they have ended, so no match outlives one.
+        unsafe { endpoint.start(Envelope { side, peer, tag }, bytes, &mut request) }
+            .expect("start");
+        request
+    }
+
+    /// Rank 1 of the test: receives the acknowledgement of its announcement
+    /// (`announce`) into `ack`, then sends `data`.
+    fn peer(endpoint: Endpoint, announce: usize, ack: &mut u64, data: &mut u64) -> Result<()> {
+        let acknowledged = start(&endpoint, Side::Receive, 0, ACKNOWLEDGEMENT, ack);
+        endpoint.complete_all(&mut [announce, acknowledged], true)?;
+        let send = start(&endpoint, Side::Send, 0, DATA, data);
+        endpoint.complete_all(&mut [send], true).map(drop)
+    }
+
+    /// Rank 0 of the test, its receives `announcement` and `message` posted and
+    /// the first tested once: tests the second (after the announcement matched),
+    /// waits for progress, then steps again: tests the announcement, acknowledges
+    /// it (sending `ack`) and receives. Returns the two tests' outcomes (panicking
+    /// here would leave the peer waiting).
+    fn stepping(
+        endpoint: Endpoint,
+        announcement: usize,
+        message: usize,
+        ack: &mut u64,
+    ) -> Result<[bool; 2]> {
+        let second = endpoint.complete_all(&mut [message], false)?;
+        endpoint.wait_for_progress()?;
+        let again = endpoint.complete_all(&mut [announcement], false)?;
+        let acknowledge = start(&endpoint, Side::Send, 1, ACKNOWLEDGEMENT, ack);
+        endpoint.complete_all(&mut [acknowledge, message], true)?;
+        Ok([second, again])
+    }
+
+    /// A non-blocking step tests two sets of requests, and a message of the
+    /// first set matches between the two tests (as a direct read's announcement
+    /// may between the reads and the messages): the rank can progress by itself,
+    /// so its wait for progress returns, and it completes the exchange with a peer
+    /// that waits for it.
+    #[test]
+    fn a_match_between_two_tests_of_one_step_ends_its_wait() {
+        let network = Network::new(2);
+        let (rank0, rank1) = (network.endpoint(0), network.endpoint(1));
+        let (mut announced, mut received, mut sent_ack, mut got_ack) = (0, 0, 0, 1);
+        let (mut address, mut data) = (7, 9);
+        let announcement = start(&rank0, Side::Receive, 1, ANNOUNCEMENT, &mut announced);
+        let message = start(&rank0, Side::Receive, 1, DATA, &mut received);
+        let tested = rank0.complete_all(&mut [announcement], false);
+        assert!(!tested.expect("first test"));
+        let announce = start(&rank1, Side::Send, 0, ANNOUNCEMENT, &mut address);
+        let (stepped, served) = std::thread::scope(|scope| {
+            let served = scope.spawn(|| {
+                let served = peer(rank1, announce, &mut got_ack, &mut data);
+                rank1.finish();
+                served
+            });
+            let stepped = stepping(rank0, announcement, message, &mut sent_ack);
+            rank0.finish();
+            (stepped, served.join().expect("rank 1"))
+        });
+        assert_eq!(stepped.expect("rank 0"), [false, true]);
+        served.expect("rank 1");
+        assert!(!network.report().deadlocked);
+        assert_eq!((announced, received, got_ack), (7, 9, 0));
     }
 }
