@@ -633,6 +633,29 @@ enum dr_status dr_plan_execute_sized(const struct dr_plan *plan,
                                      int64_t out_capacity);
 
 /*
+ Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
+ rank on an error the caller found on this rank before calling (its own checks,
+ an allocation that failed): `caller_status` (`DR_SUCCESS` when it found none)
+ with `caller_message` (NULL for the status's text). Collective on every plan,
+ even one that moves nothing between ranks: every rank returns the same status,
+ with the message of the lowest failing rank (naming that rank), the caller's
+ error and the library's checks agreed in the one `MPI_Allreduce` the execution
+ pays. With a caller's error on any rank nothing is read or written, and this
+ rank's buffers may be NULL. A `caller_status` that is not a `dr_status` is
+ agreed as `DR_ERROR_INTERNAL`. The C++ one-shot `reshape` runs on it.
+
+ # Safety
+ As `dr_plan_execute_sized`; `caller_message` NULL or a NUL-terminated string.
+ */
+enum dr_status dr_plan_execute_agreeing(const struct dr_plan *plan,
+                                        const void *in,
+                                        int64_t in_elems,
+                                        void *out,
+                                        int64_t out_capacity,
+                                        dr_status caller_status,
+                                        const char *caller_message);
+
+/*
  What the plan does on this rank (local).
 
  # Safety

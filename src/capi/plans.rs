@@ -3,7 +3,7 @@
 //! boundary and the statuses over [`Plan`].
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
@@ -13,7 +13,7 @@ use crate::capi::boundary::guard;
 use crate::capi::handles::{dr_plan, dr_request, orphan};
 use crate::capi::options::{dr_plan_options, options_arg};
 use crate::capi::slab_args::{SlabArgs, SlabSide};
-use crate::core::abi::{DtypeCode, dr_path, dr_status};
+use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
 use crate::mpi::status::require_mpi;
@@ -545,6 +545,66 @@ unsafe fn execute(
             pre,
         )
     }
+}
+
+/// Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
+/// rank on an error the caller found on this rank before calling (its own checks,
+/// an allocation that failed): `caller_status` (`DR_SUCCESS` when it found none)
+/// with `caller_message` (NULL for the status's text). Collective on every plan,
+/// even one that moves nothing between ranks: every rank returns the same status,
+/// with the message of the lowest failing rank (naming that rank), the caller's
+/// error and the library's checks agreed in the one `MPI_Allreduce` the execution
+/// pays. With a caller's error on any rank nothing is read or written, and this
+/// rank's buffers may be NULL. A `caller_status` that is not a `dr_status` is
+/// agreed as `DR_ERROR_INTERNAL`. The C++ one-shot `reshape` runs on it.
+///
+/// # Safety
+/// As `dr_plan_execute_sized`; `caller_message` NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_agreeing(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    in_elems: i64,
+    out: *mut c_void,
+    out_capacity: i64,
+    caller_status: StatusCode,
+    caller_message: *const c_char,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let caller = unsafe { caller_error(caller_status, caller_message) };
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let (b, pre) = c_buffers(plan, (r#in, Some(in_elems)), (out, out_capacity));
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        unsafe {
+            plan.execute_raw_agreeing(
+                b.input.cast(),
+                b.input_bytes,
+                b.output.cast(),
+                b.capacity,
+                caller.or(pre),
+            )
+        }
+    })
+}
+
+/// The error a C caller reports as `status` with `message` (NULL for the
+/// status's text); `None` for `DR_SUCCESS`.
+///
+/// # Safety
+/// `message` NULL or a NUL-terminated string.
+unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Error> {
+    if status == dr_status::DR_SUCCESS as StatusCode {
+        return None;
+    }
+    let detail = match (message.is_null(), dr_status::from_code(status)) {
+        // SAFETY: a NUL-terminated string, as documented.
+        (false, _) => unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned(),
+        (true, Some(known)) => known.message().to_owned(),
+        (true, None) => format!("caller_status = {status} is not a dr_status"),
+    };
+    Some(Error::from_code(status, detail))
 }
 
 /// What the plan does on this rank (local).

@@ -462,16 +462,11 @@ void expect_error(const std::string& name, Call&& call, dr_status expected,
         std::printf("%-52s -> %s\n", name.c_str(), message.empty() ? "no error" : message.c_str());
 }
 
-// What bad_rank says about its input one short of `elems`, and the others about it.
+// The library's message, on every rank, about bad_rank's input one short of `elems`.
 std::string short_input_text(std::size_t elems)
 {
-    return "buffer too small: the input holds " + std::to_string(elems - 1) +
-           " elements but this rank's input is " + std::to_string(elems) + " elements";
-}
-
-std::string short_input_elsewhere()
-{
-    return "the input of rank " + std::to_string(bad_rank) + " is too short";
+    return "the input buffer holds " + std::to_string(elems - 1) + " elements but rank " +
+           std::to_string(bad_rank) + " holds " + std::to_string(elems) + " input elements";
 }
 
 void check_errors()
@@ -536,11 +531,9 @@ void check_errors()
         }, DR_ERROR_BUFFER_TOO_SMALL, text, text);
     }
     if (bad_in > 0) {
-        // execute passes the input's length to the library, whose message every rank
-        // gets; reshape's wrapper finds it: bad_rank says what, the others its rank.
-        const std::string library = "the input buffer holds " + std::to_string(bad_in - 1) +
-                                    " elements but rank " + std::to_string(bad_rank);
-        const std::string own = short_input_text(bad_in);
+        // execute and reshape pass the input's length to the library, whose message
+        // every rank gets.
+        const std::string library = short_input_text(bad_in);
         const std::vector<double> shorter(in.begin(), in.end() - (bad ? 1 : 0));
         expect_error("execute: input one short on one rank", [&] { p.execute(shorter, out); },
                      DR_ERROR_BUFFER_TOO_SMALL, library, library);
@@ -550,7 +543,7 @@ void check_errors()
         expect_error("reshape: input one short on one rank", [&] {
             (void)dr::reshape(shorter, c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c),
                               c.new_gshape, c.out.split);
-        }, DR_ERROR_BUFFER_TOO_SMALL, short_input_elsewhere(), own);
+        }, DR_ERROR_BUFFER_TOO_SMALL, library, library);
     }
     const std::size_t bad_both = std::max(bad_in, bad_out);
     const std::string in_place_text = "out_capacity = " + std::to_string(bad_both - 1);
@@ -575,19 +568,21 @@ void check_errors()
         std::vector<double> in_still(local.input_elems() - (bad ? 1 : 0));
         (void)dr::reshape(in_still, still.in.shape, still.in.split, MPI_COMM_WORLD,
                           local_len(still), still.new_gshape, still.out.split);
-    }, DR_ERROR_BUFFER_TOO_SMALL, short_input_elsewhere(), short_input_text(local.input_elems()));
+    }, DR_ERROR_BUFFER_TOO_SMALL, short_input_text(local.input_elems()),
+       short_input_text(local.input_elems()));
 
     // 2^60 bytes of output on one rank, beyond any address space: the allocation
     // fails there, and every rank throws before anything is read from `dummy`.
     const std::int64_t huge = std::int64_t{1} << 57;
     const double dummy = 0;
+    const std::string allocation_text = "the output of " + std::to_string(huge) +
+                                        " elements could not be allocated (rank " +
+                                        std::to_string(bad_rank) + ")";
     expect_error("reshape: output allocation failing on one rank", [&] {
         const std::int64_t n = huge + nranks - 1;
         (void)dr::reshape(&dummy, {n}, 0, MPI_COMM_WORLD, dr::balanced_slab(n, nranks, rank).len,
                           {n}, 0, bad ? huge : 1);
-    }, DR_ERROR_BUFFER_TOO_SMALL, "the output of rank " + std::to_string(bad_rank) +
-       " could not be allocated", "the output of " + std::to_string(huge) +
-       " elements could not be allocated");
+    }, DR_ERROR_BUFFER_TOO_SMALL, allocation_text, allocation_text);
 
     expect_error("balanced_slab(10, 4, 4) on one rank (local)", [&] {
         if (bad)

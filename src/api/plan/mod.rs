@@ -485,6 +485,57 @@ impl Plan {
         )))
     }
 
+    /// Executes the plan on raw buffers as [`Plan::execute_raw`] does, first agreeing
+    /// with every rank on `local`, an error the caller found on this rank before
+    /// calling (its own checks of the buffers, a conversion that failed): collective
+    /// on every plan, even one that moves nothing between ranks, so that every rank
+    /// returns the same status, with the message of the lowest failing rank (naming
+    /// that rank). The caller's error and the library's checks of the buffers are
+    /// agreed in the one collective the execution pays anyway; with a `local` error
+    /// the buffers are not touched and may be null. `input` holds `input_len` bytes
+    /// (a shorter input than this rank's is [`Error::BufferTooSmall`], agreed).
+    ///
+    /// # Safety
+    /// `input` must be readable for `input_len` bytes and `output` writable for
+    /// `output_capacity` bytes.
+    pub unsafe fn execute_raw_agreeing(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        local: Option<Error>,
+    ) -> Result<()> {
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, local, Launch::AGREED_BLOCKING) }.map(drop)
+    }
+
+    /// Starts an execution as [`Plan::execute_raw_agreeing`] does (the caller's
+    /// `local` error agreed with the library's checks on every plan), leaving its
+    /// messages in flight; returns whether it already completed.
+    /// [`Plan::progress`] carries it on.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched
+    /// until the execution completes or fails.
+    pub unsafe fn begin_raw_agreeing(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        local: Option<Error>,
+    ) -> Result<bool> {
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        let how = Launch {
+            blocking: false,
+            ..Launch::AGREED_BLOCKING
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, local, how) }
+    }
+
     /// Checks the buffers, agrees on the outcome with every rank, then moves the data.
     ///
     /// # Safety
@@ -497,14 +548,9 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
-        let buffers = Buffers {
-            input,
-            input_len,
-            output,
-            capacity: output_capacity,
-        };
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch(&buffers, pre, true) }.map(drop)
+        unsafe { self.launch(&buffers, pre, Launch::BLOCKING) }.map(drop)
     }
 
     /// Starts an execution as [`Plan::execute_checked`] does (the same checks and
@@ -522,29 +568,30 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<bool> {
-        let buffers = Buffers {
-            input,
-            input_len,
-            output,
-            capacity: output_capacity,
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        let how = Launch {
+            blocking: false,
+            ..Launch::BLOCKING
         };
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch(&buffers, pre, false) }
+        unsafe { self.launch(&buffers, pre, how) }
     }
 
-    /// Checks and agrees, then runs the execution to completion (`blocking`) or
-    /// starts it; returns whether it completed.
+    /// Checks and agrees, then runs the execution to completion (`how.blocking`)
+    /// or starts it; returns whether it completed.
     ///
     /// # Safety
     /// As [`Plan::begin_checked`].
-    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, blocking: bool) -> Result<bool> {
+    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, how: Launch) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
         let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
         // SAFETY: forwarded from the caller.
-        let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
+        let agreeing = how.always_agree || self.always_agree;
+        let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre, agreeing) })?
+        else {
             return Ok(true);
         };
         let (plan, comm) = (&self.plan, &*self.comm);
@@ -573,7 +620,7 @@ impl Plan {
                     Ok(true)
                 }
                 (Run::Scheduled, _) => Err(Error::Internal("no in-place schedule to run".into())),
-                (Run::Exchange { mode, packed }, _) if blocking => {
+                (Run::Exchange { mode, packed }, _) if how.blocking => {
                     exchange.run(on, mode, packed, input, output).map(|()| true)
                 }
                 (Run::Exchange { mode, packed }, _) => {
@@ -608,8 +655,8 @@ impl Plan {
     }
 
     /// Checks one execution's buffers, agrees on the outcome with every rank (when
-    /// the plan communicates) and returns what to run: `None` when there is
-    /// nothing to do on this rank.
+    /// the plan communicates, or `always`) and returns what to run: `None` when
+    /// there is nothing to do on this rank.
     ///
     /// # Safety
     /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
@@ -618,6 +665,7 @@ impl Plan {
         route: &mut InPlaceRoute,
         buffers: &Buffers,
         pre: Option<Error>,
+        always: bool,
     ) -> Result<Option<Run>> {
         let rank = self.comm.rank();
         let checked = check_buffers(&self.plan, buffers, rank);
@@ -625,7 +673,7 @@ impl Plan {
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))
             .and_then(|in_place| Ok((in_place, self.prepare(in_place, packed)?)));
-        if !(self.communicates || self.always_agree) {
+        if !(self.communicates || always) {
             return prepared.map(|(_, run)| run);
         }
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
@@ -647,9 +695,13 @@ impl Plan {
         }
     }
 
-    /// Starts an execution on raw buffers without waiting (collective, the same checks and agreement as `execute_raw`); returns whether it already completed. `Plan::progress` carries it on.
+    /// Starts an execution on raw buffers without waiting (collective, the same
+    /// checks and agreement as [`Plan::execute_raw`]); returns whether it already
+    /// completed. [`Plan::progress`] carries it on.
+    ///
     /// # Safety
-    /// As `execute_raw`; the buffers must stay valid and untouched until the execution completes or fails.
+    /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes; the
+    /// buffers must stay valid and untouched until the execution completes or fails.
     pub unsafe fn begin_raw(
         &self,
         input: *const u8,
@@ -660,6 +712,30 @@ impl Plan {
         // SAFETY: forwarded from the caller.
         unsafe { self.begin_checked(input, input_len, output, output_capacity, None) }
     }
+}
+
+/// How an execution is launched.
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    /// Runs it to completion; else starts it, leaving its messages in flight.
+    blocking: bool,
+    /// Agrees on the checks with every rank even when the plan moves nothing
+    /// between ranks (a caller's own error is agreed too).
+    always_agree: bool,
+}
+
+impl Launch {
+    /// A blocking execution agreed when the plan communicates.
+    const BLOCKING: Launch = Launch {
+        blocking: true,
+        always_agree: false,
+    };
+
+    /// A blocking execution agreed on every plan.
+    const AGREED_BLOCKING: Launch = Launch {
+        blocking: true,
+        always_agree: true,
+    };
 }
 
 impl Drop for Plan {
