@@ -4,12 +4,12 @@
 //! the plain values taken here.
 //!
 //! Every collective call here returns the same outcome on every rank: the library
-//! agrees on the errors it finds, and [`agree::agree`] on the errors found here
-//! (array checks) and by the Python layer, so no rank is left waiting.
+//! agrees on the errors it finds together with the errors found here (array
+//! checks) and by the Python layer, which it is handed
+//! (`Plan::execute_raw_agreeing`), so no rank is left waiting.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-mod agree;
 mod arrays;
 mod errors;
 mod layouts;

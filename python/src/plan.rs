@@ -4,26 +4,25 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use distreshape::{Error, LayoutArgs, Plan, PlanOptions, RawComm, ReshapeArgs, Result, Route};
-use mpi::ffi::RSMPI_Fint;
+use mpi::ffi::{self, RSMPI_Fint};
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
 
-use crate::agree::{agree, from_fortran, rank_and_size};
 use crate::arrays::{ElementType, Expected, Memory, check};
 use crate::errors::to_py_err;
 use crate::layouts::{layout_of, spans};
 
 /// A library plan, planned on every rank of a communicator. Its methods that run
-/// MPI release the GIL; the collective ones agree on every error with all ranks.
+/// MPI release the GIL; the collective ones agree on every error with all ranks,
+/// the ones found here in the arrays with the library's own, in the library's
+/// execution (`Plan::execute_raw_agreeing`), even where nothing moves between
+/// ranks.
 #[pyclass(frozen, module = "distreshape._native")]
 pub struct NativePlan {
     /// The plan; a lock since Python threads may share the object (the library runs
     /// one execution of a plan at a time).
     plan: Mutex<Plan>,
-    /// The Fortran handle of the caller's communicator (mpi4py's `py2f()`), on which
-    /// the errors found outside the library are agreed.
-    comm: RSMPI_Fint,
-    /// This process's rank in it.
+    /// This process's rank in the plan's communicator.
     rank: usize,
     /// The element type, as NumPy's dtype.
     dtype: Py<PyArrayDescr>,
@@ -236,17 +235,21 @@ impl NativePlan {
         problem: Problem,
     ) -> PyResult<()> {
         let checked = self.check_pair(input.as_ref(), output.as_ref(), problem);
+        let ((input, output), local) = memory_or_error(checked, (NO_MEMORY, NO_MEMORY));
         py.detach(|| {
             let plan = self.lock();
-            let (input, output) = self.agreed(checked)?;
-            // SAFETY: `check_pair` checked that the input holds this rank's input
-            // elements and the output `output.bytes` writable bytes; the arrays stay
-            // alive (borrowed by this call) until the execution has completed.
+            // SAFETY: `check_pair` checked that the input holds `input.bytes` and the
+            // output `output.bytes` writable bytes (both null and empty after a
+            // local error, which the library then agrees on without touching them);
+            // the arrays stay alive (borrowed by this call) until the execution has
+            // completed.
             unsafe {
-                plan.execute_raw(
+                plan.execute_raw_agreeing(
                     input.address as *const u8,
+                    input.bytes,
                     output.address as *mut u8,
                     output.bytes,
+                    local,
                 )
             }
         })
@@ -265,15 +268,15 @@ impl NativePlan {
             writable: true,
             rank: self.rank,
         };
-        let checked = check(&buffer, &expected);
+        let (buffer, local) = memory_or_error(check(&buffer, &expected), NO_MEMORY);
         py.detach(|| {
             let plan = self.lock();
-            let buffer = self.agreed(checked)?;
             let address = buffer.address as *mut u8;
             // SAFETY: `check` found the buffer writable for `buffer.bytes` bytes,
-            // enough for the input and the output; it stays alive (borrowed by this
+            // enough for the input and the output (null and empty after a local
+            // error, agreed without touching it); it stays alive (borrowed by this
             // call) until the execution has completed.
-            unsafe { plan.execute_raw(address, address, buffer.bytes) }
+            unsafe { plan.execute_raw_agreeing(address, buffer.bytes, address, buffer.bytes, local) }
         })
         .map_err(|e| to_py_err(py, e))
     }
@@ -291,19 +294,20 @@ impl NativePlan {
         let py = slf.py();
         let this = slf.get();
         let checked = this.check_pair(Some(&input), Some(&output), problem);
+        let ((in_memory, out_memory), local) = memory_or_error(checked, (NO_MEMORY, NO_MEMORY));
         let done = py
             .detach(|| {
                 let plan = this.lock();
-                let (input, output) = this.agreed(checked)?;
                 // SAFETY: as in `execute`; the request made below holds both arrays
                 // until the execution completes (`NativeRequest` waits for it before
                 // releasing them, also when dropped).
                 unsafe {
-                    plan.begin_raw(
-                        input.address as *const u8,
-                        input.bytes,
-                        output.address as *mut u8,
-                        output.bytes,
+                    plan.begin_raw_agreeing(
+                        in_memory.address as *const u8,
+                        in_memory.bytes,
+                        out_memory.address as *mut u8,
+                        out_memory.bytes,
+                        local,
                     )
                 }
             })
@@ -332,6 +336,29 @@ fn layout_args(
     Ok(ElementType::of_numpy(dtype)?.layout_args(&input, &output))
 }
 
+/// No memory: null and empty.
+const NO_MEMORY: Memory = Memory {
+    address: 0,
+    bytes: 0,
+};
+
+/// What an execution is given: the arrays' memory, or `none` (null and empty)
+/// with the local error the library agrees on instead.
+fn memory_or_error<M>(checked: Result<M>, none: M) -> (M, Option<Error>) {
+    match checked {
+        Ok(memory) => (memory, None),
+        Err(error) => (none, Some(error)),
+    }
+}
+
+/// The C handle of the communicator whose Fortran handle is `handle` (mpi4py's
+/// `Comm.py2f()`).
+fn from_fortran(handle: RSMPI_Fint) -> RawComm {
+    // SAFETY: MPI_Comm_f2c (through rsmpi's wrapper of the macro) only converts a
+    // handle (an invalid one gives an invalid handle, which the library reports).
+    unsafe { ffi::RSMPI_Comm_f2c(handle) }
+}
+
 impl NativePlan {
     /// The plan `create` makes on the communicator whose Fortran handle is `comm`
     /// (collective, without the GIL), for elements of `dtype`.
@@ -341,17 +368,12 @@ impl NativePlan {
         dtype: Bound<'_, PyArrayDescr>,
         create: impl FnOnce(RawComm) -> Result<Plan> + Send,
     ) -> PyResult<NativePlan> {
-        let created = py.detach(|| {
-            let raw = from_fortran(comm);
-            let plan = create(raw)?;
-            Ok((plan, rank_and_size(raw)?.0))
-        });
-        let (plan, rank) = created.map_err(|e: Error| to_py_err(py, e))?;
+        let created = py.detach(|| create(from_fortran(comm)));
+        let plan = created.map_err(|e: Error| to_py_err(py, e))?;
         let shapes = Shapes::of(&plan);
         Ok(NativePlan {
+            rank: plan.rank(),
             plan: Mutex::new(plan),
-            comm,
-            rank,
             dtype: dtype.unbind(),
             shapes,
         })
@@ -410,17 +432,6 @@ impl NativePlan {
         Ok((input, output))
     }
 
-    /// Agrees on the outcome of this rank's checks with every rank (collective;
-    /// called with the plan locked, so that two threads sharing the plan never
-    /// run collectives on its communicator at once).
-    fn agreed<T>(&self, checked: Result<T>) -> Result<T> {
-        match checked {
-            Ok(value) => agree(from_fortran(self.comm), None).map(|()| value),
-            Err(error) => Err(agree(from_fortran(self.comm), Some(error))
-                .err()
-                .unwrap_or_else(|| Error::Internal("the agreement lost an error".into()))),
-        }
-    }
 }
 
 /// Where a non-blocking execution is.
