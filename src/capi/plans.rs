@@ -11,7 +11,7 @@ use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::boundary::guard;
 use crate::capi::handles::{dr_plan, dr_request, orphan};
-use crate::capi::options::{dr_plan_options, options_arg};
+use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
 use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
@@ -281,6 +281,38 @@ pub unsafe extern "C" fn dr_plan_create_with_options(
     guard(|| unsafe { create_plan(comm, args.decode(Notation::C), options_arg(options), plan) })
 }
 
+/// `dr_plan_create` with every option of `*options` (NULL for the defaults),
+/// made with `dr_options_create` and set with `dr_options_set`, which checked
+/// them. The options may differ between ranks, as for
+/// `dr_plan_create_with_options`.
+///
+/// # Safety
+/// As `dr_plan_create`; `options` NULL or from `dr_options_create` and not freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create_configured(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    options: *const dr_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let options = Ok(configured(options));
+        create_plan(comm, args.decode(Notation::C), options, plan)
+    })
+}
+
 /// Plans `args` with `options` (agreeing an error in either, or a NULL `plan`,
 /// like any argument error) and stores the plan in `*plan`.
 ///
@@ -292,15 +324,25 @@ pub(crate) unsafe fn create_plan(
     options: Result<PlanOptions>,
     plan: *mut *mut dr_plan,
 ) -> Result<()> {
-    let checked = args.and_then(|a| match (missing_plan(plan), &options) {
-        (Some(e), _) => Err(e),
-        (None, Err(e)) => Err(e.clone()),
-        (None, Ok(_)) => Ok(a),
-    });
+    let checked = checked_args(args, &options, plan);
     let created = Plan::create(comm, checked, options.unwrap_or_default())?;
     // SAFETY: plan is non-null (checked and agreed above).
     unsafe { store_plan(created, plan) };
     Ok(())
+}
+
+/// `args`, unless `options` or a NULL `plan` is an error: the first error, to
+/// agree like any argument error.
+pub(crate) fn checked_args<A>(
+    args: Result<A>,
+    options: &Result<PlanOptions>,
+    plan: *mut *mut dr_plan,
+) -> Result<A> {
+    args.and_then(|a| match (missing_plan(plan), options) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.clone()),
+        (None, Ok(_)) => Ok(a),
+    })
 }
 
 /// The error of a NULL `plan` output pointer, to agree like any argument error.

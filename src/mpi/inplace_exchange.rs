@@ -151,7 +151,8 @@ impl ScheduledExchange {
                 unsafe { buffers.move_piece(t) };
             }
         }
-        complete_all(&mut self.requests[..posted], true).map(drop)
+        let sleeping = channel.transport.sleeping();
+        complete_all(&mut self.requests[..posted], true, sleeping).map(drop)
     }
 }
 

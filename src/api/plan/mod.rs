@@ -141,7 +141,7 @@ impl Plan {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
         require_mpi()?;
         let threads = ThreadLevel::of_this_thread()?;
-        let comm = Comm::for_plan(comm)?;
+        let comm = Comm::for_plan(comm, options.switches().sleeping_waits())?;
         let Agreed {
             checked,
             mut gathered,
@@ -192,7 +192,7 @@ impl Plan {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
         require_mpi()?;
         let threads = ThreadLevel::of_this_thread()?;
-        let comm = Comm::for_plan(comm)?;
+        let comm = Comm::for_plan(comm, options.switches().sleeping_waits())?;
         let layouts = agree_on_layouts(&comm, args)?;
         let planned = contain_panic(|| {
             let elem_size = layouts.elem_size;
@@ -210,6 +210,7 @@ impl Plan {
         dtype: Option<i32>,
         options: PlanOptions,
     ) -> Result<Plan> {
+        let switches = options.switches();
         let AgreedPlan {
             plan,
             busiest_peers,
@@ -217,9 +218,9 @@ impl Plan {
             communicates,
             strided_runs,
             direct_reads,
-        } = agree_on_plan(&comm, planned, options.window)?;
+        } = agree_on_plan(&comm, planned, options.window, &switches)?;
         let node_reads = match communicates && direct_reads {
-            true => comm.establish_node_reads(),
+            true => comm.establish_node_reads(switches.proposed_direct_reads()),
             false => Ok(()),
         };
         let exchange = node_reads.and_then(|()| {
