@@ -239,10 +239,22 @@ struct slab {
     std::int64_t offset;
 };
 
-/// The tuning knobs of a plan (`dr_plan_options`), for `plan`'s constructor: every
-/// field left at -1 takes the library's default (see `dr_plan_options` in
-/// distreshape.h for each one's meaning and range). A field out of its range
-/// throws `DR_ERROR_INVALID_OPTION` on every rank from the constructor.
+namespace detail {
+
+/// Frees a `dr_options` (`dr_options_free`).
+struct options_deleter {
+    void operator()(dr_options* o) const noexcept { dr_options_free(&o); }
+};
+
+/// An owned `dr_options`.
+using options_handle = std::unique_ptr<dr_options, options_deleter>;
+
+} // namespace detail
+
+/// The options of a plan (`dr_options`, every `dr_option`), for `plan`'s
+/// constructor: every field left at -1 takes the library's default (see
+/// `dr_option` in distreshape.h for each one's meaning and range). A field out of
+/// its range throws `DR_ERROR_INVALID_OPTION` on every rank from the constructor.
 struct options {
     /// Most bytes in one MPI message (default 2^31 - 1).
     std::int64_t max_message_bytes = -1;
@@ -256,12 +268,54 @@ struct options {
     /// larger of 64 MiB and a tenth of the rank's buffer, less a 64th of that left
     /// to MPI's own buffers).
     std::int64_t in_place_budget = -1;
+    /// Switch (1 on, 0 off, -1 the default: the variable `DISTRESHAPE_STRIDED_SENDS`
+    /// when set to 1 or 0, else on under Open MPI): long runs at a stride may
+    /// travel through strided datatypes on both sides.
+    std::int64_t strided_sends = -1;
+    /// Switch (`DISTRESHAPE_STRIDED_SLOTS`, else on unless Open MPI on a crowded
+    /// node): long runs at a stride travel through the message slots.
+    std::int64_t strided_slots = -1;
+    /// Switch (`DISTRESHAPE_RUN_MESSAGES`, else on under MPICH): every long run at
+    /// a stride is a message of its own.
+    std::int64_t run_messages = -1;
+    /// Switch (`DISTRESHAPE_DIRECT_READS`, else on a node with more than two ranks
+    /// per processor): the ranks of a node read one another's long runs directly.
+    std::int64_t direct_reads = -1;
+    /// Switch (`DISTRESHAPE_SLEEPING_WAITS`, else on under MPICH): the plan's waits
+    /// on an oversubscribed node sleep between polls after a while.
+    std::int64_t sleeping_waits = -1;
 
-    /// The C struct of these options.
+    /// The C struct of the first five options (`dr_plan_options`, which cannot
+    /// hold the switches).
     dr_plan_options native() const noexcept
     {
         return dr_plan_options{max_message_bytes, slot_bytes, run_budget, window,
                                in_place_budget};
+    }
+
+    /// The C options of every field (`dr_options`). A value out of range is kept
+    /// by the library and thrown by the plan's constructor on every rank.
+    detail::options_handle configured() const
+    {
+        dr_options* made = nullptr;
+        detail::check(dr_options_create(&made));
+        detail::options_handle owned(made);
+        const std::pair<dr_option, std::int64_t> fields[] = {
+            {DR_OPTION_MAX_MESSAGE_BYTES, max_message_bytes},
+            {DR_OPTION_SLOT_BYTES, slot_bytes},
+            {DR_OPTION_RUN_BUDGET, run_budget},
+            {DR_OPTION_WINDOW, window},
+            {DR_OPTION_IN_PLACE_BUDGET, in_place_budget},
+            {DR_OPTION_STRIDED_SENDS, strided_sends},
+            {DR_OPTION_STRIDED_SLOTS, strided_slots},
+            {DR_OPTION_RUN_MESSAGES, run_messages},
+            {DR_OPTION_DIRECT_READS, direct_reads},
+            {DR_OPTION_SLEEPING_WAITS, sleeping_waits},
+        };
+        // A refusal is not thrown here (on this rank alone): the plan agrees on it.
+        for (const auto& [option, value] : fields)
+            (void)dr_options_set(made, option, value);
+        return owned;
     }
 };
 
@@ -568,7 +622,7 @@ public:
     }
 
     /// Plans a reshape as above, with this rank's `new_local_len` output rows and the
-    /// tuning knobs `opts` (`dr_plan_create_with_options`).
+    /// options `opts` (`dr_plan_create_configured`).
     plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
          const shape& new_gshape, std::int32_t new_split, std::int64_t new_local_len,
          const options& opts)
@@ -576,11 +630,11 @@ public:
     {
         in_ndims_ = gshape.size();
         new_ndims_ = new_gshape.size();
-        const dr_plan_options knobs = opts.native();
-        detail::check(dr_plan_create_with_options(
+        const detail::options_handle knobs = opts.configured();
+        detail::check(dr_plan_create_configured(
             dtype, detail::saturate<std::int32_t>(gshape.size()), gshape.data(), split, comm,
             local_len, detail::saturate<std::int32_t>(new_gshape.size()), new_gshape.data(),
-            new_split, new_local_len, &knobs, &handle_));
+            new_split, new_local_len, knobs.get(), &handle_));
         // Kept: every execute from a container checks the input's length against it.
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
@@ -598,8 +652,8 @@ public:
     /// `output_box()` give this rank's blocks, `output_shape()` the resolved shape.
     plan(const layout& in, const layout& out, MPI_Comm comm) : plan(in, out, comm, options{}) {}
 
-    /// Plans as above with the tuning knobs `opts`
-    /// (`dr_plan_create_layouts_with_options`).
+    /// Plans as above with the options `opts`
+    /// (`dr_plan_create_layouts_configured`).
     plan(const layout& in, const layout& out, MPI_Comm comm, const options& opts) : plan()
     {
         // A layout whose C twin cannot be made (only an empty one: the constructor
@@ -614,9 +668,9 @@ public:
         const detail::layout_handle in_handle = made(in), out_handle = made(out);
         in_ndims_ = in.ndims();
         new_ndims_ = out.ndims();
-        const dr_plan_options knobs = opts.native();
-        detail::check(dr_plan_create_layouts_with_options(dtype, in_handle.get(), out_handle.get(),
-                                                          comm, &knobs, &handle_));
+        const detail::options_handle knobs = opts.configured();
+        detail::check(dr_plan_create_layouts_configured(dtype, in_handle.get(), out_handle.get(),
+                                                        comm, knobs.get(), &handle_));
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
         input_elems_ = static_cast<std::size_t>(elems);

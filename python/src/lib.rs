@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::NativePlan>()?;
     m.add_class::<plan::NativeRequest>()?;
     m.add_function(wrap_pyfunction!(errors::status_names, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::option_names, m)?)?;
     m.add_function(wrap_pyfunction!(balanced_slab, m)?)?;
     m.add_function(wrap_pyfunction!(layouts::layout_box, m)?)?;
     Ok(())

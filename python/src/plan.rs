@@ -3,7 +3,9 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use distreshape::{Error, LayoutArgs, Plan, PlanOptions, RawComm, ReshapeArgs, Result, Route};
+use distreshape::{
+    Error, LayoutArgs, Plan, PlanOption, PlanOptions, RawComm, ReshapeArgs, Result, Route,
+};
 use mpi::ffi::{self, RSMPI_Fint};
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
@@ -95,14 +97,49 @@ fn problem_error(problem: Problem) -> Option<Error> {
     problem.map(|(code, message)| Error::from_code(code, message))
 }
 
+/// Options as the Python layer passes them: `(name, value)` pairs, a switch 1 or
+/// 0, the default -1.
+type Options = Vec<(String, i64)>;
+
+/// The names of a plan's options, from the library's option table.
+#[pyfunction]
+pub fn option_names() -> Vec<&'static str> {
+    PlanOption::ALL.into_iter().map(PlanOption::name).collect()
+}
+
+/// The plan options of `given`, or the error of the first unknown name or value
+/// out of range (`DR_ERROR_INVALID_OPTION`, agreed by the plan's creation).
+fn plan_options(given: &Options) -> Result<PlanOptions> {
+    let mut options = PlanOptions::default();
+    for (name, value) in given {
+        let option = PlanOption::from_name(name).ok_or_else(|| {
+            Error::InvalidOption(format!(
+                "options[{name:?}] is not an option (the options: {})",
+                option_names().join(", ")
+            ))
+        })?;
+        options.set(option, *value)?;
+    }
+    Ok(options)
+}
+
+/// The arguments `args` and the options `given`, the first error of either
+/// taking the arguments' place (to be agreed like any argument error).
+fn with_options<A>(args: Result<A>, given: &Options) -> (Result<A>, PlanOptions) {
+    match plan_options(given) {
+        Ok(options) => (args, options),
+        Err(error) => (args.and(Err(error)), PlanOptions::default()),
+    }
+}
+
 #[pymethods]
 impl NativePlan {
     /// Plans the reshape on every rank of the communicator whose Fortran handle is
     /// `comm` (collective). `problem` is an error the Python layer found in the
     /// arguments (the other values are then placeholders): it is agreed with the
-    /// other ranks like any error the library finds.
+    /// other ranks like any error the library finds; so is an error in `options`.
     #[new]
-    #[pyo3(signature = (comm, gshape, split, local_len, new_shape, new_split, new_local_len, dtype, problem))]
+    #[pyo3(signature = (comm, gshape, split, local_len, new_shape, new_split, new_local_len, dtype, problem, options))]
     #[allow(clippy::too_many_arguments)] // the reshape's arguments, as Python passes them
     fn new(
         py: Python<'_>,
@@ -115,6 +152,7 @@ impl NativePlan {
         new_local_len: Option<i64>,
         dtype: Bound<'_, PyArrayDescr>,
         problem: Problem,
+        options: Options,
     ) -> PyResult<NativePlan> {
         let args = match problem_error(problem) {
             Some(error) => Err(error),
@@ -127,16 +165,16 @@ impl NativePlan {
                 }
             }),
         };
-        NativePlan::planned(py, comm, dtype, |raw| {
-            Plan::create(raw, args, PlanOptions::default())
-        })
+        let (args, options) = with_options(args, &options);
+        NativePlan::planned(py, comm, dtype, |raw| Plan::create(raw, args, options))
     }
 
     /// Plans the redistribution from the layout `input` to the layout `output` (the
     /// specs of `Layout._spec()`) on every rank of the communicator whose Fortran
-    /// handle is `comm` (collective); `problem` as for the constructor.
+    /// handle is `comm` (collective); `problem` and `options` as for the
+    /// constructor.
     #[staticmethod]
-    #[pyo3(signature = (comm, input, output, dtype, problem))]
+    #[pyo3(signature = (comm, input, output, dtype, problem, options))]
     fn from_layouts(
         py: Python<'_>,
         comm: RSMPI_Fint,
@@ -144,13 +182,15 @@ impl NativePlan {
         output: Bound<'_, PyAny>,
         dtype: Bound<'_, PyArrayDescr>,
         problem: Problem,
+        options: Options,
     ) -> PyResult<NativePlan> {
         let args = match problem_error(problem) {
             Some(error) => Err(error),
             None => layout_args(&input, &output, &dtype),
         };
+        let (args, options) = with_options(args, &options);
         NativePlan::planned(py, comm, dtype, |raw| {
-            Plan::create_from_layouts(raw, args, PlanOptions::default())
+            Plan::create_from_layouts(raw, args, options)
         })
     }
 

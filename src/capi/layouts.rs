@@ -215,8 +215,8 @@ pub unsafe extern "C" fn dr_plan_create_layouts_with_options(
 }
 
 /// `dr_plan_create_layouts` with every option of `*options` (NULL for the
-/// defaults), made with `dr_options_create` and set with `dr_options_set`, which
-/// checked them.
+/// defaults), made with `dr_options_create` and set with `dr_options_set`,
+/// agreed as `dr_plan_create_configured` agrees them.
 ///
 /// # Safety
 /// As `dr_plan_create_layouts`; `options` NULL or from `dr_options_create` and
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn dr_plan_create_layouts_configured(
     // SAFETY: as documented.
     guard(|| unsafe {
         let layouts = layout_args(dtype, in_layout, out_layout);
-        create_layouts_plan(comm, layouts, Ok(configured(options)), plan)
+        create_layouts_plan(comm, layouts, configured(options), plan)
     })
 }
 

@@ -95,6 +95,8 @@ pub(crate) unsafe fn options_arg(options: *const dr_plan_options) -> Result<Plan
 /// by `dr_options_free`. New options are new `dr_option` enumerators.
 pub struct dr_options {
     options: PlanOptions,
+    /// The first value `dr_options_set` refused, agreed when a plan is made.
+    refused: Option<Error>,
 }
 
 /// Makes options with every option at its default (local) and sets `*options`
@@ -110,6 +112,7 @@ pub unsafe extern "C" fn dr_options_create(options: *mut *mut dr_options) -> dr_
             .ok_or_else(|| Error::NullPointer("options is NULL".into()))?;
         let made = Box::new(dr_options {
             options: PlanOptions::default(),
+            refused: None,
         });
         *slot = Box::into_raw(made);
         Ok(())
@@ -121,7 +124,10 @@ pub unsafe extern "C" fn dr_options_create(options: *mut *mut dr_options) -> dr_
 /// switch: its `DISTRESHAPE_*` environment variable when set to 1 or 0, else the
 /// choice measured for the MPI library and the node). A value out of range, or an
 /// `option` that is not a `dr_option`, is `DR_ERROR_INVALID_OPTION` (the message
-/// names the option, the value and the range) and changes nothing.
+/// names the option, the value and the range) and changes nothing; the options
+/// remember it, and a plan made with them fails with it on every rank, agreed
+/// like any argument error (so a rank that ignored the status leaves no other
+/// rank waiting).
 ///
 /// # Safety
 /// `options` NULL or from `dr_options_create` and not freed.
@@ -135,10 +141,13 @@ pub unsafe extern "C" fn dr_options_set(
         // SAFETY: options is NULL or valid (documented).
         let given = unsafe { options.as_mut() }
             .ok_or_else(|| Error::NullPointer("options is NULL".into()))?;
-        let option = dr_option::from_code(option).ok_or_else(|| {
-            Error::InvalidOption(format!("option = {option} is not a dr_option"))
-        })?;
-        given.options.set(option, value)
+        let set = dr_option::from_code(option)
+            .ok_or_else(|| Error::InvalidOption(format!("option = {option} is not a dr_option")))
+            .and_then(|option| given.options.set(option, value));
+        if let Err(refused) = &set {
+            given.refused.get_or_insert_with(|| refused.clone());
+        }
+        set
     })
 }
 
@@ -164,13 +173,17 @@ pub unsafe extern "C" fn dr_options_free(options: *mut *mut dr_options) -> dr_st
     })
 }
 
-/// The options `options` points to (the defaults when NULL).
+/// The options `options` points to (the defaults when NULL), or the first value
+/// `dr_options_set` refused, to agree like any argument error.
 ///
 /// # Safety
 /// `options` NULL or from `dr_options_create` and not freed.
-pub(crate) unsafe fn configured(options: *const dr_options) -> PlanOptions {
+pub(crate) unsafe fn configured(options: *const dr_options) -> Result<PlanOptions> {
     // SAFETY: options is NULL or valid (documented).
-    unsafe { options.as_ref() }.map_or_else(PlanOptions::default, |given| given.options)
+    match unsafe { options.as_ref() } {
+        None => Ok(PlanOptions::default()),
+        Some(given) => given.refused.clone().map_or(Ok(given.options), Err),
+    }
 }
 
 #[cfg(test)]
@@ -191,11 +204,13 @@ mod tests {
             assert_eq!(dr_options_set(options, switch, 2), refused);
             assert_eq!(dr_options_set(options, window, 0), refused);
             assert_eq!(dr_options_set(options, 99, 1), refused);
-            let made = configured(options);
-            assert_eq!((made.sleeping_waits, made.window), (Some(false), 8));
+            let kept = (*options).options;
+            assert_eq!((kept.sleeping_waits, kept.window), (Some(false), 8));
+            let agreed = configured(options).unwrap_err();
+            assert!(agreed.to_string().contains("options.sleeping_waits = 2"));
             assert_eq!(dr_options_free(&mut options), dr_status::DR_SUCCESS);
             assert!(options.is_null());
-            assert_eq!(configured(options), PlanOptions::default());
+            assert_eq!(configured(options), Ok(PlanOptions::default()));
         }
     }
 

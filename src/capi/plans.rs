@@ -282,9 +282,10 @@ pub unsafe extern "C" fn dr_plan_create_with_options(
 }
 
 /// `dr_plan_create` with every option of `*options` (NULL for the defaults),
-/// made with `dr_options_create` and set with `dr_options_set`, which checked
-/// them. The options may differ between ranks, as for
-/// `dr_plan_create_with_options`.
+/// made with `dr_options_create` and set with `dr_options_set`: a value it
+/// refused on any rank is `DR_ERROR_INVALID_OPTION` on every rank, the message
+/// naming the option, its value and the rank. The options may differ between
+/// ranks, as for `dr_plan_create_with_options`.
 ///
 /// # Safety
 /// As `dr_plan_create`; `options` NULL or from `dr_options_create` and not freed.
@@ -308,8 +309,7 @@ pub unsafe extern "C" fn dr_plan_create_configured(
     let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
     // SAFETY: as documented.
     guard(|| unsafe {
-        let options = Ok(configured(options));
-        create_plan(comm, args.decode(Notation::C), options, plan)
+        create_plan(comm, args.decode(Notation::C), configured(options), plan)
     })
 }
 

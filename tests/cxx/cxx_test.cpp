@@ -593,6 +593,8 @@ void check_errors()
 // Plans with tuning knobs: tiny limits (cut, packed and windowed messages, in place
 // in rounds of a few bytes) on every case, every element checked; a knob out of
 // range on one rank throws DR_ERROR_INVALID_OPTION everywhere, naming it and the rank.
+void check_switches(const reshape_case& c);
+
 void check_options()
 {
     dr::options tiny;
@@ -628,6 +630,37 @@ void check_options()
         dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
                            c.out.split, target(c), bad_window);
     }, DR_ERROR_INVALID_OPTION, who, text);
+    check_switches(c);
+}
+
+// Every switch forced on, then off, with tiny limits (so that long runs at a stride
+// take the ways the switches choose): every element checked, out of place and in
+// place; a switch of 2 on one rank throws DR_ERROR_INVALID_OPTION everywhere.
+void check_switches(const reshape_case& c)
+{
+    for (const std::int64_t on : {1, 0}) {
+        dr::options forced;
+        forced.slot_bytes = 1;
+        forced.strided_sends = forced.strided_slots = forced.run_messages = on;
+        forced.direct_reads = forced.sleeping_waits = on;
+        for (const reshape_case& one : cases()) {
+            dr::plan<double> p(one.in.shape, one.in.split, MPI_COMM_WORLD, local_len(one),
+                               one.new_gshape, one.out.split, target(one), forced);
+            const std::string name = one.name + " with every switch " + std::to_string(on);
+            check_runs(p, one, name);
+            std::vector<double> buf(std::max(p.input_elems(), p.output_elems()));
+            fill(buf.data(), one.in);
+            p.execute_in_place(buf);
+            check_output(buf.data(), one.out, name + " in place");
+        }
+    }
+    dr::options bad_switch;
+    bad_switch.sleeping_waits = rank == bad_rank ? 2 : -1;
+    const std::string text = "options.sleeping_waits = 2 is out of range";
+    expect_error("plan: sleeping_waits 2 on one rank", [&] {
+        dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
+                           c.out.split, target(c), bad_switch);
+    }, DR_ERROR_INVALID_OPTION, text, text);
 }
 
 void check_moves()
