@@ -316,7 +316,9 @@ impl NativePlan {
             // enough for the input and the output (null and empty after a local
             // error, agreed without touching it); it stays alive (borrowed by this
             // call) until the execution has completed.
-            unsafe { plan.execute_raw_agreeing(address, buffer.bytes, address, buffer.bytes, local) }
+            unsafe {
+                plan.execute_raw_agreeing(address, buffer.bytes, address, buffer.bytes, local)
+            }
         })
         .map_err(|e| to_py_err(py, e))
     }
@@ -471,7 +473,6 @@ impl NativePlan {
         )?;
         Ok((input, output))
     }
-
 }
 
 /// Where a non-blocking execution is.

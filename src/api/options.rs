@@ -230,3 +230,33 @@ fn in_range(option: dr_option, value: i64, (min, max): (i64, i64)) -> Result<usi
             ))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_takes_every_option_by_key_and_refuses_what_is_out_of_range() {
+        let mut options = PlanOptions::default();
+        for option in dr_option::ALL {
+            options.set(option, 1).unwrap();
+        }
+        assert_eq!(options.switches().sleeping_waits, Some(true));
+        assert_eq!((options.window, options.in_place_budget), (1, Some(1)));
+        options.set(dr_option::DR_OPTION_STRIDED_SENDS, 0).unwrap();
+        options.set(dr_option::DR_OPTION_WINDOW, -1).unwrap();
+        assert_eq!(options.strided_sends, Some(false));
+        assert_eq!(options.window, PlanOptions::DEFAULT_WINDOW);
+        let before = options;
+        let refused = options
+            .set(dr_option::DR_OPTION_RUN_MESSAGES, 2)
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "invalid plan option: options.run_messages = 2 is out of range: 0 to 1, or -1 for the default"
+        );
+        assert_eq!(options, before);
+        options.set(dr_option::DR_OPTION_DIRECT_READS, -1).unwrap();
+        assert_eq!(options.direct_reads, None);
+    }
+}

@@ -77,7 +77,10 @@ pub(crate) unsafe fn options_arg(options: *const dr_plan_options) -> Result<Plan
         return Ok(plan_options);
     };
     let fields = [
-        (dr_option::DR_OPTION_MAX_MESSAGE_BYTES, given.max_message_bytes),
+        (
+            dr_option::DR_OPTION_MAX_MESSAGE_BYTES,
+            given.max_message_bytes,
+        ),
         (dr_option::DR_OPTION_SLOT_BYTES, given.slot_bytes),
         (dr_option::DR_OPTION_RUN_BUDGET, given.run_budget),
         (dr_option::DR_OPTION_WINDOW, given.window),

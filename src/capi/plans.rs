@@ -308,9 +308,7 @@ pub unsafe extern "C" fn dr_plan_create_configured(
     let output = SlabSide::new(new_ndims, new_gshape, new_split);
     let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
     // SAFETY: as documented.
-    guard(|| unsafe {
-        create_plan(comm, args.decode(Notation::C), configured(options), plan)
-    })
+    guard(|| unsafe { create_plan(comm, args.decode(Notation::C), configured(options), plan) })
 }
 
 /// Plans `args` with `options` (agreeing an error in either, or a NULL `plan`,
@@ -642,7 +640,9 @@ unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Err
     }
     let detail = match (message.is_null(), dr_status::from_code(status)) {
         // SAFETY: a NUL-terminated string, as documented.
-        (false, _) => unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned(),
+        (false, _) => unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned(),
         (true, Some(known)) => known.message().to_owned(),
         (true, None) => format!("caller_status = {status} is not a dr_status"),
     };

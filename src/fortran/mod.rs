@@ -10,8 +10,8 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, create_plan, dr_plan,
-    configured, dr_options, dr_request, guard, plan_ref, shape_arg,
+    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, configured, create_plan,
+    dr_options, dr_plan, dr_request, guard, plan_ref, shape_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};

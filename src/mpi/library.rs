@@ -110,7 +110,9 @@ impl Switches {
     /// library is Open MPI; else through strided receives only. MPI need not be
     /// initialized.
     pub fn proposed_strided_runs(&self) -> StridedRuns {
-        let Library { open_mpi, mpich, .. } = *library();
+        let Library {
+            open_mpi, mpich, ..
+        } = *library();
         let slots = self.strided_slots.unwrap_or_else(|| !open_mpi && crowded());
         let run_messages = self.run_messages.unwrap_or(mpich);
         let sends = self.strided_sends.unwrap_or(open_mpi);

@@ -71,13 +71,16 @@ pub fn complete_collective(
     if code != 0 {
         return code;
     }
-    poll_giving_way(|| {
-        let mut done: c_int = 0;
-        // SAFETY: `request` is the collective's, started above; the buffers `start`
-        // was given outlive this function, which returns only once it completed.
-        let code = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        (code, done != 0)
-    }, sleeping)
+    poll_giving_way(
+        || {
+            let mut done: c_int = 0;
+            // SAFETY: `request` is the collective's, started above; the buffers `start`
+            // was given outlive this function, which returns only once it completed.
+            let code = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            (code, done != 0)
+        },
+        sleeping,
+    )
 }
 
 #[cfg(test)]

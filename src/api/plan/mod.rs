@@ -232,7 +232,9 @@ impl Plan {
                     messages_per_round(busiest_peers),
                     Progress::for_path(plan.path, window_width),
                     options.run_budget,
-                    |peer| comm.node_reads().reads_from(peer),
+                    // A plan no rank proposed them for reads nothing directly,
+                    // even where an earlier plan on the communicator decided them.
+                    |peer| direct_reads && comm.node_reads().reads_from(peer),
                 )
             })
         });
