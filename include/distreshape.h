@@ -449,8 +449,8 @@ enum dr_status dr_plan_create_layouts_with_options(dr_dtype dtype,
 
 /*
  `dr_plan_create_layouts` with every option of `*options` (NULL for the
- defaults), made with `dr_options_create` and set with `dr_options_set`, which
- checked them.
+ defaults), made with `dr_options_create` and set with `dr_options_set`,
+ agreed as `dr_plan_create_configured` agrees them.
 
  # Safety
  As `dr_plan_create_layouts`; `options` NULL or from `dr_options_create` and
@@ -527,7 +527,10 @@ enum dr_status dr_options_create(struct dr_options **options);
  switch: its `DISTRESHAPE_*` environment variable when set to 1 or 0, else the
  choice measured for the MPI library and the node). A value out of range, or an
  `option` that is not a `dr_option`, is `DR_ERROR_INVALID_OPTION` (the message
- names the option, the value and the range) and changes nothing.
+ names the option, the value and the range) and changes nothing; the options
+ remember it, and a plan made with them fails with it on every rank, agreed
+ like any argument error (so a rank that ignored the status leaves no other
+ rank waiting).
 
  # Safety
  `options` NULL or from `dr_options_create` and not freed.
@@ -660,9 +663,10 @@ enum dr_status dr_plan_create_with_options(dr_dtype dtype,
 
 /*
  `dr_plan_create` with every option of `*options` (NULL for the defaults),
- made with `dr_options_create` and set with `dr_options_set`, which checked
- them. The options may differ between ranks, as for
- `dr_plan_create_with_options`.
+ made with `dr_options_create` and set with `dr_options_set`: a value it
+ refused on any rank is `DR_ERROR_INVALID_OPTION` on every rank, the message
+ naming the option, its value and the rank. The options may differ between
+ ranks, as for `dr_plan_create_with_options`.
 
  # Safety
  As `dr_plan_create`; `options` NULL or from `dr_options_create` and not freed.
