@@ -591,8 +591,8 @@ impl Plan {
         self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
         let pre = pre.or_else(|| engines.exchange.is_active().then(in_progress));
-        // SAFETY: forwarded from the caller.
         let agreeing = how.always_agree || self.always_agree;
+        // SAFETY: forwarded from the caller.
         let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre, agreeing) })?
         else {
             return Ok(true);
