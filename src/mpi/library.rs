@@ -128,7 +128,9 @@ impl Switches {
 /// Which MPI library this process runs on, from its version string.
 #[derive(Clone, Copy, Debug)]
 struct Library {
+    /// Open MPI.
     open_mpi: bool,
+    /// MPICH (or a library built on it).
     mpich: bool,
     /// SimGrid's SMPI, whose ranks are threads of one process.
     smpi: bool,
