@@ -66,6 +66,11 @@ module distreshape
 
   !> Execution paths (enum dr_path), reported in dr_plan_stats%path.
   integer, parameter, public :: DR_PATH_LOCAL = 0, DR_PATH_EXCHANGE = 1
+  !> Plan options (enum dr_option): the components of type(dr_plan_options), in order.
+  integer, parameter, public :: DR_OPTION_MAX_MESSAGE_BYTES = 0, DR_OPTION_SLOT_BYTES = 1, &
+    DR_OPTION_RUN_BUDGET = 2, DR_OPTION_WINDOW = 3, DR_OPTION_IN_PLACE_BUDGET = 4, &
+    DR_OPTION_STRIDED_SENDS = 5, DR_OPTION_STRIDED_SLOTS = 6, DR_OPTION_RUN_MESSAGES = 7, &
+    DR_OPTION_DIRECT_READS = 8, DR_OPTION_SLEEPING_WAITS = 9
 
   !> Most dimensions dr_plan_allocate_output allocates.
   integer, parameter :: MAX_RANK = 7
@@ -115,13 +120,18 @@ module distreshape
     type(c_ptr) :: handle = c_null_ptr
   end type dr_request
 
-  !> Tuning knobs of a plan (struct dr_plan_options), for dr_plan_create's
-  !> optional `options`: every component defaults to -1, the library's default
-  !> (see distreshape.h); set only those wanted. Out of range is
+  !> The options of a plan (enum dr_option, in its order; handed to the library
+  !> as a dr_options), for dr_plan_create's optional `options`: every component
+  !> defaults to -1, the library's default (see distreshape.h); set only those
+  !> wanted. The switches (strided_sends to sleeping_waits) take 1 (on), 0 (off)
+  !> or -1 (their DISTRESHAPE_* environment variable when set to 1 or 0, else the
+  !> choice measured for the MPI library and the node). Out of range is
   !> DR_ERROR_INVALID_OPTION on every rank.
-  type, bind(c), public :: dr_plan_options
+  type, public :: dr_plan_options
     integer(c_int64_t) :: max_message_bytes = -1, slot_bytes = -1, run_budget = -1, &
-                          window = -1, in_place_budget = -1
+                          window = -1, in_place_budget = -1, strided_sends = -1, &
+                          strided_slots = -1, run_messages = -1, direct_reads = -1, &
+                          sleeping_waits = -1
   end type dr_plan_options
 
   !> Traffic statistics of a plan (struct dr_plan_stats).
@@ -296,6 +306,23 @@ module distreshape
       type(c_ptr), value :: options
       type(c_ptr), intent(out) :: plan
     end function c_plan_create
+
+    integer(c_int) function c_options_create(options) bind(c, name="dr_options_create")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(out) :: options
+    end function c_options_create
+
+    integer(c_int) function c_options_set(options, option, value) bind(c, name="dr_options_set")
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: options
+      integer(c_int), value :: option
+      integer(c_int64_t), value :: value
+    end function c_options_set
+
+    integer(c_int) function c_options_free(options) bind(c, name="dr_options_free")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: options
+    end function c_options_free
 
     integer(c_int) function c_layout_create(ndims, gshape, grid_ndims, grid_dims, axis_grid, &
         layout) bind(c, name="dr_layout_create")
@@ -523,25 +550,45 @@ contains
 
   ! ======================= plans =======================
 
+  !> The library's dr_options of `options` (NULL when absent; free it with
+  !> c_options_free). A value out of range is kept by the library and reported by
+  !> the plan's creation, on every rank, so its status is not looked at here.
+  function configured(options) result(knobs)
+    type(dr_plan_options), intent(in), optional :: options
+    type(c_ptr) :: knobs
+    integer(c_int64_t) :: values(0:9)
+    integer(c_int) :: option
+    knobs = c_null_ptr
+    if (.not. present(options)) return
+    values = [options%max_message_bytes, options%slot_bytes, options%run_budget, &
+              options%window, options%in_place_budget, options%strided_sends, &
+              options%strided_slots, options%run_messages, options%direct_reads, &
+              options%sleeping_waits]
+    if (c_options_create(knobs) /= DR_SUCCESS) return
+    do option = 0, size(values, kind=c_int) - 1
+      if (c_options_set(knobs, option, values(option)) /= DR_SUCCESS) continue
+    end do
+  end function configured
+
   subroutine plan_create_core(dtype, gshape, split, fcomm, local_len, new_gshape, new_split, &
                               plan, new_local_len, options, stat)
     integer, intent(in) :: dtype, split, new_split, fcomm
     integer(int64), intent(in) :: gshape(:), new_gshape(:), local_len
     type(dr_plan), intent(inout) :: plan
     integer(int64), intent(in), optional :: new_local_len
-    type(dr_plan_options), intent(in), optional, target :: options
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     integer(c_int64_t) :: target_len
     type(c_ptr) :: handle, knobs
     integer(c_int) :: status
     target_len = -1
     if (present(new_local_len)) target_len = new_local_len
-    knobs = c_null_ptr
-    if (present(options)) knobs = c_loc(options)
+    knobs = configured(options)
     status = c_plan_create(int(dtype, c_int), size(gshape, kind=c_int32_t), gshape, &
                            int(split, c_int32_t), fcomm, local_len, &
                            size(new_gshape, kind=c_int32_t), new_gshape, &
                            int(new_split, c_int32_t), target_len, knobs, handle)
+    if (c_options_free(knobs) /= DR_SUCCESS) continue
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle
@@ -882,14 +929,14 @@ contains
     type(dr_plan), intent(inout) :: plan
     type(dr_layout), intent(in) :: in_layout, out_layout
     integer, intent(in) :: fcomm, dtype
-    type(dr_plan_options), intent(in), optional, target :: options
+    type(dr_plan_options), intent(in), optional :: options
     integer, intent(out), optional :: stat
     type(c_ptr) :: handle, knobs
     integer(c_int) :: status
-    knobs = c_null_ptr
-    if (present(options)) knobs = c_loc(options)
+    knobs = configured(options)
     status = c_plan_create_layouts(int(dtype, c_int), in_layout%handle, out_layout%handle, &
                                    fcomm, knobs, handle)
+    if (c_options_free(knobs) /= DR_SUCCESS) continue
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle

@@ -18,7 +18,7 @@ dr_status dr_fortran_reshape(const void *a, int32_t a_ndims, const int64_t *a_sh
 dr_status dr_fortran_plan_create(dr_dtype dtype, int32_t ndims, const int64_t *gshape,
                                  int32_t split, MPI_Comm comm, int64_t local_len,
                                  int32_t new_ndims, const int64_t *new_gshape, int32_t new_split,
-                                 int64_t new_local_len, const dr_plan_options *options,
+                                 int64_t new_local_len, const dr_options *options,
                                  dr_plan **plan);
 
 /* MPI_Comm_f2c is only meaningful while MPI is initialized (Open MPI looks
@@ -46,7 +46,7 @@ dr_status dr_reshape_f(const void *a, int32_t a_ndims, const int64_t *a_shape, d
 dr_status dr_plan_create_f(dr_dtype dtype, int32_t ndims, const int64_t *gshape, int32_t split,
                            MPI_Fint comm, int64_t local_len, int32_t new_ndims,
                            const int64_t *new_gshape, int32_t new_split, int64_t new_local_len,
-                           const dr_plan_options *options, dr_plan **plan)
+                           const dr_options *options, dr_plan **plan)
 {
     return dr_fortran_plan_create(dtype, ndims, gshape, split, comm_from_fortran(comm), local_len,
                                   new_ndims, new_gshape, new_split, new_local_len, options, plan);
@@ -54,8 +54,8 @@ dr_status dr_plan_create_f(dr_dtype dtype, int32_t ndims, const int64_t *gshape,
 
 dr_status dr_plan_create_layouts_f(dr_dtype dtype, const dr_layout *in_layout,
                                    const dr_layout *out_layout, MPI_Fint comm,
-                                   const dr_plan_options *options, dr_plan **plan)
+                                   const dr_options *options, dr_plan **plan)
 {
-    return dr_plan_create_layouts_with_options(dtype, in_layout, out_layout,
-                                               comm_from_fortran(comm), options, plan);
+    return dr_plan_create_layouts_configured(dtype, in_layout, out_layout,
+                                             comm_from_fortran(comm), options, plan);
 }

@@ -186,12 +186,82 @@ typedef enum dr_dtype {
 } dr_dtype;
 
 /*
+ The options of a plan, for `dr_options_set` (the keys of a `dr_options`). Sizes
+ and counts take -1 for the default; switches take 1 (on), 0 (off) or -1 (the
+ default: the `DISTRESHAPE_*` environment variable of the switch when it is set
+ to 1 or 0, else the choice measured for the MPI library and the node). New
+ options are new enumerators, never new functions (docs/src/abi.md).
+ */
+typedef enum dr_option {
+  /*
+   Most bytes in one MPI message, 1 to 2^31 - 1 (the default).
+   */
+  DR_OPTION_MAX_MESSAGE_BYTES = 0,
+  /*
+   The message slots for packed messages, per direction, over all peers, at
+   least 1 (default 16 MiB).
+   */
+  DR_OPTION_SLOT_BYTES = 1,
+  /*
+   Most runs cut into the messages of one round, and most segments a plan
+   lists at creation, at least 1 (default 262144).
+   */
+  DR_OPTION_RUN_BUDGET = 2,
+  /*
+   Peers per window on the exchange path, at least 1 (default 64).
+   */
+  DR_OPTION_WINDOW = 3,
+  /*
+   Most extra bytes an execution in place on the exchange path takes on a
+   rank, 0 or more (default: the larger of 64 MiB and a tenth of the rank's
+   buffer, less a 64th of that left to MPI's own buffers).
+   */
+  DR_OPTION_IN_PLACE_BUDGET = 4,
+  /*
+   Switch: long runs at a stride may travel as strided sends (both sides
+   through datatypes); `DISTRESHAPE_STRIDED_SENDS`, else on under Open MPI.
+   */
+  DR_OPTION_STRIDED_SENDS = 5,
+  /*
+   Switch: long runs at a stride travel through the message slots (above the
+   other two ways); `DISTRESHAPE_STRIDED_SLOTS`, else on unless the library is
+   Open MPI, on a node with more than two ranks per processor.
+   */
+  DR_OPTION_STRIDED_SLOTS = 6,
+  /*
+   Switch: every long run at a stride is a message of its own (below slots,
+   above strided sends); `DISTRESHAPE_RUN_MESSAGES`, else on under MPICH.
+   */
+  DR_OPTION_RUN_MESSAGES = 7,
+  /*
+   Switch: this rank proposes that the ranks of its node read one another's
+   long runs directly, where the kernel allows it; `DISTRESHAPE_DIRECT_READS`,
+   else on a node with more than two ranks per processor.
+   */
+  DR_OPTION_DIRECT_READS = 8,
+  /*
+   Switch: the plan's waits on a node with more ranks than processors sleep
+   between polls once they have yielded a while; `DISTRESHAPE_SLEEPING_WAITS`,
+   else on under MPICH.
+   */
+  DR_OPTION_SLEEPING_WAITS = 9,
+} dr_option;
+
+/*
  A block layout of an array on a process grid (opaque): its global shape, the
  grid, the grid axis splitting each array axis, and block lengths. Local: made
  and changed without communicating; checked (the same on every rank) when a plan
  is made from it.
  */
 typedef struct dr_layout dr_layout;
+
+/*
+ The options of a plan, every one of them (opaque, extensible): made with the
+ defaults by `dr_options_create`, set one at a time by `dr_options_set`, given
+ to `dr_plan_create_configured` or `dr_plan_create_layouts_configured`, freed
+ by `dr_options_free`. New options are new `dr_option` enumerators.
+ */
+typedef struct dr_options dr_options;
 
 /*
  A reshape planned on every rank of a communicator (opaque).
@@ -210,8 +280,9 @@ typedef struct dr_request dr_request;
  The tuning knobs of a plan, for `dr_plan_create_with_options`. Fill it with
  `dr_plan_options_default`, then change the fields wanted: every field is a
  count or a size in bytes, and -1 asks for the default. The layout is ABI and
- never changes within an ABI version (as `dr_plan_stats`): new options come as
- new functions.
+ never changes (as `dr_plan_stats`): it holds the first five options only.
+ Every option, these and the later ones, is set on a `dr_options`
+ (`dr_options_set`), which grows by new `dr_option` enumerators.
  */
 typedef struct dr_plan_options {
   /*
@@ -377,6 +448,22 @@ enum dr_status dr_plan_create_layouts_with_options(dr_dtype dtype,
                                                    struct dr_plan **plan);
 
 /*
+ `dr_plan_create_layouts` with every option of `*options` (NULL for the
+ defaults), made with `dr_options_create` and set with `dr_options_set`,
+ agreed as `dr_plan_create_configured` agrees them.
+
+ # Safety
+ As `dr_plan_create_layouts`; `options` NULL or from `dr_options_create` and
+ not freed.
+ */
+enum dr_status dr_plan_create_layouts_configured(dr_dtype dtype,
+                                                 const struct dr_layout *in_layout,
+                                                 const struct dr_layout *out_layout,
+                                                 MPI_Comm comm,
+                                                 const struct dr_options *options,
+                                                 struct dr_plan **plan);
+
+/*
  This rank's input box (local): for each axis of the input shape, the global
  index of its first element (`offsets`) and its extent (`extents`); the rank's
  input buffer holds the box in C order. For a plan from `dr_plan_create`, the
@@ -424,6 +511,42 @@ const char *dr_version(void);
  `options` NULL or writable.
  */
 enum dr_status dr_plan_options_default(struct dr_plan_options *options);
+
+/*
+ Makes options with every option at its default (local) and sets `*options`
+ to them; free them with `dr_options_free`.
+
+ # Safety
+ `options` NULL or writable.
+ */
+enum dr_status dr_options_create(struct dr_options **options);
+
+/*
+ Sets `option` (a `dr_option`) of `options` to `value` (local): a size or
+ count in its range, a switch 1 (on) or 0 (off), and -1 for the default (for a
+ switch: its `DISTRESHAPE_*` environment variable when set to 1 or 0, else the
+ choice measured for the MPI library and the node). A value out of range, or an
+ `option` that is not a `dr_option`, is `DR_ERROR_INVALID_OPTION` (the message
+ names the option, the value and the range) and changes nothing; the options
+ remember it, and a plan made with them fails with it on every rank, agreed
+ like any argument error (so a rank that ignored the status leaves no other
+ rank waiting).
+
+ # Safety
+ `options` NULL or from `dr_options_create` and not freed.
+ */
+enum dr_status dr_options_set(struct dr_options *options, dr_option option, int64_t value);
+
+/*
+ Frees options made by `dr_options_create` (local) and sets `*options` to
+ NULL; NULL and a NULL `*options` are no-ops. Plans made with them keep their
+ own copy.
+
+ # Safety
+ `options` NULL or writable; `*options` NULL or from `dr_options_create`, not
+ freed before.
+ */
+enum dr_status dr_options_free(struct dr_options **options);
 
 /*
  Reshapes in one call (collective over `comm`).
@@ -539,6 +662,29 @@ enum dr_status dr_plan_create_with_options(dr_dtype dtype,
                                            struct dr_plan **plan);
 
 /*
+ `dr_plan_create` with every option of `*options` (NULL for the defaults),
+ made with `dr_options_create` and set with `dr_options_set`: a value it
+ refused on any rank is `DR_ERROR_INVALID_OPTION` on every rank, the message
+ naming the option, its value and the rank. The options may differ between
+ ranks, as for `dr_plan_create_with_options`.
+
+ # Safety
+ As `dr_plan_create`; `options` NULL or from `dr_options_create` and not freed.
+ */
+enum dr_status dr_plan_create_configured(dr_dtype dtype,
+                                         int32_t ndims,
+                                         const int64_t *gshape,
+                                         int32_t split,
+                                         MPI_Comm comm,
+                                         int64_t local_len,
+                                         int32_t new_ndims,
+                                         const int64_t *new_gshape,
+                                         int32_t new_split,
+                                         int64_t new_local_len,
+                                         const struct dr_options *options,
+                                         struct dr_plan **plan);
+
+/*
  The plan's output (local, not collective): the resolved new global shape
  (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
  not split) and this rank's number of output elements. Any output pointer may be
@@ -631,6 +777,29 @@ enum dr_status dr_plan_execute_sized(const struct dr_plan *plan,
                                      int64_t in_elems,
                                      void *out,
                                      int64_t out_capacity);
+
+/*
+ Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
+ rank on an error the caller found on this rank before calling (its own checks,
+ an allocation that failed): `caller_status` (`DR_SUCCESS` when it found none)
+ with `caller_message` (NULL for the status's text). Collective on every plan,
+ even one that moves nothing between ranks: every rank returns the same status,
+ with the message of the lowest failing rank (naming that rank), the caller's
+ error and the library's checks agreed in the one `MPI_Allreduce` the execution
+ pays. With a caller's error on any rank nothing is read or written, and this
+ rank's buffers may be NULL. A `caller_status` that is not a `dr_status` is
+ agreed as `DR_ERROR_INTERNAL`. The C++ one-shot `reshape` runs on it.
+
+ # Safety
+ As `dr_plan_execute_sized`; `caller_message` NULL or a NUL-terminated string.
+ */
+enum dr_status dr_plan_execute_agreeing(const struct dr_plan *plan,
+                                        const void *in,
+                                        int64_t in_elems,
+                                        void *out,
+                                        int64_t out_capacity,
+                                        dr_status caller_status,
+                                        const char *caller_message);
 
 /*
  What the plan does on this rank (local).

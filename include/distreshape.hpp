@@ -193,16 +193,6 @@ constexpr int dtype_code() noexcept
 /// Pointer overloads take the input's length on trust, as the C API does.
 inline constexpr std::size_t unchecked = std::numeric_limits<std::size_t>::max();
 
-/// The message about an input of `size` elements where this rank's input is `needed`,
-/// empty when it is long enough.
-inline std::string short_input(std::size_t size, std::size_t needed)
-{
-    if (size >= needed)
-        return std::string();
-    return "buffer too small: the input holds " + std::to_string(size) +
-           " elements but this rank's input is " + std::to_string(needed) + " elements";
-}
-
 /// `v.data()`, refusing `std::vector<bool>` with a clear message.
 template <class Vector>
 auto vector_data(Vector& v)
@@ -249,10 +239,22 @@ struct slab {
     std::int64_t offset;
 };
 
-/// The tuning knobs of a plan (`dr_plan_options`), for `plan`'s constructor: every
-/// field left at -1 takes the library's default (see `dr_plan_options` in
-/// distreshape.h for each one's meaning and range). A field out of its range
-/// throws `DR_ERROR_INVALID_OPTION` on every rank from the constructor.
+namespace detail {
+
+/// Frees a `dr_options` (`dr_options_free`).
+struct options_deleter {
+    void operator()(dr_options* o) const noexcept { dr_options_free(&o); }
+};
+
+/// An owned `dr_options`.
+using options_handle = std::unique_ptr<dr_options, options_deleter>;
+
+} // namespace detail
+
+/// The options of a plan (`dr_options`, every `dr_option`), for `plan`'s
+/// constructor: every field left at -1 takes the library's default (see
+/// `dr_option` in distreshape.h for each one's meaning and range). A field out of
+/// its range throws `DR_ERROR_INVALID_OPTION` on every rank from the constructor.
 struct options {
     /// Most bytes in one MPI message (default 2^31 - 1).
     std::int64_t max_message_bytes = -1;
@@ -266,12 +268,54 @@ struct options {
     /// larger of 64 MiB and a tenth of the rank's buffer, less a 64th of that left
     /// to MPI's own buffers).
     std::int64_t in_place_budget = -1;
+    /// Switch (1 on, 0 off, -1 the default: the variable `DISTRESHAPE_STRIDED_SENDS`
+    /// when set to 1 or 0, else on under Open MPI): long runs at a stride may
+    /// travel through strided datatypes on both sides.
+    std::int64_t strided_sends = -1;
+    /// Switch (`DISTRESHAPE_STRIDED_SLOTS`, else on unless Open MPI on a crowded
+    /// node): long runs at a stride travel through the message slots.
+    std::int64_t strided_slots = -1;
+    /// Switch (`DISTRESHAPE_RUN_MESSAGES`, else on under MPICH): every long run at
+    /// a stride is a message of its own.
+    std::int64_t run_messages = -1;
+    /// Switch (`DISTRESHAPE_DIRECT_READS`, else on a node with more than two ranks
+    /// per processor): the ranks of a node read one another's long runs directly.
+    std::int64_t direct_reads = -1;
+    /// Switch (`DISTRESHAPE_SLEEPING_WAITS`, else on under MPICH): the plan's waits
+    /// on an oversubscribed node sleep between polls after a while.
+    std::int64_t sleeping_waits = -1;
 
-    /// The C struct of these options.
+    /// The C struct of the first five options (`dr_plan_options`, which cannot
+    /// hold the switches).
     dr_plan_options native() const noexcept
     {
         return dr_plan_options{max_message_bytes, slot_bytes, run_budget, window,
                                in_place_budget};
+    }
+
+    /// The C options of every field (`dr_options`). A value out of range is kept
+    /// by the library and thrown by the plan's constructor on every rank.
+    detail::options_handle configured() const
+    {
+        dr_options* made = nullptr;
+        detail::check(dr_options_create(&made));
+        detail::options_handle owned(made);
+        const std::pair<dr_option, std::int64_t> fields[] = {
+            {DR_OPTION_MAX_MESSAGE_BYTES, max_message_bytes},
+            {DR_OPTION_SLOT_BYTES, slot_bytes},
+            {DR_OPTION_RUN_BUDGET, run_budget},
+            {DR_OPTION_WINDOW, window},
+            {DR_OPTION_IN_PLACE_BUDGET, in_place_budget},
+            {DR_OPTION_STRIDED_SENDS, strided_sends},
+            {DR_OPTION_STRIDED_SLOTS, strided_slots},
+            {DR_OPTION_RUN_MESSAGES, run_messages},
+            {DR_OPTION_DIRECT_READS, direct_reads},
+            {DR_OPTION_SLEEPING_WAITS, sleeping_waits},
+        };
+        // A refusal is not thrown here (on this rank alone): the plan agrees on it.
+        for (const auto& [option, value] : fields)
+            (void)dr_options_set(made, option, value);
+        return owned;
     }
 };
 
@@ -521,6 +565,14 @@ private:
     dr_request* handle_ = nullptr;
 };
 
+template <class T>
+class plan;
+
+namespace detail {
+template <class T>
+std::vector<T> run_once(plan<T>& p, const T* in, std::size_t in_size);
+} // namespace detail
+
 /// A reshape planned on every rank of a communicator, to execute any number of
 /// times: a move-only owner of a `dr_plan*` (moved-from and default-constructed
 /// plans are empty). T is the element type (`is_element_v<T>`); it is compared
@@ -570,7 +622,7 @@ public:
     }
 
     /// Plans a reshape as above, with this rank's `new_local_len` output rows and the
-    /// tuning knobs `opts` (`dr_plan_create_with_options`).
+    /// options `opts` (`dr_plan_create_configured`).
     plan(const shape& gshape, std::int32_t split, MPI_Comm comm, std::int64_t local_len,
          const shape& new_gshape, std::int32_t new_split, std::int64_t new_local_len,
          const options& opts)
@@ -578,11 +630,11 @@ public:
     {
         in_ndims_ = gshape.size();
         new_ndims_ = new_gshape.size();
-        const dr_plan_options knobs = opts.native();
-        detail::check(dr_plan_create_with_options(
+        const detail::options_handle knobs = opts.configured();
+        detail::check(dr_plan_create_configured(
             dtype, detail::saturate<std::int32_t>(gshape.size()), gshape.data(), split, comm,
             local_len, detail::saturate<std::int32_t>(new_gshape.size()), new_gshape.data(),
-            new_split, new_local_len, &knobs, &handle_));
+            new_split, new_local_len, knobs.get(), &handle_));
         // Kept: every execute from a container checks the input's length against it.
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
@@ -600,8 +652,8 @@ public:
     /// `output_box()` give this rank's blocks, `output_shape()` the resolved shape.
     plan(const layout& in, const layout& out, MPI_Comm comm) : plan(in, out, comm, options{}) {}
 
-    /// Plans as above with the tuning knobs `opts`
-    /// (`dr_plan_create_layouts_with_options`).
+    /// Plans as above with the options `opts`
+    /// (`dr_plan_create_layouts_configured`).
     plan(const layout& in, const layout& out, MPI_Comm comm, const options& opts) : plan()
     {
         // A layout whose C twin cannot be made (only an empty one: the constructor
@@ -616,9 +668,9 @@ public:
         const detail::layout_handle in_handle = made(in), out_handle = made(out);
         in_ndims_ = in.ndims();
         new_ndims_ = out.ndims();
-        const dr_plan_options knobs = opts.native();
-        detail::check(dr_plan_create_layouts_with_options(dtype, in_handle.get(), out_handle.get(),
-                                                          comm, &knobs, &handle_));
+        const detail::options_handle knobs = opts.configured();
+        detail::check(dr_plan_create_layouts_configured(dtype, in_handle.get(), out_handle.get(),
+                                                        comm, knobs.get(), &handle_));
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
         input_elems_ = static_cast<std::size_t>(elems);
@@ -880,6 +932,20 @@ private:
         return request(handle);
     }
 
+    /// dr_plan_execute_agreeing: executes as `run` does (`in_size` elements, or
+    /// `input_elems()` when unchecked), first agreeing with every rank, even where
+    /// nothing moves between ranks, on `found` (DR_SUCCESS for none) and `message`.
+    void run_agreeing(const T* in, std::size_t in_size, T* out, std::size_t capacity,
+                      dr_status found, const std::string& message)
+    {
+        const std::size_t elems = in_size == detail::unchecked ? input_elems_ : in_size;
+        detail::check(dr_plan_execute_agreeing(handle_, in, detail::saturate<std::int64_t>(elems),
+                                               out, detail::saturate<std::int64_t>(capacity),
+                                               found, message.c_str()));
+    }
+
+    friend std::vector<T> detail::run_once<T>(plan<T>& p, const T* in, std::size_t in_size);
+
     dr_plan* handle_ = nullptr;
     std::size_t input_elems_ = 0;
     std::size_t in_ndims_ = 0;
@@ -888,59 +954,26 @@ private:
 
 namespace detail {
 
-/// What a one-shot reshape can find wrong on a rank before it executes.
-enum class fault { none, short_input, no_output };
-
-/// Throws on every rank of `comm` (collective) when any rank found a fault: this
-/// rank's `message` where it found one, the lowest faulty rank's fault elsewhere.
-inline void agree_on_fault(MPI_Comm comm, fault found, const std::string& message)
-{
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    // The minimum over the ranks of 2 * rank + (the fault's kind), if any.
-    const int none = std::numeric_limits<int>::max();
-    int mine = found == fault::none ? none : 2 * rank + (found == fault::no_output), lowest = none;
-    // Like the library's own calls, never under the caller's (usually fatal) error
-    // handler: MPI_ERRORS_RETURN for the call, the caller's handler restored after.
-    MPI_Errhandler saved;
-    MPI_Comm_get_errhandler(comm, &saved);
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    const int code = MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
-    MPI_Comm_set_errhandler(comm, saved);
-    MPI_Errhandler_free(&saved);
-    if (code != MPI_SUCCESS)
-        throw error(DR_ERROR_MPI, "MPI error: MPI_Allreduce failed in a one-shot reshape");
-    if (found != fault::none)
-        throw error(DR_ERROR_BUFFER_TOO_SMALL, message);
-    if (lowest != none) {
-        const std::string who = std::to_string(lowest / 2);
-        throw error(DR_ERROR_BUFFER_TOO_SMALL,
-                    "buffer too small: " +
-                        (lowest % 2 ? "the output of rank " + who + " could not be allocated"
-                                    : "the input of rank " + who + " is too short") +
-                        " (reported to rank " + std::to_string(rank) + ")");
-    }
-}
-
 /// Executes the fresh plan `p` once into a new vector of exactly this rank's output.
-/// The faults found here (a short input, a failed allocation) are agreed first, as
-/// dr_reshape agrees on every outcome: executing a plan that moves nothing between
-/// ranks would report them on the faulty rank only.
+/// A short input (`in_size`, checked by the library) or a failed allocation on any
+/// rank is agreed by the library's execution, as dr_reshape agrees on every
+/// outcome, even where nothing moves between ranks (DR_ERROR_BUFFER_TOO_SMALL on
+/// every rank, with the lowest failing rank's message).
 template <class T>
-std::vector<T> run_once(plan<T>& p, MPI_Comm comm, const T* in, std::size_t in_size)
+std::vector<T> run_once(plan<T>& p, const T* in, std::size_t in_size)
 {
     std::vector<T> out;
-    std::string message = short_input(in_size, p.input_elems());
-    fault found = message.empty() ? fault::none : fault::short_input;
+    dr_status found = DR_SUCCESS;
+    std::string message;
     try {
         out.resize(p.output_elems());
     } catch (const std::exception&) { // std::bad_alloc, or std::length_error
-        message = "buffer too small: the output of " + std::to_string(p.output_elems()) +
+        // The library names the rank.
+        message = "the output of " + std::to_string(p.output_elems()) +
                   " elements could not be allocated";
-        found = fault::no_output;
+        found = DR_ERROR_BUFFER_TOO_SMALL;
     }
-    agree_on_fault(comm, found, message);
-    p.execute(in, vector_data(out), out.size());
+    p.run_agreeing(in, in_size, vector_data(out), out.size(), found, message);
     return out;
 }
 
@@ -955,7 +988,7 @@ std::vector<T> run_once(plan<T>& p, MPI_Comm comm, const T* in, std::size_t in_s
 /// (`dr_reshape` needs the capacity before it plans, so it would plan twice). Like
 /// `dr_reshape`, it fails on every rank alike, even where nothing moves between
 /// ranks: a short input (of a vector or span) or a failed allocation on one rank is
-/// agreed with one `MPI_Allreduce` of one int over `comm` before anything moves
+/// agreed by the execution (`dr_plan_execute_agreeing`) before anything moves
 /// (`DR_ERROR_BUFFER_TOO_SMALL` everywhere).
 template <class T>
 [[nodiscard]] std::vector<T> reshape(const T* in, const shape& gshape, std::int32_t split,
@@ -964,7 +997,7 @@ template <class T>
                                      std::int64_t new_local_len = balanced)
 {
     plan<T> p(gshape, split, comm, local_len, new_gshape, new_split, new_local_len);
-    return detail::run_once(p, comm, in, detail::unchecked);
+    return detail::run_once(p, in, detail::unchecked);
 }
 
 /// Reshapes in one call (as above) from a vector, whose length is checked
@@ -976,7 +1009,7 @@ template <class T, class Alloc>
                                      std::int64_t new_local_len = balanced)
 {
     plan<T> p(gshape, split, comm, local_len, new_gshape, new_split, new_local_len);
-    return detail::run_once(p, comm, detail::vector_data(in), in.size());
+    return detail::run_once(p, detail::vector_data(in), in.size());
 }
 
 #ifdef __cpp_lib_span
@@ -989,7 +1022,7 @@ reshape(std::span<T, N> in, const shape& gshape, std::int32_t split, MPI_Comm co
 {
     plan<std::remove_const_t<T>> p(gshape, split, comm, local_len, new_gshape, new_split,
                                    new_local_len);
-    return detail::run_once(p, comm, in.data(), in.size());
+    return detail::run_once(p, in.data(), in.size());
 }
 #endif
 
@@ -999,14 +1032,14 @@ reshape(std::span<T, N> in, const shape& gshape, std::int32_t split, MPI_Comm co
 /// taken on trust as in C). Returns this rank's output box, exactly its size. Not
 /// for bool: use `plan<bool>` with a bool array. It plans, allocates and executes
 /// as the slab one-shot does, and fails as it does: on every rank alike, a short
-/// input (of a vector or span) or a failed allocation on one rank agreed with one
-/// `MPI_Allreduce` of one int over `comm` before anything moves.
+/// input (of a vector or span) or a failed allocation on one rank agreed by the
+/// execution (`dr_plan_execute_agreeing`) before anything moves.
 template <class T>
 [[nodiscard]] std::vector<T> reshape(const T* in, const layout& in_layout,
                                      const layout& out_layout, MPI_Comm comm)
 {
     plan<T> p(in_layout, out_layout, comm);
-    return detail::run_once(p, comm, in, detail::unchecked);
+    return detail::run_once(p, in, detail::unchecked);
 }
 
 /// Redistributes in one call (as above) from a vector, whose length is checked
@@ -1016,7 +1049,7 @@ template <class T, class Alloc>
                                      const layout& out_layout, MPI_Comm comm)
 {
     plan<T> p(in_layout, out_layout, comm);
-    return detail::run_once(p, comm, detail::vector_data(in), in.size());
+    return detail::run_once(p, detail::vector_data(in), in.size());
 }
 
 #ifdef __cpp_lib_span
@@ -1027,7 +1060,7 @@ template <class T, std::size_t N>
                                                           const layout& out_layout, MPI_Comm comm)
 {
     plan<std::remove_const_t<T>> p(in_layout, out_layout, comm);
-    return detail::run_once(p, comm, in.data(), in.size());
+    return detail::run_once(p, in.data(), in.size());
 }
 #endif
 

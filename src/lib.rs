@@ -47,6 +47,13 @@ pub mod testing;
 pub use crate::api::array::reshape_array;
 pub use crate::api::options::PlanOptions;
 pub use crate::api::plan::{Execution, Plan, reshape};
+/// The options of a plan by key (`dr_option`, from the one option table in the
+/// crate): [`PlanOptions::set`] takes one with a value as C and Python pass it.
+pub use crate::core::abi::dr_option as PlanOption;
+/// The status codes of the C ABI (`dr_status`), from the one table in the crate:
+/// [`Error::status`] of every error, `Status::ALL`, each one's `name()` and
+/// `message()`, so that other languages' bindings and the tests need no copy.
+pub use crate::core::abi::dr_status as Status;
 pub use crate::core::element::Element;
 pub use crate::core::error::{Error, Result};
 pub use crate::distribution::grid::GridBox;

@@ -57,7 +57,13 @@ fn fortran_constants_equal_the_c_enumerators() {
     let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
     let c = constants(&read("include/distreshape.h"));
     let fortran = constants(&read("fortran/distreshape.f90"));
-    let families = ["DR_SUCCESS", "DR_ERROR_", "DR_DTYPE_", "DR_PATH_"];
+    let families = [
+        "DR_SUCCESS",
+        "DR_ERROR_",
+        "DR_DTYPE_",
+        "DR_PATH_",
+        "DR_OPTION_",
+    ];
     let of_families = |list: &[(String, i64)]| -> Vec<(String, i64)> {
         let mut v: Vec<_> = list
             .iter()
@@ -69,7 +75,7 @@ fn fortran_constants_equal_the_c_enumerators() {
         v
     };
     let (c, fortran) = (of_families(&c), of_families(&fortran));
-    assert_eq!(c.len(), 16 + 13 + 2, "C enumerators: {c:?}");
+    assert_eq!(c.len(), 16 + 13 + 2 + 10, "C enumerators: {c:?}");
     assert_eq!(
         fortran, c,
         "the Fortran module's constants differ from the C header's"

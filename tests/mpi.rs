@@ -306,12 +306,19 @@ impl Launch {
     }
 }
 
-/// `--oversubscribe` when `mpiexec` is Open MPI's (its `--version` says so).
+/// `--oversubscribe` when `mpiexec` is Open MPI's: its `--version` names Open
+/// MPI's runtime (`OpenRTE` in 4.x, `Open MPI` or PRRTE's `prterun` later).
 fn default_preflags(mpiexec: &str) -> &'static str {
-    let version = Command::new(mpiexec).arg("--version").output();
-    match version {
-        Ok(out) if String::from_utf8_lossy(&out.stdout).contains("Open MPI") => "--oversubscribe",
-        _ => "",
+    let Ok(out) = Command::new(mpiexec).arg("--version").output() else {
+        return "";
+    };
+    let version = String::from_utf8_lossy(&out.stdout);
+    match ["OpenRTE", "Open MPI", "open-mpi", "prterun"]
+        .iter()
+        .any(|name| version.contains(name))
+    {
+        true => "--oversubscribe",
+        false => "",
     }
 }
 

@@ -22,9 +22,9 @@ library and mpi4py must use the same MPI. Heat arrays: :mod:`distreshape.heat`.
 
 from ._errors import STATUS, Error
 from ._layout import Layout
-from ._plan import Plan, Request, Stats, balanced_slab, redistribute, reshape
+from ._plan import OPTIONS, Plan, Request, Stats, balanced_slab, redistribute, reshape
 
 __all__ = [
-    "Error", "Layout", "Plan", "Request", "STATUS", "Stats",
+    "Error", "Layout", "OPTIONS", "Plan", "Request", "STATUS", "Stats",
     "balanced_slab", "redistribute", "reshape",
 ]

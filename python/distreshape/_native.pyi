@@ -7,6 +7,7 @@ import numpy as np
 _Problem = Optional[tuple[int, str]]
 
 def status_names() -> dict[int, str]: ...
+def option_names() -> list[str]: ...
 def balanced_slab(extent: int, nranks: int, rank: int) -> tuple[int, int]: ...
 
 class _LayoutSpec(TypedDict):
@@ -29,6 +30,7 @@ class NativePlan:
         new_local_len: Optional[int],
         dtype: np.dtype,
         problem: _Problem,
+        options: list[tuple[str, int]],
     ) -> None: ...
     @staticmethod
     def from_layouts(
@@ -37,6 +39,7 @@ class NativePlan:
         output: Optional[_LayoutSpec],
         dtype: np.dtype,
         problem: _Problem,
+        options: list[tuple[str, int]],
     ) -> NativePlan: ...
     output_shape: list[int]
     local_input_shape: list[int]

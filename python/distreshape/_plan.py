@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 from mpi4py import MPI
@@ -70,6 +70,39 @@ def _as_block(local: Any) -> tuple[Optional[np.ndarray], Problem]:
         return None, (STATUS["DR_ERROR_INVALID_SHAPE"], f"the input is not an array: {e}")
 
 
+#: The names of a plan's options, from the library's one option table.
+OPTIONS: tuple[str, ...] = tuple(_native.option_names())
+
+#: A plan's options by name (see :data:`OPTIONS`): an integer for a size or a
+#: count, ``True``/``False`` for a switch, ``None`` for the default.
+Options = Optional[Mapping[str, Union[int, bool, None]]]
+
+
+def _options(options: Options, problem: Problem) -> tuple[list[tuple[str, int]], Problem]:
+    """``options`` as the library's ``(name, value)`` pairs (a switch 1 or 0, the
+    default -1), and the first problem: an error is agreed by the plan's creation,
+    on every rank."""
+    if options is None:
+        return [], problem
+    try:
+        items = list(options.items())
+    except AttributeError:
+        message = f"options = {options!r} is not a mapping of option names to values"
+        return [], problem or (STATUS["DR_ERROR_INVALID_OPTION"], message)
+    pairs = []
+    for name, value in items:
+        try:
+            number = -1 if value is None else operator.index(value)
+        except TypeError:
+            number = None
+        if number is None or not -(1 << 63) <= number < (1 << 63):
+            message = f"options[{name!r}] = {value!r} is not an integer, a bool or None"
+            problem = problem or (STATUS["DR_ERROR_INVALID_OPTION"], message)
+        else:
+            pairs.append((str(name), number))
+    return pairs, problem
+
+
 def _allocate(shape: tuple[int, ...], dtype: np.dtype) -> tuple[Optional[np.ndarray], Problem]:
     try:
         return np.empty(shape, dtype), None
@@ -93,11 +126,18 @@ class Plan:
     along ``new_split`` (default balanced; either every rank passes one, adding up
     to the extent, or none does).
 
+    ``options`` tunes the plan: a mapping from the names in :data:`OPTIONS` to an
+    integer (sizes in bytes and counts, e.g. ``{"slot_bytes": 1 << 20}``), a bool
+    (the switches, e.g. ``{"sleeping_waits": False}``) or ``None`` (the default;
+    for a switch, its ``DISTRESHAPE_*`` environment variable when set to 1 or 0,
+    else the choice measured for the MPI library and the node). An unknown name
+    or a value out of range raises ``DR_ERROR_INVALID_OPTION`` on every rank.
+
     Creation and executions are collective: every rank of ``comm`` (default
     ``MPI.COMM_WORLD``) calls them in the same order, and an error raises the same
     :class:`distreshape.Error` on every rank. A plan runs one execution at a time
-    (threads sharing it take turns). ``comm`` must stay valid (not freed) while
-    the plan executes: the package agrees on its checks of the arrays over it.
+    (threads sharing it take turns). The plan works on its own duplicate of
+    ``comm``, on which the library agrees on its checks and the package's.
 
     :meth:`Plan.from_layouts` plans between two process-grid layouts
     (:class:`Layout`: pencils, bricks, 2-d blocks) instead of slabs.
@@ -114,10 +154,11 @@ class Plan:
         *,
         local_len: Optional[int] = None,
         new_local_len: Optional[int] = None,
+        options: Options = None,
     ) -> None:
-        self._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, None)
+        self._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, None, options)
 
-    def _create(self, gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem: Problem) -> None:
+    def _create(self, gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem: Problem, options: Options = None) -> None:
         self._comm = communicator(comm)
         self._dtype, problem = _dtype(dtype, problem)
         arguments: tuple = ([], None, 0, [], None, None)
@@ -125,10 +166,13 @@ class Plan:
             arguments = self._arguments(gshape, split, new_shape, new_split, local_len, new_local_len)
         except ArgumentError as e:
             problem = problem or e.problem
-        self._native = _native.NativePlan(self._comm.py2f(), *arguments, self._dtype, problem)
+        pairs, problem = _options(options, problem)
+        self._native = _native.NativePlan(self._comm.py2f(), *arguments, self._dtype, problem, pairs)
 
     @classmethod
-    def from_layouts(cls, in_layout: Layout, out_layout: Layout, dtype: Any, comm: Optional[MPI.Comm] = None) -> "Plan":
+    def from_layouts(
+        cls, in_layout: Layout, out_layout: Layout, dtype: Any, comm: Optional[MPI.Comm] = None, *, options: Options = None
+    ) -> "Plan":
         """Plans the redistribution of an array from the :class:`Layout`
         ``in_layout`` to ``out_layout`` on every rank of ``comm`` (collective;
         default ``MPI.COMM_WORLD``; on a Cartesian communicator, a grid with as
@@ -141,16 +185,17 @@ class Plan:
         it; when no element changes rank, nothing is sent. Every rank passes equal
         layouts; a bad one (a grid whose product is not the communicator's size, a
         grid axis used twice, lengths that do not add up, ...) raises the same
-        :class:`distreshape.Error` on every rank. ``dtype`` as for :class:`Plan`.
+        :class:`distreshape.Error` on every rank. ``dtype`` and ``options`` as for
+        :class:`Plan`.
         This rank's blocks are its :attr:`input_box` and :attr:`output_box`; the
         plan executes as any other (:meth:`execute`, :meth:`execute_begin`,
         :meth:`execute_in_place`).
         """
         plan = cls.__new__(cls)
-        plan._create_from_layouts(in_layout, out_layout, dtype, comm, None)
+        plan._create_from_layouts(in_layout, out_layout, dtype, comm, None, options)
         return plan
 
-    def _create_from_layouts(self, in_layout, out_layout, dtype, comm, problem: Problem) -> None:
+    def _create_from_layouts(self, in_layout, out_layout, dtype, comm, problem: Problem, options: Options = None) -> None:
         self._comm = communicator(comm)
         self._dtype, problem = _dtype(dtype, problem)
         specs = []
@@ -162,7 +207,8 @@ class Plan:
             else:
                 problem = problem or layout._problem_in(which)
                 specs.append(layout._spec())
-        self._native = _native.NativePlan.from_layouts(self._comm.py2f(), *specs, self._dtype, problem)
+        pairs, problem = _options(options, problem)
+        self._native = _native.NativePlan.from_layouts(self._comm.py2f(), *specs, self._dtype, problem, pairs)
 
     def _arguments(self, gshape, split, new_shape, new_split, local_len, new_local_len) -> tuple:
         """The library's arguments: shapes as lists, axes non-negative, lengths."""
@@ -179,7 +225,7 @@ class Plan:
         return gshape, split, local_len, new_shape, new_split, _length("new_local_len", new_local_len)
 
     @classmethod
-    def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len) -> tuple["Plan", Any]:
+    def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len, options: Options = None) -> tuple["Plan", Any]:
         """The plan for reshaping the block ``local`` (its slab length taken from it),
         and ``local`` as a C-contiguous array (itself when it cannot be made one:
         the plan's execution then reports why)."""
@@ -199,7 +245,7 @@ class Plan:
             problem = problem or e.problem
         plan = cls.__new__(cls)
         dtype = block.dtype if block is not None else np.uint8
-        plan._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem)
+        plan._create(gshape, split, new_shape, new_split, dtype, comm, local_len, new_local_len, problem, options)
         return plan, (local if block is None else block)
 
     @property
@@ -363,6 +409,7 @@ def reshape(
     *,
     new_local_len: Optional[int] = None,
     out: Optional[np.ndarray] = None,
+    options: Options = None,
 ) -> np.ndarray:
     """Reshapes a distributed array in one call (collective): returns this rank's
     block of the array of global shape ``new_shape`` split along ``new_split``.
@@ -370,9 +417,10 @@ def reshape(
     ``local`` is this rank's block of the array of global shape ``gshape`` split
     along ``split`` (its slab length is ``local.shape[split]``; with ``split=None``
     every rank holds the whole array); its dtype is the element type. The other
-    arguments are those of :class:`Plan`; ``out`` as in :meth:`Plan.execute`.
+    arguments are those of :class:`Plan` (``options`` too); ``out`` as in
+    :meth:`Plan.execute`.
     """
-    plan, block = Plan._for_block(local, gshape, split, new_shape, new_split, comm, new_local_len)
+    plan, block = Plan._for_block(local, gshape, split, new_shape, new_split, comm, new_local_len, options)
     return plan.execute(block, out)
 
 
@@ -383,6 +431,7 @@ def redistribute(
     comm: Optional[MPI.Comm] = None,
     *,
     out: Optional[np.ndarray] = None,
+    options: Options = None,
 ) -> np.ndarray:
     """Redistributes (and reshapes) an array between two layouts in one call
     (collective): returns this rank's block of the array laid out as
@@ -390,13 +439,13 @@ def redistribute(
 
     ``local`` is this rank's block of the array laid out as ``in_layout`` (its
     box, ``in_layout.box(comm)``; its dtype is the element type). The other
-    arguments are those of :meth:`Plan.from_layouts`; ``out`` as in
-    :meth:`Plan.execute`.
+    arguments are those of :meth:`Plan.from_layouts` (``options`` too); ``out``
+    as in :meth:`Plan.execute`.
     """
     block, problem = _as_block(local)
     dtype = block.dtype if block is not None else np.uint8
     plan = Plan.__new__(Plan)
-    plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem)
+    plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem, options)
     return plan.execute(block, out)
 
 

@@ -3,22 +3,20 @@
 
 use std::collections::BTreeMap;
 
-use distreshape::Error;
+use distreshape::{Error, Status};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
 /// Every error status code with its C enumerator name (`{3: "DR_ERROR_INVALID_SHAPE", ...}`),
-/// for the Python layer, which raises the same errors.
+/// from the library's status table, for the Python layer, which raises the same
+/// errors.
 #[pyfunction]
 pub fn status_names() -> BTreeMap<i32, &'static str> {
-    // The codes are small (a `dr_status` is a C enum); a code the library does not
-    // know comes back as another one, so the round trip keeps only real codes.
-    (1..=i32::from(i8::MAX))
-        .filter_map(|code| {
-            let error = Error::from_code(code, String::new());
-            (error.code() == code).then(|| (code, error.status_name()))
-        })
+    Status::ALL
+        .into_iter()
+        .filter(|status| *status != Status::DR_SUCCESS)
+        .map(|status| (status as i32, status.name()))
         .collect()
 }
 

@@ -4,12 +4,12 @@
 //! the plain values taken here.
 //!
 //! Every collective call here returns the same outcome on every rank: the library
-//! agrees on the errors it finds, and [`agree::agree`] on the errors found here
-//! (array checks) and by the Python layer, so no rank is left waiting.
+//! agrees on the errors it finds together with the errors found here (array
+//! checks) and by the Python layer, which it is handed
+//! (`Plan::execute_raw_agreeing`), so no rank is left waiting.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-mod agree;
 mod arrays;
 mod errors;
 mod layouts;
@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::NativePlan>()?;
     m.add_class::<plan::NativeRequest>()?;
     m.add_function(wrap_pyfunction!(errors::status_names, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::option_names, m)?)?;
     m.add_function(wrap_pyfunction!(balanced_slab, m)?)?;
     m.add_function(wrap_pyfunction!(layouts::layout_box, m)?)?;
     Ok(())

@@ -3,27 +3,28 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use distreshape::{Error, LayoutArgs, Plan, PlanOptions, RawComm, ReshapeArgs, Result, Route};
-use mpi::ffi::RSMPI_Fint;
+use distreshape::{
+    Error, LayoutArgs, Plan, PlanOption, PlanOptions, RawComm, ReshapeArgs, Result, Route,
+};
+use mpi::ffi::{self, RSMPI_Fint};
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
 
-use crate::agree::{agree, from_fortran, rank_and_size};
 use crate::arrays::{ElementType, Expected, Memory, check};
 use crate::errors::to_py_err;
 use crate::layouts::{layout_of, spans};
 
 /// A library plan, planned on every rank of a communicator. Its methods that run
-/// MPI release the GIL; the collective ones agree on every error with all ranks.
+/// MPI release the GIL; the collective ones agree on every error with all ranks,
+/// the ones found here in the arrays with the library's own, in the library's
+/// execution (`Plan::execute_raw_agreeing`), even where nothing moves between
+/// ranks.
 #[pyclass(frozen, module = "distreshape._native")]
 pub struct NativePlan {
     /// The plan; a lock since Python threads may share the object (the library runs
     /// one execution of a plan at a time).
     plan: Mutex<Plan>,
-    /// The Fortran handle of the caller's communicator (mpi4py's `py2f()`), on which
-    /// the errors found outside the library are agreed.
-    comm: RSMPI_Fint,
-    /// This process's rank in it.
+    /// This process's rank in the plan's communicator.
     rank: usize,
     /// The element type, as NumPy's dtype.
     dtype: Py<PyArrayDescr>,
@@ -96,14 +97,49 @@ fn problem_error(problem: Problem) -> Option<Error> {
     problem.map(|(code, message)| Error::from_code(code, message))
 }
 
+/// Options as the Python layer passes them: `(name, value)` pairs, a switch 1 or
+/// 0, the default -1.
+type Options = Vec<(String, i64)>;
+
+/// The names of a plan's options, from the library's option table.
+#[pyfunction]
+pub fn option_names() -> Vec<&'static str> {
+    PlanOption::ALL.into_iter().map(PlanOption::name).collect()
+}
+
+/// The plan options of `given`, or the error of the first unknown name or value
+/// out of range (`DR_ERROR_INVALID_OPTION`, agreed by the plan's creation).
+fn plan_options(given: &Options) -> Result<PlanOptions> {
+    let mut options = PlanOptions::default();
+    for (name, value) in given {
+        let option = PlanOption::from_name(name).ok_or_else(|| {
+            Error::InvalidOption(format!(
+                "options[{name:?}] is not an option (the options: {})",
+                option_names().join(", ")
+            ))
+        })?;
+        options.set(option, *value)?;
+    }
+    Ok(options)
+}
+
+/// The arguments `args` and the options `given`, the first error of either
+/// taking the arguments' place (to be agreed like any argument error).
+fn with_options<A>(args: Result<A>, given: &Options) -> (Result<A>, PlanOptions) {
+    match plan_options(given) {
+        Ok(options) => (args, options),
+        Err(error) => (args.and(Err(error)), PlanOptions::default()),
+    }
+}
+
 #[pymethods]
 impl NativePlan {
     /// Plans the reshape on every rank of the communicator whose Fortran handle is
     /// `comm` (collective). `problem` is an error the Python layer found in the
     /// arguments (the other values are then placeholders): it is agreed with the
-    /// other ranks like any error the library finds.
+    /// other ranks like any error the library finds; so is an error in `options`.
     #[new]
-    #[pyo3(signature = (comm, gshape, split, local_len, new_shape, new_split, new_local_len, dtype, problem))]
+    #[pyo3(signature = (comm, gshape, split, local_len, new_shape, new_split, new_local_len, dtype, problem, options))]
     #[allow(clippy::too_many_arguments)] // the reshape's arguments, as Python passes them
     fn new(
         py: Python<'_>,
@@ -116,6 +152,7 @@ impl NativePlan {
         new_local_len: Option<i64>,
         dtype: Bound<'_, PyArrayDescr>,
         problem: Problem,
+        options: Options,
     ) -> PyResult<NativePlan> {
         let args = match problem_error(problem) {
             Some(error) => Err(error),
@@ -128,16 +165,16 @@ impl NativePlan {
                 }
             }),
         };
-        NativePlan::planned(py, comm, dtype, |raw| {
-            Plan::create(raw, args, PlanOptions::default())
-        })
+        let (args, options) = with_options(args, &options);
+        NativePlan::planned(py, comm, dtype, |raw| Plan::create(raw, args, options))
     }
 
     /// Plans the redistribution from the layout `input` to the layout `output` (the
     /// specs of `Layout._spec()`) on every rank of the communicator whose Fortran
-    /// handle is `comm` (collective); `problem` as for the constructor.
+    /// handle is `comm` (collective); `problem` and `options` as for the
+    /// constructor.
     #[staticmethod]
-    #[pyo3(signature = (comm, input, output, dtype, problem))]
+    #[pyo3(signature = (comm, input, output, dtype, problem, options))]
     fn from_layouts(
         py: Python<'_>,
         comm: RSMPI_Fint,
@@ -145,13 +182,15 @@ impl NativePlan {
         output: Bound<'_, PyAny>,
         dtype: Bound<'_, PyArrayDescr>,
         problem: Problem,
+        options: Options,
     ) -> PyResult<NativePlan> {
         let args = match problem_error(problem) {
             Some(error) => Err(error),
             None => layout_args(&input, &output, &dtype),
         };
+        let (args, options) = with_options(args, &options);
         NativePlan::planned(py, comm, dtype, |raw| {
-            Plan::create_from_layouts(raw, args, PlanOptions::default())
+            Plan::create_from_layouts(raw, args, options)
         })
     }
 
@@ -236,17 +275,21 @@ impl NativePlan {
         problem: Problem,
     ) -> PyResult<()> {
         let checked = self.check_pair(input.as_ref(), output.as_ref(), problem);
+        let ((input, output), local) = memory_or_error(checked, (NO_MEMORY, NO_MEMORY));
         py.detach(|| {
             let plan = self.lock();
-            let (input, output) = self.agreed(checked)?;
-            // SAFETY: `check_pair` checked that the input holds this rank's input
-            // elements and the output `output.bytes` writable bytes; the arrays stay
-            // alive (borrowed by this call) until the execution has completed.
+            // SAFETY: `check_pair` checked that the input holds `input.bytes` and the
+            // output `output.bytes` writable bytes (both null and empty after a
+            // local error, which the library then agrees on without touching them);
+            // the arrays stay alive (borrowed by this call) until the execution has
+            // completed.
             unsafe {
-                plan.execute_raw(
+                plan.execute_raw_agreeing(
                     input.address as *const u8,
+                    input.bytes,
                     output.address as *mut u8,
                     output.bytes,
+                    local,
                 )
             }
         })
@@ -265,15 +308,17 @@ impl NativePlan {
             writable: true,
             rank: self.rank,
         };
-        let checked = check(&buffer, &expected);
+        let (buffer, local) = memory_or_error(check(&buffer, &expected), NO_MEMORY);
         py.detach(|| {
             let plan = self.lock();
-            let buffer = self.agreed(checked)?;
             let address = buffer.address as *mut u8;
             // SAFETY: `check` found the buffer writable for `buffer.bytes` bytes,
-            // enough for the input and the output; it stays alive (borrowed by this
+            // enough for the input and the output (null and empty after a local
+            // error, agreed without touching it); it stays alive (borrowed by this
             // call) until the execution has completed.
-            unsafe { plan.execute_raw(address, address, buffer.bytes) }
+            unsafe {
+                plan.execute_raw_agreeing(address, buffer.bytes, address, buffer.bytes, local)
+            }
         })
         .map_err(|e| to_py_err(py, e))
     }
@@ -291,19 +336,20 @@ impl NativePlan {
         let py = slf.py();
         let this = slf.get();
         let checked = this.check_pair(Some(&input), Some(&output), problem);
+        let ((in_memory, out_memory), local) = memory_or_error(checked, (NO_MEMORY, NO_MEMORY));
         let done = py
             .detach(|| {
                 let plan = this.lock();
-                let (input, output) = this.agreed(checked)?;
                 // SAFETY: as in `execute`; the request made below holds both arrays
                 // until the execution completes (`NativeRequest` waits for it before
                 // releasing them, also when dropped).
                 unsafe {
-                    plan.begin_raw(
-                        input.address as *const u8,
-                        input.bytes,
-                        output.address as *mut u8,
-                        output.bytes,
+                    plan.begin_raw_agreeing(
+                        in_memory.address as *const u8,
+                        in_memory.bytes,
+                        out_memory.address as *mut u8,
+                        out_memory.bytes,
+                        local,
                     )
                 }
             })
@@ -332,6 +378,29 @@ fn layout_args(
     Ok(ElementType::of_numpy(dtype)?.layout_args(&input, &output))
 }
 
+/// No memory: null and empty.
+const NO_MEMORY: Memory = Memory {
+    address: 0,
+    bytes: 0,
+};
+
+/// What an execution is given: the arrays' memory, or `none` (null and empty)
+/// with the local error the library agrees on instead.
+fn memory_or_error<M>(checked: Result<M>, none: M) -> (M, Option<Error>) {
+    match checked {
+        Ok(memory) => (memory, None),
+        Err(error) => (none, Some(error)),
+    }
+}
+
+/// The C handle of the communicator whose Fortran handle is `handle` (mpi4py's
+/// `Comm.py2f()`).
+fn from_fortran(handle: RSMPI_Fint) -> RawComm {
+    // SAFETY: MPI_Comm_f2c (through rsmpi's wrapper of the macro) only converts a
+    // handle (an invalid one gives an invalid handle, which the library reports).
+    unsafe { ffi::RSMPI_Comm_f2c(handle) }
+}
+
 impl NativePlan {
     /// The plan `create` makes on the communicator whose Fortran handle is `comm`
     /// (collective, without the GIL), for elements of `dtype`.
@@ -341,17 +410,12 @@ impl NativePlan {
         dtype: Bound<'_, PyArrayDescr>,
         create: impl FnOnce(RawComm) -> Result<Plan> + Send,
     ) -> PyResult<NativePlan> {
-        let created = py.detach(|| {
-            let raw = from_fortran(comm);
-            let plan = create(raw)?;
-            Ok((plan, rank_and_size(raw)?.0))
-        });
-        let (plan, rank) = created.map_err(|e: Error| to_py_err(py, e))?;
+        let created = py.detach(|| create(from_fortran(comm)));
+        let plan = created.map_err(|e: Error| to_py_err(py, e))?;
         let shapes = Shapes::of(&plan);
         Ok(NativePlan {
+            rank: plan.rank(),
             plan: Mutex::new(plan),
-            comm,
-            rank,
             dtype: dtype.unbind(),
             shapes,
         })
@@ -408,18 +472,6 @@ impl NativePlan {
             ),
         )?;
         Ok((input, output))
-    }
-
-    /// Agrees on the outcome of this rank's checks with every rank (collective;
-    /// called with the plan locked, so that two threads sharing the plan never
-    /// run collectives on its communicator at once).
-    fn agreed<T>(&self, checked: Result<T>) -> Result<T> {
-        match checked {
-            Ok(value) => agree(from_fortran(self.comm), None).map(|()| value),
-            Err(error) => Err(agree(from_fortran(self.comm), Some(error))
-                .err()
-                .unwrap_or_else(|| Error::Internal("the agreement lost an error".into()))),
-        }
     }
 }
 

@@ -140,4 +140,4 @@ def test_error_attributes_survive_pickling():
 
     error = dr.Error("invalid shape: x", dr.STATUS["DR_ERROR_INVALID_SHAPE"], "DR_ERROR_INVALID_SHAPE")
     again = pickle.loads(pickle.dumps(error))
-    assert (again.status, again.status_name, str(again)) == (3, "DR_ERROR_INVALID_SHAPE", "invalid shape: x")
+    assert (again.status, again.status_name, str(again)) == (dr.STATUS["DR_ERROR_INVALID_SHAPE"], "DR_ERROR_INVALID_SHAPE", "invalid shape: x")

@@ -1,9 +1,21 @@
-//! The tuning knobs of a plan, their defaults, and the message limits they give.
+//! The tuning knobs of a plan, their defaults, and the message limits they give;
+//! setting one by its `dr_option` (the C and Python surfaces) with its range
+//! checked.
 
+use crate::core::abi::dr_option;
+use crate::core::error::{Error, Result};
+use crate::mpi::library::Switches;
 use crate::planning::messages::{MessageLimits, StridedRuns};
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
 /// exercise the chunked paths with small arrays.
+///
+/// The switches (`strided_sends` to `sleeping_waits`) choose how the exchange moves
+/// data. Each is `None` by default: the switch's `DISTRESHAPE_*` environment
+/// variable decides when it is set to `1` or `0` (the environment only overrides
+/// the defaults), else the choice measured for the MPI library and the node.
+/// `Some(true)` or `Some(false)` forces it for this plan, whatever the
+/// environment says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanOptions {
     /// Most bytes in one MPI message (MPI counts are 32-bit; default `i32::MAX`).
@@ -41,6 +53,27 @@ pub struct PlanOptions {
     /// count; otherwise everything a rank sends is packed into a buffer of exactly
     /// those bytes.
     pub in_place_budget: Option<usize>,
+    /// Long runs at a stride may travel through strided datatypes on both sides
+    /// (`DISTRESHAPE_STRIDED_SENDS`; measured: on under Open MPI, where it was
+    /// faster).
+    pub strided_sends: Option<bool>,
+    /// Long runs at a stride travel through the message slots, packed, above the
+    /// other ways (`DISTRESHAPE_STRIDED_SLOTS`; measured: on unless the library is
+    /// Open MPI, on a node with more than two ranks per processor).
+    pub strided_slots: Option<bool>,
+    /// Every long run at a stride is a message of its own, below slots and above
+    /// strided sends (`DISTRESHAPE_RUN_MESSAGES`; measured: on under MPICH).
+    pub run_messages: Option<bool>,
+    /// This rank proposes that the ranks of its node read one another's long runs
+    /// directly, where the kernel allows it; decided for a communicator at the
+    /// first plan on it that some rank proposes them for
+    /// (`DISTRESHAPE_DIRECT_READS`; measured: on a node with more than two ranks
+    /// per processor).
+    pub direct_reads: Option<bool>,
+    /// The plan's waits on a node with more ranks than processors sleep between
+    /// polls once they have yielded a while (`DISTRESHAPE_SLEEPING_WAITS`;
+    /// measured: on under MPICH, whose waits spin).
+    pub sleeping_waits: Option<bool>,
 }
 
 impl Default for PlanOptions {
@@ -51,6 +84,11 @@ impl Default for PlanOptions {
             run_budget: PlanOptions::DEFAULT_RUN_BUDGET,
             window: PlanOptions::DEFAULT_WINDOW,
             in_place_budget: None,
+            strided_sends: None,
+            strided_slots: None,
+            run_messages: None,
+            direct_reads: None,
+            sleeping_waits: None,
         }
     }
 }
@@ -100,6 +138,55 @@ impl PlanOptions {
     /// datatypes pay (Open MPI); other short runs are packed.
     pub const STRIDED_SHORT_BYTES: usize = 1 << 10;
 
+    /// Sets `option` to `value` as C and Python pass it: a size or count in its
+    /// range, a switch 1 (on) or 0 (off), and -1 for the default. A value out of
+    /// range is [`Error::InvalidOption`] naming the option, the value and the
+    /// range, and leaves the options unchanged.
+    pub fn set(&mut self, option: dr_option, value: i64) -> Result<()> {
+        use dr_option::*;
+        let defaults = PlanOptions::default();
+        let sized = |default: usize, max: i64| match value {
+            -1 => Ok(default),
+            n => in_range(option, n, (1, max)),
+        };
+        let switch = || match value {
+            -1 => Ok(None),
+            n => in_range(option, n, (0, 1)).map(|on| Some(on == 1)),
+        };
+        match option {
+            DR_OPTION_MAX_MESSAGE_BYTES => {
+                self.max_message_bytes = sized(defaults.max_message_bytes, i32::MAX.into())?
+            }
+            DR_OPTION_SLOT_BYTES => self.slot_bytes = sized(defaults.slot_bytes, i64::MAX)?,
+            DR_OPTION_RUN_BUDGET => self.run_budget = sized(defaults.run_budget, i64::MAX)?,
+            DR_OPTION_WINDOW => self.window = sized(defaults.window, i64::MAX)?,
+            DR_OPTION_IN_PLACE_BUDGET => {
+                self.in_place_budget = match value {
+                    -1 => None,
+                    n => Some(in_range(option, n, (0, i64::MAX))?),
+                }
+            }
+            DR_OPTION_STRIDED_SENDS => self.strided_sends = switch()?,
+            DR_OPTION_STRIDED_SLOTS => self.strided_slots = switch()?,
+            DR_OPTION_RUN_MESSAGES => self.run_messages = switch()?,
+            DR_OPTION_DIRECT_READS => self.direct_reads = switch()?,
+            DR_OPTION_SLEEPING_WAITS => self.sleeping_waits = switch()?,
+        }
+        Ok(())
+    }
+
+    /// The switches of these options, completed by the environment variables.
+    pub(crate) fn switches(&self) -> Switches {
+        Switches {
+            strided_sends: self.strided_sends,
+            strided_slots: self.strided_slots,
+            run_messages: self.run_messages,
+            direct_reads: self.direct_reads,
+            sleeping_waits: self.sleeping_waits,
+        }
+        .with_environment()
+    }
+
     /// The message limits when the busiest rank talks to `peers` ranks per
     /// direction, with long strided runs travelling as `strided_runs` (agreed by
     /// the ranks).
@@ -127,5 +214,49 @@ impl PlanOptions {
         let bound = PlanOptions::IN_PLACE_BUDGET_FLOOR
             .max(buffer_bytes / PlanOptions::IN_PLACE_BUDGET_DIVISOR);
         bound - bound / PlanOptions::IN_PLACE_MPI_SHARE
+    }
+}
+
+/// `value` of `option` when it is in `[min, max]` (and fits a `usize`).
+fn in_range(option: dr_option, value: i64, (min, max): (i64, i64)) -> Result<usize> {
+    (min..=max)
+        .contains(&value)
+        .then(|| usize::try_from(value).ok())
+        .flatten()
+        .ok_or_else(|| {
+            Error::InvalidOption(format!(
+                "options.{} = {value} is out of range: {min} to {max}, or -1 for the default",
+                option.name()
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_takes_every_option_by_key_and_refuses_what_is_out_of_range() {
+        let mut options = PlanOptions::default();
+        for option in dr_option::ALL {
+            options.set(option, 1).unwrap();
+        }
+        assert_eq!(options.switches().sleeping_waits, Some(true));
+        assert_eq!((options.window, options.in_place_budget), (1, Some(1)));
+        options.set(dr_option::DR_OPTION_STRIDED_SENDS, 0).unwrap();
+        options.set(dr_option::DR_OPTION_WINDOW, -1).unwrap();
+        assert_eq!(options.strided_sends, Some(false));
+        assert_eq!(options.window, PlanOptions::DEFAULT_WINDOW);
+        let before = options;
+        let refused = options
+            .set(dr_option::DR_OPTION_RUN_MESSAGES, 2)
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "invalid plan option: options.run_messages = 2 is out of range: 0 to 1, or -1 for the default"
+        );
+        assert_eq!(options, before);
+        options.set(dr_option::DR_OPTION_DIRECT_READS, -1).unwrap();
+        assert_eq!(options.direct_reads, None);
     }
 }

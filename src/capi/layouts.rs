@@ -3,11 +3,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::boundary::{elem_size, guard, shape_arg};
 use crate::capi::handles::dr_plan;
-use crate::capi::options::{dr_plan_options, options_arg};
-use crate::capi::plans::{MPI_Comm, missing_plan, plan_ref, store_plan};
+use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
+use crate::capi::plans::{MPI_Comm, checked_args, plan_ref, store_plan};
 use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridBox;
@@ -206,24 +207,53 @@ pub unsafe extern "C" fn dr_plan_create_layouts_with_options(
     options: *const dr_plan_options,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let (layouts, options) = unsafe {
-            (
-                layout_args(dtype, in_layout, out_layout),
-                options_arg(options),
-            )
-        };
-        let args = layouts.and_then(|a| match (missing_plan(plan), &options) {
-            (Some(e), _) => Err(e),
-            (None, Err(e)) => Err(e.clone()),
-            (None, Ok(_)) => Ok(a),
-        });
-        let created = Plan::create_from_layouts(comm, args, options.unwrap_or_default())?;
-        // SAFETY: plan is non-null (checked and agreed above).
-        unsafe { store_plan(created, plan) };
-        Ok(())
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let layouts = layout_args(dtype, in_layout, out_layout);
+        create_layouts_plan(comm, layouts, options_arg(options), plan)
     })
+}
+
+/// `dr_plan_create_layouts` with every option of `*options` (NULL for the
+/// defaults), made with `dr_options_create` and set with `dr_options_set`,
+/// agreed as `dr_plan_create_configured` agrees them.
+///
+/// # Safety
+/// As `dr_plan_create_layouts`; `options` NULL or from `dr_options_create` and
+/// not freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create_layouts_configured(
+    dtype: DtypeCode,
+    in_layout: *const dr_layout,
+    out_layout: *const dr_layout,
+    comm: MPI_Comm,
+    options: *const dr_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let layouts = layout_args(dtype, in_layout, out_layout);
+        create_layouts_plan(comm, layouts, configured(options), plan)
+    })
+}
+
+/// Plans between the layouts of `args` with `options` (agreeing an error in
+/// either, or a NULL `plan`, like any argument error) and stores the plan in
+/// `*plan`.
+///
+/// # Safety
+/// `plan` NULL or writable.
+unsafe fn create_layouts_plan(
+    comm: MPI_Comm,
+    args: Result<LayoutArgs>,
+    options: Result<PlanOptions>,
+    plan: *mut *mut dr_plan,
+) -> Result<()> {
+    let args = checked_args(args, &options, plan);
+    let created = Plan::create_from_layouts(comm, args, options.unwrap_or_default())?;
+    // SAFETY: plan is non-null (checked and agreed above).
+    unsafe { store_plan(created, plan) };
+    Ok(())
 }
 
 /// The plan's arguments from C: the dtype and the two layouts.

@@ -6,7 +6,7 @@
 //! boundary, the last error, the shared argument decoding), [`slab_args`] (a slab
 //! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
-//! in flight), [`options`] (`dr_plan_options`), [`layouts`] (grid layouts and
+//! in flight), [`options`] (`dr_plan_options`, `dr_options`), [`layouts`] (grid layouts and
 //! the plans between them), [`library`] (version, balanced
 //! slabs, test hooks).
 #![allow(non_camel_case_types)]
@@ -23,7 +23,7 @@ mod slab_args;
 pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::dr_plan;
 pub(crate) use handles::dr_request;
-pub(crate) use options::{dr_plan_options, options_arg};
+pub(crate) use options::{configured, dr_options};
 pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, plan_ref};
 pub(crate) use requests::begin_request;
 pub(crate) use slab_args::{SlabArgs, SlabSide};

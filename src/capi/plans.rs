@@ -2,7 +2,7 @@
 //! options), querying, executing and destroying plans. Thin: decoding, the panic
 //! boundary and the statuses over [`Plan`].
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
@@ -10,9 +10,9 @@ use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::boundary::guard;
 use crate::capi::handles::{dr_plan, dr_request, orphan};
-use crate::capi::options::{dr_plan_options, options_arg};
+use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
 use crate::capi::slab_args::{SlabArgs, SlabSide};
-use crate::core::abi::{DtypeCode, dr_path, dr_status};
+use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
 use crate::mpi::status::require_mpi;
@@ -280,6 +280,36 @@ pub unsafe extern "C" fn dr_plan_create_with_options(
     guard(|| unsafe { create_plan(comm, args.decode(Notation::C), options_arg(options), plan) })
 }
 
+/// `dr_plan_create` with every option of `*options` (NULL for the defaults),
+/// made with `dr_options_create` and set with `dr_options_set`: a value it
+/// refused on any rank is `DR_ERROR_INVALID_OPTION` on every rank, the message
+/// naming the option, its value and the rank. The options may differ between
+/// ranks, as for `dr_plan_create_with_options`.
+///
+/// # Safety
+/// As `dr_plan_create`; `options` NULL or from `dr_options_create` and not freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_create_configured(
+    dtype: DtypeCode,
+    ndims: i32,
+    gshape: *const i64,
+    split: i32,
+    comm: MPI_Comm,
+    local_len: i64,
+    new_ndims: i32,
+    new_gshape: *const i64,
+    new_split: i32,
+    new_local_len: i64,
+    options: *const dr_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    let input = SlabSide::new(ndims, gshape, split);
+    let output = SlabSide::new(new_ndims, new_gshape, new_split);
+    let args = SlabArgs::new(dtype, input, output, local_len, new_local_len);
+    // SAFETY: as documented.
+    guard(|| unsafe { create_plan(comm, args.decode(Notation::C), configured(options), plan) })
+}
+
 /// Plans `args` with `options` (agreeing an error in either, or a NULL `plan`,
 /// like any argument error) and stores the plan in `*plan`.
 ///
@@ -291,15 +321,25 @@ pub(crate) unsafe fn create_plan(
     options: Result<PlanOptions>,
     plan: *mut *mut dr_plan,
 ) -> Result<()> {
-    let checked = args.and_then(|a| match (missing_plan(plan), &options) {
-        (Some(e), _) => Err(e),
-        (None, Err(e)) => Err(e.clone()),
-        (None, Ok(_)) => Ok(a),
-    });
+    let checked = checked_args(args, &options, plan);
     let created = Plan::create(comm, checked, options.unwrap_or_default())?;
     // SAFETY: plan is non-null (checked and agreed above).
     unsafe { store_plan(created, plan) };
     Ok(())
+}
+
+/// `args`, unless `options` or a NULL `plan` is an error: the first error, to
+/// agree like any argument error.
+pub(crate) fn checked_args<A>(
+    args: Result<A>,
+    options: &Result<PlanOptions>,
+    plan: *mut *mut dr_plan,
+) -> Result<A> {
+    args.and_then(|a| match (missing_plan(plan), options) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.clone()),
+        (None, Ok(_)) => Ok(a),
+    })
 }
 
 /// The error of a NULL `plan` output pointer, to agree like any argument error.
@@ -548,6 +588,68 @@ unsafe fn execute(
             pre,
         )
     }
+}
+
+/// Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
+/// rank on an error the caller found on this rank before calling (its own checks,
+/// an allocation that failed): `caller_status` (`DR_SUCCESS` when it found none)
+/// with `caller_message` (NULL for the status's text). Collective on every plan,
+/// even one that moves nothing between ranks: every rank returns the same status,
+/// with the message of the lowest failing rank (naming that rank), the caller's
+/// error and the library's checks agreed in the one `MPI_Allreduce` the execution
+/// pays. With a caller's error on any rank nothing is read or written, and this
+/// rank's buffers may be NULL. A `caller_status` that is not a `dr_status` is
+/// agreed as `DR_ERROR_INTERNAL`. The C++ one-shot `reshape` runs on it.
+///
+/// # Safety
+/// As `dr_plan_execute_sized`; `caller_message` NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_agreeing(
+    plan: *const dr_plan,
+    r#in: *const c_void,
+    in_elems: i64,
+    out: *mut c_void,
+    out_capacity: i64,
+    caller_status: StatusCode,
+    caller_message: *const c_char,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let caller = unsafe { caller_error(caller_status, caller_message) };
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let (b, pre) = c_buffers(plan, (r#in, Some(in_elems)), (out, out_capacity));
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        unsafe {
+            plan.execute_raw_agreeing(
+                b.input.cast(),
+                b.input_bytes,
+                b.output.cast(),
+                b.capacity,
+                caller.or(pre),
+            )
+        }
+    })
+}
+
+/// The error a C caller reports as `status` with `message` (NULL for the
+/// status's text); `None` for `DR_SUCCESS`.
+///
+/// # Safety
+/// `message` NULL or a NUL-terminated string.
+unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Error> {
+    if status == dr_status::DR_SUCCESS as StatusCode {
+        return None;
+    }
+    let detail = match (message.is_null(), dr_status::from_code(status)) {
+        // SAFETY: a NUL-terminated string, as documented.
+        (false, _) => unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned(),
+        (true, Some(known)) => known.message().to_owned(),
+        (true, None) => format!("caller_status = {status} is not a dr_status"),
+    };
+    Some(Error::from_code(status, detail))
 }
 
 /// What the plan does on this rank (local).

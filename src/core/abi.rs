@@ -133,10 +133,110 @@ pub enum dr_path {
     DR_PATH_EXCHANGE = 1,
 }
 
+/// The options of a plan, for `dr_options_set` (the keys of a `dr_options`). Sizes
+/// and counts take -1 for the default; switches take 1 (on), 0 (off) or -1 (the
+/// default: the `DISTRESHAPE_*` environment variable of the switch when it is set
+/// to 1 or 0, else the choice measured for the MPI library and the node). New
+/// options are new enumerators, never new functions (docs/src/abi.md).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum dr_option {
+    /// Most bytes in one MPI message, 1 to 2^31 - 1 (the default).
+    DR_OPTION_MAX_MESSAGE_BYTES = 0,
+    /// The message slots for packed messages, per direction, over all peers, at
+    /// least 1 (default 16 MiB).
+    DR_OPTION_SLOT_BYTES = 1,
+    /// Most runs cut into the messages of one round, and most segments a plan
+    /// lists at creation, at least 1 (default 262144).
+    DR_OPTION_RUN_BUDGET = 2,
+    /// Peers per window on the exchange path, at least 1 (default 64).
+    DR_OPTION_WINDOW = 3,
+    /// Most extra bytes an execution in place on the exchange path takes on a
+    /// rank, 0 or more (default: the larger of 64 MiB and a tenth of the rank's
+    /// buffer, less a 64th of that left to MPI's own buffers).
+    DR_OPTION_IN_PLACE_BUDGET = 4,
+    /// Switch: long runs at a stride may travel as strided sends (both sides
+    /// through datatypes); `DISTRESHAPE_STRIDED_SENDS`, else on under Open MPI.
+    DR_OPTION_STRIDED_SENDS = 5,
+    /// Switch: long runs at a stride travel through the message slots (above the
+    /// other two ways); `DISTRESHAPE_STRIDED_SLOTS`, else on unless the library is
+    /// Open MPI, on a node with more than two ranks per processor.
+    DR_OPTION_STRIDED_SLOTS = 6,
+    /// Switch: every long run at a stride is a message of its own (below slots,
+    /// above strided sends); `DISTRESHAPE_RUN_MESSAGES`, else on under MPICH.
+    DR_OPTION_RUN_MESSAGES = 7,
+    /// Switch: this rank proposes that the ranks of its node read one another's
+    /// long runs directly, where the kernel allows it; `DISTRESHAPE_DIRECT_READS`,
+    /// else on a node with more than two ranks per processor.
+    DR_OPTION_DIRECT_READS = 8,
+    /// Switch: the plan's waits on a node with more ranks than processors sleep
+    /// between polls once they have yielded a while; `DISTRESHAPE_SLEEPING_WAITS`,
+    /// else on under MPICH.
+    DR_OPTION_SLEEPING_WAITS = 9,
+}
+
+/// The option table: every `dr_option` with the name of its [`PlanOptions`]
+/// field (`crate::api::options`), its environment variable if it is a switch.
+/// Generates the list of all options and the lookups; the matches are
+/// exhaustive, so an option missing here does not compile.
+///
+/// [`PlanOptions`]: crate::PlanOptions
+macro_rules! option_table {
+    ($($option:ident => $name:literal $(, $variable:literal)?;)*) => {
+        impl dr_option {
+            /// Every option, in the order of their values (0, 1, 2, ...).
+            pub const ALL: [dr_option; [$(dr_option::$option),*].len()] = [$(dr_option::$option),*];
+
+            /// The option of value `code`, if there is one.
+            pub fn from_code(code: OptionCode) -> Option<dr_option> {
+                dr_option::ALL.into_iter().find(|o| *o as OptionCode == code)
+            }
+
+            /// The option whose name is `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<dr_option> {
+                dr_option::ALL.into_iter().find(|o| o.name() == name)
+            }
+
+            /// The name of the option: its field in `PlanOptions`, its key in
+            /// Python, e.g. `"slot_bytes"`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(dr_option::$option => $name,)*
+                }
+            }
+
+            /// The environment variable that sets the option's default, for a
+            /// switch (`"DISTRESHAPE_STRIDED_SENDS"`); `None` for the others.
+            pub const fn variable(self) -> Option<&'static str> {
+                match self {
+                    $(dr_option::$option => option_table!(@variable $($variable)?),)*
+                }
+            }
+        }
+    };
+    (@variable $variable:literal) => { Some($variable) };
+    (@variable) => { None };
+}
+
+option_table!(
+    DR_OPTION_MAX_MESSAGE_BYTES => "max_message_bytes";
+    DR_OPTION_SLOT_BYTES => "slot_bytes";
+    DR_OPTION_RUN_BUDGET => "run_budget";
+    DR_OPTION_WINDOW => "window";
+    DR_OPTION_IN_PLACE_BUDGET => "in_place_budget";
+    DR_OPTION_STRIDED_SENDS => "strided_sends", "DISTRESHAPE_STRIDED_SENDS";
+    DR_OPTION_STRIDED_SLOTS => "strided_slots", "DISTRESHAPE_STRIDED_SLOTS";
+    DR_OPTION_RUN_MESSAGES => "run_messages", "DISTRESHAPE_RUN_MESSAGES";
+    DR_OPTION_DIRECT_READS => "direct_reads", "DISTRESHAPE_DIRECT_READS";
+    DR_OPTION_SLEEPING_WAITS => "sleeping_waits", "DISTRESHAPE_SLEEPING_WAITS";
+);
+
 /// A dtype as passed by C: read as an integer so that invalid values are caught.
 pub type DtypeCode = i32;
 /// A status as passed by C to `dr_status_string`: read as an integer.
 pub type StatusCode = i32;
+/// An option as passed by C to `dr_options_set`: read as an integer.
+pub type OptionCode = i32;
 
 /// A static C string of `text` (a literal without a NUL of its own), checked when
 /// the crate compiles.
@@ -271,6 +371,13 @@ mod tests {
         assert_eq!(dr_status::ALL.len(), 16);
         assert_eq!(dr_dtype::ALL.len(), 13);
         assert_eq!(dr_status::from_code(16), None);
+        for (value, option) in dr_option::ALL.iter().enumerate() {
+            assert_eq!(*option as usize, value);
+            assert_eq!(dr_option::from_code(value as i32), Some(*option));
+            assert_eq!(dr_option::from_name(option.name()), Some(*option));
+        }
+        assert_eq!(dr_option::ALL.len(), 10);
+        assert_eq!(dr_option::from_code(10), None);
         assert_eq!(dr_dtype::from_code(-1), None);
     }
 

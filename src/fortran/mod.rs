@@ -10,8 +10,8 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, create_plan, dr_plan,
-    dr_plan_options, dr_request, guard, options_arg, plan_ref, shape_arg,
+    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, configured, create_plan,
+    dr_options, dr_plan, dr_request, guard, plan_ref, shape_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
@@ -62,11 +62,11 @@ pub unsafe extern "C" fn dr_fortran_reshape(
     })
 }
 
-/// `dr_plan_create_with_options` for the Fortran module (arguments in Fortran
+/// `dr_plan_create_configured` for the Fortran module (arguments in Fortran
 /// notation).
 ///
 /// # Safety
-/// As `dr_plan_create_with_options`.
+/// As `dr_plan_create_configured`.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn dr_fortran_plan_create(
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn dr_fortran_plan_create(
     new_gshape: *const i64,
     new_split: i32,
     new_local_len: i64,
-    options: *const dr_plan_options,
+    options: *const dr_options,
     plan: *mut *mut dr_plan,
 ) -> dr_status {
     let input = SlabSide::new(ndims, gshape, split);
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn dr_fortran_plan_create(
         create_plan(
             comm,
             args.decode(Notation::Fortran),
-            options_arg(options),
+            configured(options),
             plan,
         )
     })

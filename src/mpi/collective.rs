@@ -11,8 +11,14 @@ use crate::mpi::status::{check, count};
 use crate::mpi::waiting::complete_collective;
 
 /// Gathers `mine` (the same length on every rank) from every rank of `comm`, in
-/// rank order, into `all`, which holds `mine.len()` values per rank.
-pub fn allgather_i64(comm: ffi::MPI_Comm, mine: &[i64], all: &mut [i64]) -> Result<()> {
+/// rank order, into `all`, which holds `mine.len()` values per rank; waits as
+/// [`complete_collective`] does, `sleeping` or not.
+pub fn allgather_i64(
+    comm: ffi::MPI_Comm,
+    sleeping: bool,
+    mine: &[i64],
+    all: &mut [i64],
+) -> Result<()> {
     let each = count(mine.len())?;
     let (send, receive) = (mine.as_ptr().cast::<c_void>(), all.as_mut_ptr().cast());
     // SAFETY: `all` holds mine.len() values per rank (caller's contract); both
@@ -21,6 +27,7 @@ pub fn allgather_i64(comm: ffi::MPI_Comm, mine: &[i64], all: &mut [i64]) -> Resu
     let code = unsafe {
         let int64 = ffi::RSMPI_INT64_T;
         complete_collective(
+            sleeping,
             || ffi::MPI_Allgather(send, each, int64, receive, each, int64, comm),
             |request| ffi::MPI_Iallgather(send, each, int64, receive, each, int64, comm, request),
         )
@@ -29,9 +36,10 @@ pub fn allgather_i64(comm: ffi::MPI_Comm, mine: &[i64], all: &mut [i64]) -> Resu
 }
 
 /// Reduces `send` element-wise with `op` over the ranks of `comm` into `receive`
-/// (as long as `send`).
+/// (as long as `send`); waits as [`complete_collective`] does, `sleeping` or not.
 pub fn allreduce_i64(
     comm: ffi::MPI_Comm,
+    sleeping: bool,
     op: ffi::MPI_Op,
     send: &[i64],
     receive: &mut [i64],
@@ -44,6 +52,7 @@ pub fn allreduce_i64(
     let code = unsafe {
         let int64 = ffi::RSMPI_INT64_T;
         complete_collective(
+            sleeping,
             || ffi::MPI_Allreduce(send, receive, n, int64, op, comm),
             |request| ffi::MPI_Iallreduce(send, receive, n, int64, op, comm, request),
         )

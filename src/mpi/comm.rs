@@ -12,7 +12,7 @@ use mpi::ffi;
 
 use crate::core::error::{Error, Result};
 use crate::mpi::collective::{allgather_i64, allreduce_i64};
-use crate::mpi::cross_memory::NodeReads;
+use crate::mpi::cross_memory::{Node, NodeReads};
 use crate::mpi::datatypes::StridedDatatypes;
 use crate::mpi::library::is_smpi;
 use crate::mpi::node::oversubscribed;
@@ -73,6 +73,9 @@ pub struct Comm {
     first_tag: u64,
     /// The datatypes of this plan's strided messages, kept for its executions.
     strided_datatypes: StridedDatatypes,
+    /// Whether this plan's waits on an oversubscribed node sleep between polls
+    /// once they have yielded a while (its option `sleeping_waits`).
+    sleeping: bool,
 }
 
 // SAFETY: the handle is only used through MPI calls, made by the plans only on
@@ -88,8 +91,9 @@ impl Comm {
     /// The private duplicate of `caller` (collective over it the first time, local
     /// afterwards) with this plan's tags. Fails without communicating when MPI is
     /// not usable or `caller` is MPI_COMM_NULL or an intercommunicator. Every MPI
-    /// call on `caller` runs with MPI_ERRORS_RETURN as its error handler.
-    pub fn for_plan(caller: RawComm) -> Result<Comm> {
+    /// call on `caller` runs with MPI_ERRORS_RETURN as its error handler. The
+    /// plan's waits sleep between polls after a while when `sleeping`.
+    pub fn for_plan(caller: RawComm, sleeping: bool) -> Result<Comm> {
         require_mpi()?;
         // SAFETY: reading an MPI constant handle.
         if caller == unsafe { ffi::RSMPI_COMM_NULL } {
@@ -109,6 +113,7 @@ impl Comm {
             first_tag: (plan % PLAN_SLOTS) * shared.tags_per_plan,
             shared,
             strided_datatypes: StridedDatatypes::default(),
+            sleeping,
         })
     }
 
@@ -134,11 +139,18 @@ impl Comm {
     }
 
     /// Decides which ranks of this node this rank reads directly, unless an
-    /// earlier plan did ([`NodeReads::establish`]): collective, to be called at the
-    /// same plan creation on every rank.
-    pub fn establish_node_reads(&self) -> Result<()> {
+    /// earlier plan did ([`NodeReads::establish`], this rank `proposed` direct
+    /// reads or not): collective, to be called at the same plan creation on every
+    /// rank.
+    pub fn establish_node_reads(&self, proposed: bool) -> Result<()> {
         if self.shared.node_reads.get().is_none() {
-            let reads = NodeReads::establish(self.raw(), self.rank(), is_smpi())?;
+            let node = Node {
+                rank: self.rank(),
+                smpi: is_smpi(),
+                proposed,
+                sleeping: self.sleeping,
+            };
+            let reads = NodeReads::establish(self.raw(), node)?;
             let _ = self.shared.node_reads.set(reads);
         }
         Ok(())
@@ -158,6 +170,12 @@ impl Comm {
     /// The datatypes of this plan's strided messages.
     pub fn strided_datatypes(&self) -> &StridedDatatypes {
         &self.strided_datatypes
+    }
+
+    /// Whether the plan's waits on an oversubscribed node sleep between polls
+    /// once they have yielded a while.
+    pub fn sleeping(&self) -> bool {
+        self.sleeping
     }
 
     /// This process's rank.
@@ -183,7 +201,7 @@ impl Comm {
         send.copy_from_slice(values);
         // SAFETY: reading an MPI constant handle.
         let max = unsafe { ffi::RSMPI_MAX };
-        allreduce_i64(self.raw(), max, send, values)
+        allreduce_i64(self.raw(), self.sleeping, max, send, values)
     }
 
     /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
@@ -197,7 +215,7 @@ impl Comm {
             )));
         }
         all.resize(n, 0);
-        allgather_i64(self.raw(), mine, all)
+        allgather_i64(self.raw(), self.sleeping, mine, all)
     }
 
     /// The dimensions of the communicator's Cartesian topology (the caller's: the
@@ -237,6 +255,7 @@ impl Comm {
         let code = unsafe {
             let uint8 = ffi::RSMPI_UINT8_T;
             complete_collective(
+                self.sleeping,
                 || ffi::MPI_Bcast(at, n, uint8, root, comm),
                 |request| ffi::MPI_Ibcast(at, n, uint8, root, comm, request),
             )

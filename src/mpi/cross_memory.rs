@@ -10,7 +10,7 @@
 //!
 //! Which ranks may read each other is decided once per private communicator, at
 //! the first plan on it that some rank proposes direct reads for
-//! ([`crate::mpi::library::proposed_direct_reads`], collective): the ranks of each
+//! ([`crate::mpi::library::Switches::proposed_direct_reads`], collective): the ranks of each
 //! node (`MPI_Comm_split_type`) gather one another's process ids and the address
 //! of a probe word, each reads every other's probe, and the node agrees (a
 //! minimum over its ranks) that all its pairs read directly or none does. Ranks that share a process (SimGrid's SMPI runs
@@ -29,7 +29,6 @@ use mpi::ffi;
 
 use crate::core::error::{Error, Result};
 use crate::mpi::collective::{allgather_i64, allreduce_i64};
-use crate::mpi::library::proposed_direct_reads;
 use crate::mpi::status::check;
 use crate::mpi::transport::ReadRun;
 
@@ -60,17 +59,19 @@ struct NodePeer {
 const ANNOUNCED: usize = 3;
 
 impl NodeReads {
-    /// Decides which ranks of `comm` this rank (`rank`) reads directly: collective
-    /// over `comm`, whose error handler returns. None when the MPI library is
-    /// SimGrid's SMPI (`smpi`, the same on every rank), whose ranks share one
-    /// process, or when the platform has no cross-memory attach.
-    pub fn establish(comm: ffi::MPI_Comm, rank: usize, smpi: bool) -> Result<NodeReads> {
-        if smpi || !cfg!(direct_reads) {
+    /// Decides which ranks of `comm` this rank (`node.rank`) reads directly:
+    /// collective over `comm`, whose error handler returns. None when the MPI
+    /// library is SimGrid's SMPI (`node.smpi`, the same on every rank), whose
+    /// ranks share one process, or when the platform has no cross-memory attach.
+    pub fn establish(comm: ffi::MPI_Comm, node: Node) -> Result<NodeReads> {
+        let rank = node.rank;
+        if node.smpi || !cfg!(direct_reads) {
             return Ok(NodeReads::none());
         }
-        let node = NodeComm::split(comm, rank)?;
+        let proposed = node.proposed;
+        let node = NodeComm::split(comm, node)?;
         let members = node.gather(rank)?;
-        let readable = proposed_direct_reads()
+        let readable = proposed
             && members
                 .iter()
                 .all(|m| m.peer.rank == rank || m.answers_probe());
@@ -200,10 +201,25 @@ unsafe fn read_chunk(_pid: libc::pid_t, _runs: &[ReadRun]) -> std::result::Resul
     Err(libc::ENOSYS)
 }
 
+/// What the decision of direct reads knows of this rank.
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    /// This rank in the plan's communicator.
+    pub rank: usize,
+    /// The MPI library is SimGrid's SMPI.
+    pub smpi: bool,
+    /// This rank proposes direct reads (the plan's option `direct_reads`).
+    pub proposed: bool,
+    /// Its waits sleep between polls after a while (the option `sleeping_waits`).
+    pub sleeping: bool,
+}
+
 /// The ranks of one node, as a communicator of their own while the decision is
 /// made.
 struct NodeComm {
     raw: ffi::MPI_Comm,
+    /// Whether its collectives' waits sleep after a while.
+    sleeping: bool,
 }
 
 impl Drop for NodeComm {
@@ -215,7 +231,8 @@ impl Drop for NodeComm {
 
 impl NodeComm {
     /// The ranks of `comm` that share this rank's node (collective over `comm`).
-    fn split(comm: ffi::MPI_Comm, rank: usize) -> Result<NodeComm> {
+    fn split(comm: ffi::MPI_Comm, node: Node) -> Result<NodeComm> {
+        let rank = node.rank;
         // SAFETY: reading MPI constant handles.
         let (mut raw, shared, info) = unsafe {
             (
@@ -227,7 +244,10 @@ impl NodeComm {
         // SAFETY: a valid communicator and a writable handle.
         let code = unsafe { ffi::MPI_Comm_split_type(comm, shared, rank as c_int, info, &mut raw) };
         check(code, "MPI_Comm_split_type")?;
-        Ok(NodeComm { raw })
+        Ok(NodeComm {
+            raw,
+            sleeping: node.sleeping,
+        })
     }
 
     /// Gathers what every rank of the node announces.
@@ -240,7 +260,7 @@ impl NodeComm {
         let pid = unsafe { libc::getpid() };
         let mine = [rank as i64, i64::from(pid), &raw const PROBE as i64];
         let mut all = vec![0i64; ANNOUNCED * size as usize];
-        allgather_i64(self.raw, &mine, &mut all)?;
+        allgather_i64(self.raw, self.sleeping, &mine, &mut all)?;
         Ok(all
             .chunks(ANNOUNCED)
             .map(|m| NodeMember {
@@ -258,7 +278,7 @@ impl NodeComm {
         let mut all = [0];
         // SAFETY: reading an MPI constant handle.
         let min = unsafe { ffi::RSMPI_MIN };
-        allreduce_i64(self.raw, min, &[i64::from(mine)], &mut all)?;
+        allreduce_i64(self.raw, self.sleeping, min, &[i64::from(mine)], &mut all)?;
         Ok(all[0] != 0)
     }
 }

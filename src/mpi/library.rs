@@ -37,88 +37,128 @@ use std::sync::OnceLock;
 
 use mpi::ffi;
 
+use crate::core::abi::dr_option;
 use crate::mpi::node::crowded;
 use crate::planning::messages::StridedRuns;
 
-/// The environment variable that overrides the measured choice of strided sends:
-/// `1` lets the exchange send through strided datatypes, `0` does not.
-pub const STRIDED_SENDS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SENDS";
-
-/// The environment variable that overrides the measured choice of slots: `1`
-/// makes long strided runs travel through the slots, `0` does not (it takes
-/// precedence over [`STRIDED_SENDS_VARIABLE`]).
-pub const STRIDED_SLOTS_VARIABLE: &str = "DISTRESHAPE_STRIDED_SLOTS";
-
-/// The environment variable that overrides the measured choice of run messages:
-/// `1` makes every long run a message of its own, `0` does not (below
-/// [`STRIDED_SLOTS_VARIABLE`], above [`STRIDED_SENDS_VARIABLE`]).
-pub const RUN_MESSAGES_VARIABLE: &str = "DISTRESHAPE_RUN_MESSAGES";
-
-/// The environment variable that overrides the measured choice of direct reads
-/// ([`crate::mpi::cross_memory`]): `1` lets the ranks of a node read one another's
-/// long runs directly where the kernel allows it, `0` does not.
-pub const DIRECT_READS_VARIABLE: &str = "DISTRESHAPE_DIRECT_READS";
-
-/// The environment variable that overrides the measured choice of sleeping waits
-/// ([`crate::mpi::waiting`]): `1` lets this process's waits on a node with more
-/// ranks than processors sleep between polls once they have yielded a while,
-/// `0` makes them only yield.
-pub const SLEEPING_WAITS_VARIABLE: &str = "DISTRESHAPE_SLEEPING_WAITS";
-
-/// Whether this process's waits on an oversubscribed node sleep between polls
-/// once they have yielded a while: as [`SLEEPING_WAITS_VARIABLE`] says, else when
-/// the library is MPICH. Decided once per process; each process waits its own way.
-pub fn sleeping_waits() -> bool {
-    static SLEEPING_WAITS: OnceLock<bool> = OnceLock::new();
-    *SLEEPING_WAITS.get_or_init(|| {
-        switch(SLEEPING_WAITS_VARIABLE).unwrap_or_else(|| library_version().contains("MPICH"))
-    })
+/// A plan's switches of how its exchange moves data (the options `strided_sends`,
+/// `strided_slots`, `run_messages`, `direct_reads` and `sleeping_waits`): each
+/// forced on (`Some(true)`), off (`Some(false)`), or left open (`None`) to the
+/// switch's `DISTRESHAPE_*` environment variable, else to the choice measured for
+/// the MPI library and the node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Long runs at a stride may travel through strided datatypes on both sides;
+    /// measured: on under Open MPI.
+    pub strided_sends: Option<bool>,
+    /// Long runs at a stride travel through the slots (above the other two);
+    /// measured: on unless the library is Open MPI, on a node with more than two
+    /// ranks per processor.
+    pub strided_slots: Option<bool>,
+    /// Every long run at a stride is a message of its own (below slots, above
+    /// strided sends); measured: on under MPICH.
+    pub run_messages: Option<bool>,
+    /// This rank proposes that the ranks of its node read one another's long runs
+    /// directly ([`crate::mpi::cross_memory`]); measured: on a node with more than
+    /// two ranks per processor.
+    pub direct_reads: Option<bool>,
+    /// Waits on a node with more ranks than processors sleep between polls once
+    /// they have yielded a while ([`crate::mpi::waiting`]); measured: on under
+    /// MPICH.
+    pub sleeping_waits: Option<bool>,
 }
 
-/// Whether this rank proposes that the ranks of its node read one another's long
-/// runs directly: as [`DIRECT_READS_VARIABLE`] says, else on a node with more
-/// than two ranks per processor. Decided once per process; the node agrees on it
-/// ([`crate::mpi::cross_memory`]).
-pub fn proposed_direct_reads() -> bool {
-    static DIRECT_READS: OnceLock<bool> = OnceLock::new();
-    *DIRECT_READS.get_or_init(|| switch(DIRECT_READS_VARIABLE).unwrap_or_else(crowded))
-}
+impl Switches {
+    /// These switches with the ones left open taken from the `DISTRESHAPE_*`
+    /// environment variables (read once per process: reading allocates).
+    pub fn with_environment(self) -> Switches {
+        static ENVIRONMENT: OnceLock<Switches> = OnceLock::new();
+        let set = ENVIRONMENT.get_or_init(|| Switches {
+            strided_sends: switch(dr_option::DR_OPTION_STRIDED_SENDS),
+            strided_slots: switch(dr_option::DR_OPTION_STRIDED_SLOTS),
+            run_messages: switch(dr_option::DR_OPTION_RUN_MESSAGES),
+            direct_reads: switch(dr_option::DR_OPTION_DIRECT_READS),
+            sleeping_waits: switch(dr_option::DR_OPTION_SLEEPING_WAITS),
+        });
+        Switches {
+            strided_sends: self.strided_sends.or(set.strided_sends),
+            strided_slots: self.strided_slots.or(set.strided_slots),
+            run_messages: self.run_messages.or(set.run_messages),
+            direct_reads: self.direct_reads.or(set.direct_reads),
+            sleeping_waits: self.sleeping_waits.or(set.sleeping_waits),
+        }
+    }
 
-/// True when the MPI library is SimGrid's SMPI, whose ranks are threads of one
-/// process.
-pub fn is_smpi() -> bool {
-    static SMPI: OnceLock<bool> = OnceLock::new();
-    *SMPI.get_or_init(|| library_version().contains("SMPI"))
-}
+    /// Whether waits on an oversubscribed node sleep between polls once they
+    /// have yielded a while: as the switch says, else when the library is MPICH.
+    pub fn sleeping_waits(&self) -> bool {
+        self.sleeping_waits.unwrap_or_else(|| library().mpich)
+    }
 
-/// How this rank proposes that long strided runs travel: through the slots when
-/// [`STRIDED_SLOTS_VARIABLE`] is `1`, or when it is not `0` and the library is
-/// not Open MPI on a node with more than two ranks per processor; else a message
-/// per run when [`RUN_MESSAGES_VARIABLE`] is `1`, or when it is not `0` and the
-/// library is MPICH; else through strided datatypes on both sides when
-/// [`STRIDED_SENDS_VARIABLE`] is `1`, or when it is not `0` and the library is
-/// Open MPI; else through strided receives only.
-/// Decided once per process (reading the environment allocates); MPI need not be
-/// initialized.
-pub fn proposed_strided_runs() -> StridedRuns {
-    static STRIDED_RUNS: OnceLock<StridedRuns> = OnceLock::new();
-    *STRIDED_RUNS.get_or_init(|| {
-        let version = library_version();
-        let (open_mpi, mpich) = (version.contains("Open MPI"), version.contains("MPICH"));
-        let slots = switch(STRIDED_SLOTS_VARIABLE).unwrap_or_else(|| !open_mpi && crowded());
-        let run_messages = switch(RUN_MESSAGES_VARIABLE).unwrap_or(mpich);
-        let sends = switch(STRIDED_SENDS_VARIABLE).unwrap_or(open_mpi);
+    /// Whether this rank proposes that the ranks of its node read one another's
+    /// long runs directly: as the switch says, else on a node with more than two
+    /// ranks per processor. The node agrees on it ([`crate::mpi::cross_memory`]).
+    pub fn proposed_direct_reads(&self) -> bool {
+        self.direct_reads.unwrap_or_else(crowded)
+    }
+
+    /// How this rank proposes that long strided runs travel: through the slots
+    /// when `strided_slots` is on, or open and the library is not Open MPI on a
+    /// node with more than two ranks per processor; else a message per run when
+    /// `run_messages` is on, or open and the library is MPICH; else through
+    /// strided datatypes on both sides when `strided_sends` is on, or open and the
+    /// library is Open MPI; else through strided receives only. MPI need not be
+    /// initialized.
+    pub fn proposed_strided_runs(&self) -> StridedRuns {
+        let Library {
+            open_mpi, mpich, ..
+        } = *library();
+        let slots = self.strided_slots.unwrap_or_else(|| !open_mpi && crowded());
+        let run_messages = self.run_messages.unwrap_or(mpich);
+        let sends = self.strided_sends.unwrap_or(open_mpi);
         match (slots, run_messages, sends) {
             (true, _, _) => StridedRuns::Slots,
             (false, true, _) => StridedRuns::RunMessages,
             (false, false, true) => StridedRuns::StridedDatatypes,
             (false, false, false) => StridedRuns::StridedReceives,
         }
+    }
+}
+
+/// Which MPI library this process runs on, from its version string.
+#[derive(Clone, Copy, Debug)]
+struct Library {
+    /// Open MPI.
+    open_mpi: bool,
+    /// MPICH (or a library built on it).
+    mpich: bool,
+    /// SimGrid's SMPI, whose ranks are threads of one process.
+    smpi: bool,
+}
+
+/// The MPI library, found once per process (reading its version allocates).
+fn library() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        let version = library_version();
+        Library {
+            open_mpi: version.contains("Open MPI"),
+            mpich: version.contains("MPICH"),
+            smpi: version.contains("SMPI"),
+        }
     })
 }
 
-/// The setting of the environment variable `name`: `Some` when it is `1` or `0`.
-fn switch(name: &str) -> Option<bool> {
+/// True when the MPI library is SimGrid's SMPI, whose ranks are threads of one
+/// process.
+pub fn is_smpi() -> bool {
+    library().smpi
+}
+
+/// The setting of the environment variable of the switch `option`: `Some` when it
+/// is `1` or `0`.
+fn switch(option: dr_option) -> Option<bool> {
+    let name = option.variable()?;
     match std::env::var(name).as_deref().map(str::trim) {
         Ok("1") => Some(true),
         Ok("0") => Some(false),

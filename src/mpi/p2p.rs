@@ -102,8 +102,10 @@ unsafe fn start_bytes(
         })
 }
 
-/// Completes every request of `requests` (see [`Transport::complete_all`]).
-fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
+/// Completes every request of `requests` (see [`Transport::complete_all`]),
+/// waiting as [`poll_giving_way`] does, `sleeping` or not, on an oversubscribed
+/// node.
+fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool, sleeping: bool) -> Result<bool> {
     injected_exchange_fault()?;
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;
@@ -111,10 +113,13 @@ fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<boo
     let code = unsafe {
         let statuses = ffi::RSMPI_STATUSES_IGNORE;
         match blocking {
-            true if oversubscribed() => poll_giving_way(|| {
-                let code = ffi::MPI_Testall(n, all, &mut done, statuses);
-                (code, done != 0)
-            }),
+            true if oversubscribed() => poll_giving_way(
+                || {
+                    let code = ffi::MPI_Testall(n, all, &mut done, statuses);
+                    (code, done != 0)
+                },
+                sleeping,
+            ),
             true => ffi::MPI_Waitall(n, all, statuses),
             false => ffi::MPI_Testall(n, all, &mut done, statuses),
         }
@@ -213,7 +218,7 @@ impl Transport for Comm {
     }
 
     fn complete_all(&self, requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
-        complete_all(requests, blocking)
+        complete_all(requests, blocking, self.sleeping())
     }
 
     fn complete_some(
@@ -236,10 +241,13 @@ impl Transport for Comm {
             let statuses = ffi::RSMPI_STATUSES_IGNORE;
             match blocking {
                 // Until a request completes, or none is active (MPI_UNDEFINED).
-                true if oversubscribed() => poll_giving_way(|| {
-                    let code = ffi::MPI_Testsome(n, all, &mut done, indices, statuses);
-                    (code, done != 0)
-                }),
+                true if oversubscribed() => poll_giving_way(
+                    || {
+                        let code = ffi::MPI_Testsome(n, all, &mut done, indices, statuses);
+                        (code, done != 0)
+                    },
+                    self.sleeping(),
+                ),
                 true => ffi::MPI_Waitsome(n, all, &mut done, indices, statuses),
                 false => ffi::MPI_Testsome(n, all, &mut done, indices, statuses),
             }

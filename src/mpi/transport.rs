@@ -101,7 +101,7 @@ pub struct ListPart<'a, L> {
 }
 
 /// Most parts of one message made of block lists.
-pub const MAX_LIST_PARTS: usize = 2;
+pub(crate) const MAX_LIST_PARTS: usize = 2;
 
 /// Copies the bytes of `from`'s blocks, in order, into `to`'s blocks (the same
 /// number of bytes, laid out in blocks of their own).

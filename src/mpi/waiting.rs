@@ -3,7 +3,7 @@
 //! than it has processors, by polling with `MPI_Testall` / `MPI_Testsome` /
 //! `MPI_Test` (a collective in its non-blocking form) and giving the processor away
 //! between polls (`sched_yield`, and on MPICH short sleeps once a wait has yielded
-//! a while, [`crate::mpi::library::sleeping_waits`]).
+//! a while, [`crate::mpi::library::Switches::sleeping_waits`], a plan's choice).
 //!
 //! MPICH's waits spin. On an oversubscribed node a rank spinning for a message takes
 //! the processor from the rank that would send it: measured with 4 ranks on 2
@@ -18,7 +18,6 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
-use crate::mpi::library::sleeping_waits;
 use crate::mpi::node::oversubscribed;
 
 /// How many times a wait yields the processor (`sched_yield`) between polls
@@ -36,14 +35,9 @@ const YIELDING_POLLS: u32 = 16;
 const SLEEP_BETWEEN_POLLS: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Polls `test` until it reports completion or fails, yielding the processor
-/// between polls, or, where waits sleep, sleeping [`SLEEP_BETWEEN_POLLS`] after
-/// the first [`YIELDING_POLLS`]; returns the status code of the last poll.
-pub fn poll_giving_way(test: impl FnMut() -> (i32, bool)) -> i32 {
-    poll_until(test, sleeping_waits())
-}
-
-/// [`poll_giving_way`], sleeping after a while when `sleeping`.
-fn poll_until(mut test: impl FnMut() -> (i32, bool), sleeping: bool) -> i32 {
+/// between polls, or, when `sleeping`, sleeping [`SLEEP_BETWEEN_POLLS`] after the
+/// first [`YIELDING_POLLS`]; returns the status code of the last poll.
+pub fn poll_giving_way(mut test: impl FnMut() -> (i32, bool), sleeping: bool) -> i32 {
     let mut polls = 0u32;
     loop {
         let (code, done) = test();
@@ -61,9 +55,10 @@ fn poll_until(mut test: impl FnMut() -> (i32, bool), sleeping: bool) -> i32 {
 
 /// Runs a collective to completion: `blocking` (MPI's blocking call) unless the
 /// node is [`oversubscribed`], else `start` (its non-blocking form, which sets the
-/// request) polled with `MPI_Test`, giving the processor away between polls.
-/// Returns MPI's status code.
+/// request) polled with `MPI_Test`, giving the processor away between polls
+/// (sleeping after a while when `sleeping`). Returns MPI's status code.
 pub fn complete_collective(
+    sleeping: bool,
     blocking: impl FnOnce() -> c_int,
     start: impl FnOnce(&mut ffi::MPI_Request) -> c_int,
 ) -> c_int {
@@ -76,13 +71,16 @@ pub fn complete_collective(
     if code != 0 {
         return code;
     }
-    poll_giving_way(|| {
-        let mut done: c_int = 0;
-        // SAFETY: `request` is the collective's, started above; the buffers `start`
-        // was given outlive this function, which returns only once it completed.
-        let code = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        (code, done != 0)
-    })
+    poll_giving_way(
+        || {
+            let mut done: c_int = 0;
+            // SAFETY: `request` is the collective's, started above; the buffers `start`
+            // was given outlive this function, which returns only once it completed.
+            let code = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            (code, done != 0)
+        },
+        sleeping,
+    )
 }
 
 #[cfg(test)]
@@ -94,7 +92,7 @@ mod tests {
         for sleeping in [false, true] {
             let mut polls = 0;
             let last = YIELDING_POLLS + 3;
-            let done = poll_until(
+            let done = poll_giving_way(
                 || {
                     polls += 1;
                     (0, polls == last)
@@ -102,7 +100,7 @@ mod tests {
                 sleeping,
             );
             assert_eq!((done, polls), (0, last));
-            assert_eq!(poll_until(|| (5, false), sleeping), 5);
+            assert_eq!(poll_giving_way(|| (5, false), sleeping), 5);
         }
     }
 }

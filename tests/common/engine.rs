@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use distreshape::testing::{
-    DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network,
-    NetworkReport, Participant, Progress, RankPlan, Route, proposed_window_width,
+    DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network, NetworkReport,
+    Participant, Progress, RankPlan, Route, proposed_window_width,
 };
 use proptest::prelude::*;
 
@@ -271,7 +271,14 @@ fn panic_mid_exchange<'n>(
     let results = on_every_rank(network, exchanges, |r, exchange, endpoint| {
         catch_unwind(AssertUnwindSafe(|| {
             let input = &in_bufs[r];
-            execute_rank(&plans[r], exchange, endpoint, runs[r], all_out_of_place, input)
+            execute_rank(
+                &plans[r],
+                exchange,
+                endpoint,
+                runs[r],
+                all_out_of_place,
+                input,
+            )
         }))
         .unwrap_or_else(|panic| Err(panic_message(&*panic)))
     });

@@ -462,16 +462,11 @@ void expect_error(const std::string& name, Call&& call, dr_status expected,
         std::printf("%-52s -> %s\n", name.c_str(), message.empty() ? "no error" : message.c_str());
 }
 
-// What bad_rank says about its input one short of `elems`, and the others about it.
+// The library's message, on every rank, about bad_rank's input one short of `elems`.
 std::string short_input_text(std::size_t elems)
 {
-    return "buffer too small: the input holds " + std::to_string(elems - 1) +
-           " elements but this rank's input is " + std::to_string(elems) + " elements";
-}
-
-std::string short_input_elsewhere()
-{
-    return "the input of rank " + std::to_string(bad_rank) + " is too short";
+    return "the input buffer holds " + std::to_string(elems - 1) + " elements but rank " +
+           std::to_string(bad_rank) + " holds " + std::to_string(elems) + " input elements";
 }
 
 void check_errors()
@@ -536,11 +531,9 @@ void check_errors()
         }, DR_ERROR_BUFFER_TOO_SMALL, text, text);
     }
     if (bad_in > 0) {
-        // execute passes the input's length to the library, whose message every rank
-        // gets; reshape's wrapper finds it: bad_rank says what, the others its rank.
-        const std::string library = "the input buffer holds " + std::to_string(bad_in - 1) +
-                                    " elements but rank " + std::to_string(bad_rank);
-        const std::string own = short_input_text(bad_in);
+        // execute and reshape pass the input's length to the library, whose message
+        // every rank gets.
+        const std::string library = short_input_text(bad_in);
         const std::vector<double> shorter(in.begin(), in.end() - (bad ? 1 : 0));
         expect_error("execute: input one short on one rank", [&] { p.execute(shorter, out); },
                      DR_ERROR_BUFFER_TOO_SMALL, library, library);
@@ -550,7 +543,7 @@ void check_errors()
         expect_error("reshape: input one short on one rank", [&] {
             (void)dr::reshape(shorter, c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c),
                               c.new_gshape, c.out.split);
-        }, DR_ERROR_BUFFER_TOO_SMALL, short_input_elsewhere(), own);
+        }, DR_ERROR_BUFFER_TOO_SMALL, library, library);
     }
     const std::size_t bad_both = std::max(bad_in, bad_out);
     const std::string in_place_text = "out_capacity = " + std::to_string(bad_both - 1);
@@ -575,19 +568,21 @@ void check_errors()
         std::vector<double> in_still(local.input_elems() - (bad ? 1 : 0));
         (void)dr::reshape(in_still, still.in.shape, still.in.split, MPI_COMM_WORLD,
                           local_len(still), still.new_gshape, still.out.split);
-    }, DR_ERROR_BUFFER_TOO_SMALL, short_input_elsewhere(), short_input_text(local.input_elems()));
+    }, DR_ERROR_BUFFER_TOO_SMALL, short_input_text(local.input_elems()),
+       short_input_text(local.input_elems()));
 
     // 2^60 bytes of output on one rank, beyond any address space: the allocation
     // fails there, and every rank throws before anything is read from `dummy`.
     const std::int64_t huge = std::int64_t{1} << 57;
     const double dummy = 0;
+    const std::string allocation_text = "the output of " + std::to_string(huge) +
+                                        " elements could not be allocated (rank " +
+                                        std::to_string(bad_rank) + ")";
     expect_error("reshape: output allocation failing on one rank", [&] {
         const std::int64_t n = huge + nranks - 1;
         (void)dr::reshape(&dummy, {n}, 0, MPI_COMM_WORLD, dr::balanced_slab(n, nranks, rank).len,
                           {n}, 0, bad ? huge : 1);
-    }, DR_ERROR_BUFFER_TOO_SMALL, "the output of rank " + std::to_string(bad_rank) +
-       " could not be allocated", "the output of " + std::to_string(huge) +
-       " elements could not be allocated");
+    }, DR_ERROR_BUFFER_TOO_SMALL, allocation_text, allocation_text);
 
     expect_error("balanced_slab(10, 4, 4) on one rank (local)", [&] {
         if (bad)
@@ -598,6 +593,8 @@ void check_errors()
 // Plans with tuning knobs: tiny limits (cut, packed and windowed messages, in place
 // in rounds of a few bytes) on every case, every element checked; a knob out of
 // range on one rank throws DR_ERROR_INVALID_OPTION everywhere, naming it and the rank.
+void check_switches(const reshape_case& c);
+
 void check_options()
 {
     dr::options tiny;
@@ -633,6 +630,37 @@ void check_options()
         dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
                            c.out.split, target(c), bad_window);
     }, DR_ERROR_INVALID_OPTION, who, text);
+    check_switches(c);
+}
+
+// Every switch forced on, then off, with tiny limits (so that long runs at a stride
+// take the ways the switches choose): every element checked, out of place and in
+// place; a switch of 2 on one rank throws DR_ERROR_INVALID_OPTION everywhere.
+void check_switches(const reshape_case& c)
+{
+    for (const std::int64_t on : {1, 0}) {
+        dr::options forced;
+        forced.slot_bytes = 1;
+        forced.strided_sends = forced.strided_slots = forced.run_messages = on;
+        forced.direct_reads = forced.sleeping_waits = on;
+        for (const reshape_case& one : cases()) {
+            dr::plan<double> p(one.in.shape, one.in.split, MPI_COMM_WORLD, local_len(one),
+                               one.new_gshape, one.out.split, target(one), forced);
+            const std::string name = one.name + " with every switch " + std::to_string(on);
+            check_runs(p, one, name);
+            std::vector<double> buf(std::max(p.input_elems(), p.output_elems()));
+            fill(buf.data(), one.in);
+            p.execute_in_place(buf);
+            check_output(buf.data(), one.out, name + " in place");
+        }
+    }
+    dr::options bad_switch;
+    bad_switch.sleeping_waits = rank == bad_rank ? 2 : -1;
+    const std::string text = "options.sleeping_waits = 2 is out of range";
+    expect_error("plan: sleeping_waits 2 on one rank", [&] {
+        dr::plan<double> p(c.in.shape, c.in.split, MPI_COMM_WORLD, local_len(c), c.new_gshape,
+                           c.out.split, target(c), bad_switch);
+    }, DR_ERROR_INVALID_OPTION, text, text);
 }
 
 void check_moves()

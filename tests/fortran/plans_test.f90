@@ -154,9 +154,9 @@ contains
   end subroutine check_nonblocking
 
   !> Plans with options: tiny limits (cut, packed, windowed messages; in place
-  !> in rounds of a few bytes), every element checked; a knob out of range on
-  !> the last rank only: DR_ERROR_INVALID_OPTION on every rank, the message
-  !> naming the knob and that rank.
+  !> in rounds of a few bytes) and switches forced, every element checked; a
+  !> knob or a switch out of range on the last rank only: DR_ERROR_INVALID_OPTION
+  !> on every rank, the message naming it and that rank.
   subroutine check_options()
     integer(int32), allocatable :: a(:, :), b(:, :)
     integer(int32), allocatable, target :: buf(:)
@@ -171,6 +171,9 @@ contains
     tiny%run_budget = 4
     tiny%window = 1
     tiny%in_place_budget = 8
+    tiny%strided_slots = 0
+    tiny%run_messages = 1
+    tiny%sleeping_waits = 0
     call dr_plan_create([6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, [3_int64, 14_int64], 2, &
                         plan, mold=a, options=tiny)
     call dr_plan_allocate_output(plan, b)
@@ -192,6 +195,13 @@ contains
     call expect(index(dr_last_error_message(), trim(who)) > 0, &
                 'the message names the last rank: ' // dr_last_error_message())
     call expect(holds_columns(b, new_offset + 1), 'the old plan still held after the failure')
+    bad%window = -1
+    if (rank == nranks - 1) bad%direct_reads = 2
+    call dr_plan_create(DR_DTYPE_INT32, [6_int64, 7_int64], 2, MPI_COMM_WORLD, my_len, &
+                        [3_int64, 14_int64], 2, plan, options=bad, stat=stat)
+    call expect(stat == DR_ERROR_INVALID_OPTION, 'direct_reads 2 on the last rank')
+    call expect(index(dr_last_error_message(), 'options.direct_reads = 2 is out of range') > 0, &
+                'the message names the switch: ' // dr_last_error_message())
     call dr_plan_destroy(plan)
   end subroutine check_options
 

@@ -363,6 +363,31 @@ pub fn long_runs(w: &World) {
         );
     }
     w.passed(&format!("long runs (direct reads: {reads})"));
+    forced_direct_reads(w, &layout(&c.input), &layout(&c.output));
+}
+
+/// The plan option `direct_reads` overrides the environment: forced off, a plan
+/// reads nothing directly (even after an earlier plan on the communicator decided
+/// direct reads); forced on, every rank with a peer reads where the kernel allows.
+fn forced_direct_reads(w: &World, input: &Layout, output: &Layout) {
+    let allowed = w.size > 1 && cfg!(direct_reads) && kernel_allows_sibling_reads();
+    for (forced, expected) in [(false, false), (true, allowed), (false, false)] {
+        let options = PlanOptions {
+            direct_reads: Some(forced),
+            ..PlanOptions::default()
+        };
+        let args = Ok(LayoutArgs::for_element::<u64>(input, output));
+        let plan = Plan::create_from_layouts(w.comm.as_raw(), args, options)
+            .unwrap_or_else(|e| w.fail("forced direct reads", format!("planning: {e}")));
+        let reads = plan.to_string().contains("direct reads");
+        if reads != expected {
+            w.fail(
+                "forced direct reads",
+                format!("direct_reads: Some({forced}): expected direct reads {expected}, the plan says: {plan}"),
+            );
+        }
+    }
+    w.passed("the option direct_reads overrides the environment");
 }
 
 /// True when the kernel lets this process read its sibling processes' memory:

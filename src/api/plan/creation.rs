@@ -9,7 +9,7 @@ use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
-use crate::mpi::library::{proposed_direct_reads, proposed_strided_runs};
+use crate::mpi::library::Switches;
 use crate::planning::args::{
     Checked, FINGERPRINT_LEN, ReshapeArgs, check_local, check_rows_add_up, mismatch,
 };
@@ -60,10 +60,10 @@ pub(super) struct AgreedPlan {
     /// True when some rank sends or receives anything (decided from the layouts).
     pub(super) communicates: bool,
     /// How long strided runs travel: the most cautious way any rank proposes
-    /// ([`crate::mpi::library::proposed_strided_runs`], [`BY_CAUTION`]).
+    /// ([`Switches::proposed_strided_runs`], [`BY_CAUTION`]).
     pub(super) strided_runs: StridedRuns,
     /// True when some rank proposes direct reads between the ranks of a node
-    /// ([`crate::mpi::library::proposed_direct_reads`]; each node then decides).
+    /// ([`Switches::proposed_direct_reads`]; each node then decides).
     pub(super) direct_reads: bool,
 }
 
@@ -85,6 +85,7 @@ pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
     peers_per_window: usize,
+    switches: &Switches,
 ) -> Result<AgreedPlan> {
     let width = planned.as_ref().map_or(Ok(comm.size()), |plan| {
         proposed_window_width(plan, comm.size(), peers_per_window)
@@ -96,8 +97,8 @@ pub(super) fn agree_on_plan(
     let mut piggyback = [
         peers as i64,
         !(proposed as i64),
-        caution(proposed_strided_runs()),
-        i64::from(proposed_direct_reads()),
+        caution(switches.proposed_strided_runs()),
+        i64::from(switches.proposed_direct_reads()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;

@@ -20,6 +20,17 @@ pub(crate) struct Buffers {
 }
 
 impl Buffers {
+    /// The buffers of an execution: `input_len` bytes readable at `input`,
+    /// `capacity` writable at `output`.
+    pub fn new(input: *const u8, input_len: usize, output: *mut u8, capacity: usize) -> Buffers {
+        Buffers {
+            input,
+            input_len,
+            output,
+            capacity,
+        }
+    }
+
     /// True when the execution runs in place (one buffer for both).
     pub fn in_place(&self) -> bool {
         std::ptr::eq(self.input, self.output)

@@ -148,7 +148,7 @@ impl Plan {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
         require_mpi()?;
         let threads = ThreadLevel::of_this_thread()?;
-        let comm = Comm::for_plan(comm)?;
+        let comm = Comm::for_plan(comm, options.switches().sleeping_waits())?;
         let Agreed {
             checked,
             mut gathered,
@@ -199,7 +199,7 @@ impl Plan {
         let dtype = args.as_ref().ok().and_then(|a| a.dtype);
         require_mpi()?;
         let threads = ThreadLevel::of_this_thread()?;
-        let comm = Comm::for_plan(comm)?;
+        let comm = Comm::for_plan(comm, options.switches().sleeping_waits())?;
         let layouts = agree_on_layouts(&comm, args)?;
         let planned = contain_panic(|| {
             let elem_size = layouts.elem_size;
@@ -217,6 +217,7 @@ impl Plan {
         dtype: Option<i32>,
         options: PlanOptions,
     ) -> Result<Plan> {
+        let switches = options.switches();
         let AgreedPlan {
             plan,
             busiest_peers,
@@ -224,9 +225,9 @@ impl Plan {
             communicates,
             strided_runs,
             direct_reads,
-        } = agree_on_plan(&comm, planned, options.window)?;
+        } = agree_on_plan(&comm, planned, options.window, &switches)?;
         let node_reads = match communicates && direct_reads {
-            true => comm.establish_node_reads(),
+            true => comm.establish_node_reads(switches.proposed_direct_reads()),
             false => Ok(()),
         };
         let exchange = node_reads.and_then(|()| {
@@ -238,7 +239,9 @@ impl Plan {
                     messages_per_round(busiest_peers),
                     Progress::for_path(plan.path, window_width),
                     options.run_budget,
-                    |peer| comm.node_reads().reads_from(peer),
+                    // A plan no rank proposed them for reads nothing directly,
+                    // even where an earlier plan on the communicator decided them.
+                    |peer| direct_reads && comm.node_reads().reads_from(peer),
                 )
             })
         });
@@ -493,6 +496,57 @@ impl Plan {
         )))
     }
 
+    /// Executes the plan on raw buffers as [`Plan::execute_raw`] does, first agreeing
+    /// with every rank on `local`, an error the caller found on this rank before
+    /// calling (its own checks of the buffers, a conversion that failed): collective
+    /// on every plan, even one that moves nothing between ranks, so that every rank
+    /// returns the same status, with the message of the lowest failing rank (naming
+    /// that rank). The caller's error and the library's checks of the buffers are
+    /// agreed in the one collective the execution pays anyway; with a `local` error
+    /// the buffers are not touched and may be null. `input` holds `input_len` bytes
+    /// (a shorter input than this rank's is [`Error::BufferTooSmall`], agreed).
+    ///
+    /// # Safety
+    /// `input` must be readable for `input_len` bytes and `output` writable for
+    /// `output_capacity` bytes.
+    pub unsafe fn execute_raw_agreeing(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        local: Option<Error>,
+    ) -> Result<()> {
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, local, Launch::AGREED_BLOCKING) }.map(drop)
+    }
+
+    /// Starts an execution as [`Plan::execute_raw_agreeing`] does (the caller's
+    /// `local` error agreed with the library's checks on every plan), leaving its
+    /// messages in flight; returns whether it already completed.
+    /// [`Plan::progress`] carries it on.
+    ///
+    /// # Safety
+    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched
+    /// until the execution completes or fails.
+    pub unsafe fn begin_raw_agreeing(
+        &self,
+        input: *const u8,
+        input_len: usize,
+        output: *mut u8,
+        output_capacity: usize,
+        local: Option<Error>,
+    ) -> Result<bool> {
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        let how = Launch {
+            blocking: false,
+            ..Launch::AGREED_BLOCKING
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(&buffers, local, how) }
+    }
+
     /// Checks the buffers, agrees on the outcome with every rank, then moves the data.
     ///
     /// # Safety
@@ -505,14 +559,9 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<()> {
-        let buffers = Buffers {
-            input,
-            input_len,
-            output,
-            capacity: output_capacity,
-        };
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch(&buffers, pre, true) }.map(drop)
+        unsafe { self.launch(&buffers, pre, Launch::BLOCKING) }.map(drop)
     }
 
     /// Starts an execution as [`Plan::execute_checked`] does (the same checks and
@@ -530,34 +579,35 @@ impl Plan {
         output_capacity: usize,
         pre: Option<Error>,
     ) -> Result<bool> {
-        let buffers = Buffers {
-            input,
-            input_len,
-            output,
-            capacity: output_capacity,
+        let buffers = Buffers::new(input, input_len, output, output_capacity);
+        let how = Launch {
+            blocking: false,
+            ..Launch::BLOCKING
         };
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch(&buffers, pre, false) }
+        unsafe { self.launch(&buffers, pre, how) }
     }
 
-    /// Checks and agrees, then runs the execution to completion (`blocking`) or
-    /// starts it; returns whether it completed.
+    /// Checks and agrees, then runs the execution to completion (`how.blocking`)
+    /// or starts it; returns whether it completed.
     ///
     /// # Safety
     /// As [`Plan::begin_checked`].
-    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, blocking: bool) -> Result<bool> {
+    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, how: Launch) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
         let mut engines = self.lock();
         let busy = engines.lent || engines.exchange.is_active();
         let pre = pre.or_else(|| busy.then(in_progress));
+        let agreeing = how.always_agree || self.always_agree;
         // SAFETY: forwarded from the caller.
-        let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre) })? else {
+        let Some(run) = (unsafe { self.agreed(&mut engines.in_place, buffers, pre, agreeing) })?
+        else {
             return Ok(true);
         };
         // SAFETY: forwarded from the caller.
-        let started = unsafe { self.run(&mut engines, run, buffers, blocking) };
+        let started = unsafe { self.run(&mut engines, run, buffers, how.blocking) };
         engines.lent = matches!(started, Ok(false));
         started
     }
@@ -655,8 +705,8 @@ impl Plan {
     }
 
     /// Checks one execution's buffers, agrees on the outcome with every rank (when
-    /// the plan communicates) and returns what to run: `None` when there is
-    /// nothing to do on this rank.
+    /// the plan communicates, or `always`) and returns what to run: `None` when
+    /// there is nothing to do on this rank.
     ///
     /// # Safety
     /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes.
@@ -665,6 +715,7 @@ impl Plan {
         route: &mut InPlaceRoute,
         buffers: &Buffers,
         pre: Option<Error>,
+        always: bool,
     ) -> Result<Option<Run>> {
         let rank = self.comm.rank();
         let checked = check_buffers(&self.plan, buffers, rank);
@@ -672,7 +723,7 @@ impl Plan {
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))
             .and_then(|in_place| Ok((in_place, self.prepare(in_place, packed)?)));
-        if !(self.communicates || self.always_agree) {
+        if !(self.communicates || always) {
             return prepared.map(|(_, run)| run);
         }
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
@@ -694,9 +745,13 @@ impl Plan {
         }
     }
 
-    /// Starts an execution on raw buffers without waiting (collective, the same checks and agreement as `execute_raw`); returns whether it already completed. `Plan::progress` carries it on.
+    /// Starts an execution on raw buffers without waiting (collective, the same
+    /// checks and agreement as [`Plan::execute_raw`]); returns whether it already
+    /// completed. [`Plan::progress`] carries it on.
+    ///
     /// # Safety
-    /// As `execute_raw`; the buffers must stay valid and untouched until the execution completes or fails.
+    /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes; the
+    /// buffers must stay valid and untouched until the execution completes or fails.
     pub unsafe fn begin_raw(
         &self,
         input: *const u8,
@@ -707,6 +762,30 @@ impl Plan {
         // SAFETY: forwarded from the caller.
         unsafe { self.begin_checked(input, input_len, output, output_capacity, None) }
     }
+}
+
+/// How an execution is launched.
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    /// Runs it to completion; else starts it, leaving its messages in flight.
+    blocking: bool,
+    /// Agrees on the checks with every rank even when the plan moves nothing
+    /// between ranks (a caller's own error is agreed too).
+    always_agree: bool,
+}
+
+impl Launch {
+    /// A blocking execution agreed when the plan communicates.
+    const BLOCKING: Launch = Launch {
+        blocking: true,
+        always_agree: false,
+    };
+
+    /// A blocking execution agreed on every plan.
+    const AGREED_BLOCKING: Launch = Launch {
+        blocking: true,
+        always_agree: true,
+    };
 }
 
 impl Drop for Plan {
