@@ -113,11 +113,9 @@ impl PlanOptions {
 
     /// The default in-place budget leaves this share of the memory bound to MPI
     /// (one 64th: 1 MiB of 64): the buffers MPI grows itself during an execution
-    /// count against the bound too. Measured at the first execution in place of a
-    /// slab exchange at P = 2 with the whole bound as budget: beyond its staging
-    /// it grew 0.24 MiB under MPICH 4.0 and 0.37 MiB under Open MPI 4.1, where the
-    /// budget had left 0.29 MiB for the schedule being made, so the bound was
-    /// exceeded by 76 KiB.
+    /// count against the bound too: with the whole bound as budget, a first
+    /// execution in place exceeded it (docs/src/performance/analysis.md,
+    /// "Allocations").
     pub const IN_PLACE_MPI_SHARE: usize = 64;
 
     /// Packed messages are capped at no less than this (64 KiB), however many

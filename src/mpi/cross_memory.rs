@@ -4,9 +4,9 @@
 //! message within a node, here for runs at any stride and one system call per
 //! 1024 runs. MPICH 4.0 moves a message that is contiguous at both ends in one
 //! copy, but a strided one (a datatype, or packed through a slot) in two, and a
-//! message per run pays a rendezvous per run: on a node with four ranks per core
-//! the slab exchanges took 1.9-2.1x the contiguous bound every MPI way and
-//! 1.1-1.3x read directly (docs/src/performance/analysis.md).
+//! message per run pays a rendezvous per run; on a crowded node reading directly
+//! beat every MPI way (docs/src/performance/analysis.md, "Direct reads on a
+//! crowded node").
 //!
 //! Which ranks may read each other is decided once per private communicator, at
 //! the first plan on it that some rank proposes direct reads for

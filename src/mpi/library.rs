@@ -4,33 +4,16 @@
 //! proposes its answer when a plan is made and the ranks agree on it, so both ends
 //! of a stream cut the same messages.
 //!
-//! Measured with `examples/bench.rs`, `examples/grid_bench.rs` and
-//! `bench/pencil_messages.c` (docs/src/performance/analysis.md):
-//! - on Open MPI 4.1 a strided send took a slab split change at P = 4 from 61-64
-//!   to 45 ms and bricks to x-pencils at P = 8 from 24-25 to 14-16 ms; on MPICH
-//!   4.0 (ch4:ucx) it was no faster at P = 8 and as often a fifth slower as
-//!   faster at P = 4;
-//! - on MPICH, a receive through a strided datatype is fast only while the two
-//!   ends share a core: with two ranks per core and the partners on different
-//!   cores it took 2.2-2.7x the contiguous bound where a message per run took
-//!   0.86-1.00x, and `grid_bench`'s x -> y pencils fell into that state in two
-//!   runs of three (3.2-3.8x against 1.13-1.32x); with one rank per core a
-//!   message per run took 1.07-1.18x of the bound against 1.12-3.34x, so there
-//!   each long run is a message of its own;
-//! - on MPICH with four ranks per core, a receive through a strided datatype took
-//!   1.7-1.8x the contiguous bound where the same bytes through a slot, unpacked,
-//!   took 1.2-1.3x, and a message per run was no faster than the slot for
-//!   pencils and a fifth slower for bricks.
-//! - with four ranks per core, reading long runs straight from the node peer's
-//!   input ([`crate::mpi::cross_memory`]) took the slab exchanges on MPICH from
-//!   1.9-2.1x the contiguous bound to 1.1-1.3x, and on Open MPI from 1.32-1.50x
-//!   to 1.12-1.17x; pencil transposes at P = 8 from 77-95 ms to 44-51 on MPICH
-//!   and from 31-39 ms to 27-29 on Open MPI. With two ranks per core it was even
-//!   on MPICH and a tenth faster on Open MPI, within the noise.
-//! - with more ranks than processors, waits that sleep between polls once they
-//!   have yielded a while ([`crate::mpi::waiting`]) took pencil transposes at
-//!   P = 8 on MPICH from 56-68 ms to 44-51, but on Open MPI, which yields by
-//!   itself, from 29-34 ms to 37-47: only MPICH's waits sleep.
+//! What the choices rest on was measured with `examples/bench.rs`,
+//! `examples/grid_bench.rs` and `bench/pencil_messages.c`: strided sends pay on
+//! Open MPI 4.1 and not on MPICH 4.0; on MPICH a strided receive is fast only
+//! while both ends share a core, so there each long run is a message of its own;
+//! on a crowded node long runs are read directly from the node peer's input
+//! ([`crate::mpi::cross_memory`]), and only MPICH's waits sleep
+//! ([`crate::mpi::waiting`]). The figures are in
+//! `docs/src/performance/analysis.md` ("Strided sends", "Slots on a crowded
+//! node", "A message per run on MPICH", "Direct reads on a crowded node",
+//! "Listed read runs and sleeping waits").
 
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;

@@ -6,12 +6,11 @@
 //! a while, [`crate::mpi::library::Switches::sleeping_waits`], a plan's choice).
 //!
 //! MPICH's waits spin. On an oversubscribed node a rank spinning for a message takes
-//! the processor from the rank that would send it: measured with 4 ranks on 2
-//! cores, an in-place schedule of 39 rounds ran 15 times slower than the same data
-//! out of place, and 1.9 times with yielding waits. The same holds for the
-//! agreement that starts every execution (an `MPI_Allreduce`): with 8 ranks on 2
-//! cores it took 12-30 ms of a 80 ms pencil transpose. Open MPI yields by itself
-//! when oversubscribed; yielding here too changes nothing there. On a node with a
+//! the processor from the rank that would send it, in the exchange and in the
+//! agreement that starts every execution (an `MPI_Allreduce`); yielding waits
+//! give it back (docs/src/performance/analysis.md, "P = 4 on 2 cores", "Grid
+//! layouts on shared cores" and "Listed read runs and sleeping waits"). Open MPI yields by itself when
+//! oversubscribed; yielding here too changes nothing there. On a node with a
 //! processor per rank the waits are MPI's own.
 
 use std::os::raw::c_int;
@@ -28,10 +27,8 @@ const YIELDING_POLLS: u32 = 16;
 /// times, where waits sleep. A rank that yields stays runnable, so on a crowded
 /// node the scheduler sees every processor busy while the ranks queued on one
 /// may all be waiting: sleeping takes the rank off its run queue, and an idle
-/// processor pulls a rank that has work. Measured with MPICH at P = 8 on 2 cores
-/// (docs/src/performance/analysis.md, "Listed read runs and sleeping waits"):
-/// the agreement's processor time per execution fell from up to 5 ms to 0.1 ms,
-/// and pencil transposes took a fifth less time.
+/// processor pulls a rank that has work (measured on MPICH:
+/// docs/src/performance/analysis.md, "Listed read runs and sleeping waits").
 const SLEEP_BETWEEN_POLLS: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Polls `test` until it reports completion or fails, yielding the processor

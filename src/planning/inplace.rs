@@ -296,14 +296,12 @@ pub struct RankSchedule {
 
 /// Pieces of at least this many bytes travel as messages of their own, straight
 /// between the buffers; smaller ones to the same peer are grouped into one message
-/// (an MPI datatype over them, no copy). Measured on MPICH 4.0 (shared memory):
-/// grouping 4 KiB pieces scattered over the buffer into 16 MiB messages took 20
-/// times as long as sending them one by one, while 256-byte pieces one by one took
-/// 4 times as long as grouped in 32 KiB.
+/// (an MPI datatype over them, no copy): on MPICH large grouped messages are slow
+/// and small pieces alone are slower (docs/src/performance/analysis.md, "In
+/// place with data to move").
 pub(crate) const DIRECT_BYTES: usize = 1 << 10;
 
-/// Most bytes in one grouped message (MPICH's eager size on shared memory: larger
-/// noncontiguous messages were several times slower).
+/// Most bytes in one grouped message (MPICH's eager size on shared memory).
 pub(crate) const GROUPED_BYTES: usize = 32 << 10;
 
 /// The messages of a round's sends or receives (sorted by peer, then source offset,
@@ -328,8 +326,8 @@ pub fn messages(transfers: &[PieceMove]) -> impl Iterator<Item = &[PieceMove]> {
 /// Most bytes every rank may send for executions in place on the exchange path to
 /// pack them all and move them in one round rather than follow a schedule
 /// (`Unscheduled::Small`, when also within every rank's budget): copying that
-/// little costs less than the schedule's rounds (`small_latency`, 0.5 MiB per
-/// rank: 0.33 ms in three rounds against 0.15 ms out of place).
+/// little costs less than the schedule's rounds (docs/src/performance/analysis.md,
+/// "In place with data to move").
 pub(crate) const PACK_ALL_BYTES: usize = 1 << 20;
 
 /// Most bytes in one piece of a schedule ([`Problem::chunk`]).

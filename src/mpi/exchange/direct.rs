@@ -28,9 +28,8 @@ use crate::planning::schedule::{ScheduledStream, Side};
 
 /// Streams whose joint runs average at least the direct message size
 /// ([`MessageLimits::direct_bytes`], 64 KiB) over this move by direct reads:
-/// measured at P = 8 on 2 cores (docs/src/performance/analysis.md), 56 KB runs
-/// packed through the slots took 1.6x their time read directly, 4 KB runs read
-/// directly gained nothing and 512 B runs lost 1.4x.
+/// long runs gain from being read, short ones lose (docs/src/performance/analysis.md,
+/// "Direct reads on a crowded node").
 const READ_BYTES_DIVISOR: u64 = 2;
 
 /// Most runs read in one call of [`Transport::read`].

@@ -20,7 +20,7 @@
 //! packed message that is scattered in the local buffer goes through the stream's
 //! slot (packed before the send, unpacked after the receive). Measured
 //! (docs/src/performance/analysis.md), a datatype on the sending side of long runs
-//! pays on Open MPI 4.1 (a sixth to two fifths off), not on MPICH 4.0, where one
+//! pays on Open MPI 4.1, not on MPICH 4.0, where one
 //! on the receiving side is fast only while both ends share a core and a message
 //! per run is not slower; over short runs neither datatype beats a pack and a
 //! contiguous message (`bench/datatypes.c`). Packed messages are capped so the
