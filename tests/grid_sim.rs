@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use distreshape::testing::{
-    BlockLengths, GridBox, GridLayout, LayoutSide as Side, MessageCutter, MessageKind,
-    MessageLimits, Messages, Placement, RankPlan, Redistribution, RegionRuns, Run, Segment,
-    StridedRuns, nothing_moves,
+    BlockLengths, GridBox, GridLayout, MessageCutter, MessageKind, MessageLimits, Messages,
+    Placement, RankPlan, Redistribution, RegionRuns, ReshapeSide, Run, Segment, StridedRuns,
+    nothing_moves,
 };
 
 use common::STRIDED_RUNS;
@@ -189,12 +189,12 @@ struct Seen {
 /// True when some group of the reshape has several non-unit axes on both sides.
 fn has_many_to_many(plan: &Redistribution) -> bool {
     let groups = plan.groups();
-    let non_unit = |side: Side, axes: std::ops::Range<usize>| {
+    let non_unit = |side: ReshapeSide, axes: std::ops::Range<usize>| {
         axes.filter(|&a| groups.shape(side)[a] > 1).count()
     };
     groups.groups().iter().any(|g| {
-        non_unit(Side::Input, g.input_axes.clone()) > 1
-            && non_unit(Side::Output, g.output_axes.clone()) > 1
+        non_unit(ReshapeSide::Input, g.input_axes.clone()) > 1
+            && non_unit(ReshapeSide::Output, g.output_axes.clone()) > 1
     })
 }
 

@@ -11,7 +11,7 @@ use crate::distribution::layout::checked_product;
 
 /// One side of a reshape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
+pub enum ReshapeSide {
     /// The shape before the reshape.
     Input,
     /// The shape after the reshape.
@@ -32,10 +32,10 @@ pub struct Group {
 
 impl Group {
     /// The group's axes on `side`.
-    pub fn axes(&self, side: Side) -> Range<usize> {
+    pub fn axes(&self, side: ReshapeSide) -> Range<usize> {
         match side {
-            Side::Input => self.input_axes.clone(),
-            Side::Output => self.output_axes.clone(),
+            ReshapeSide::Input => self.input_axes.clone(),
+            ReshapeSide::Output => self.output_axes.clone(),
         }
     }
 }
@@ -92,10 +92,10 @@ impl Groups {
     }
 
     /// The shape on `side`.
-    pub fn shape(&self, side: Side) -> &[u64] {
+    pub fn shape(&self, side: ReshapeSide) -> &[u64] {
         match side {
-            Side::Input => &self.input,
-            Side::Output => &self.output,
+            ReshapeSide::Input => &self.input,
+            ReshapeSide::Output => &self.output,
         }
     }
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridLayout;
-use crate::distribution::groups::{Groups, Side};
+use crate::distribution::groups::{Groups, ReshapeSide};
 use crate::distribution::region::{Region, RegionRuns, shared_elements};
 
 /// Elements exchanged with one peer.
@@ -82,12 +82,16 @@ impl Redistribution {
 
     /// The elements `rank` holds on input. O(ndims).
     pub fn input_region(&self, rank: usize) -> Region {
-        Region::new(&self.groups, Side::Input, self.input.rank_box(rank))
+        Region::new(&self.groups, ReshapeSide::Input, self.input.rank_box(rank))
     }
 
     /// The elements `rank` holds on output. O(ndims).
     pub fn output_region(&self, rank: usize) -> Region {
-        Region::new(&self.groups, Side::Output, self.output.rank_box(rank))
+        Region::new(
+            &self.groups,
+            ReshapeSide::Output,
+            self.output.rank_box(rank),
+        )
     }
 
     /// The rank `receiver` takes the input box of `holder` from (see the module
@@ -116,7 +120,7 @@ impl Redistribution {
     /// never `receiver` itself.
     pub fn receives(&self, receiver: usize) -> Vec<PeerVolume> {
         let out = self.output_region(receiver);
-        let mut transfers: Vec<PeerVolume> = candidates(&self.input, &out, Side::Input)
+        let mut transfers: Vec<PeerVolume> = candidates(&self.input, &out, ReshapeSide::Input)
             .filter_map(|holder| {
                 let peer = self.source(receiver, holder);
                 if peer == receiver {
@@ -139,7 +143,7 @@ impl Redistribution {
         }
         let from = self.input_region(sender);
         let mut transfers = Vec::new();
-        for block in candidates(&self.output, &from, Side::Output) {
+        for block in candidates(&self.output, &from, ReshapeSide::Output) {
             let elems = shared_elements(&from, &self.output_region(block));
             if elems == 0 {
                 continue;
@@ -161,7 +165,7 @@ impl Redistribution {
 fn candidates<'a>(
     layout: &'a GridLayout,
     region: &Region,
-    side: Side,
+    side: ReshapeSide,
 ) -> impl Iterator<Item = usize> + 'a {
     let blocks: Vec<Vec<usize>> = match region.bounds_in(side) {
         None => Vec::new(),
@@ -191,7 +195,7 @@ fn candidates<'a>(
 fn axis_blocks(
     layout: &GridLayout,
     region: &Region,
-    side: Side,
+    side: ReshapeSide,
     axis: usize,
     bound: &Range<u64>,
 ) -> Vec<usize> {

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::distribution::grid::GridBox;
-use crate::distribution::groups::{Groups, Side};
+use crate::distribution::groups::{Groups, ReshapeSide};
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::runs::Run;
 use crate::distribution::subbox::{SharedCursor, SubBox, shared_count};
@@ -22,7 +22,7 @@ use crate::distribution::subbox::{SharedCursor, SubBox, shared_count};
 #[derive(Clone, Debug)]
 pub struct Region {
     groups: Arc<Groups>,
-    side: Side,
+    side: ReshapeSide,
     offsets: Vec<u64>,
     extents: Vec<u64>,
     len: u64,
@@ -32,7 +32,7 @@ impl Region {
     /// The elements of `b`, a box of the shape on `side` of `groups`. O(ndims).
     ///
     /// Panics when `b` does not have one entry per axis of that shape.
-    pub fn new(groups: &Arc<Groups>, side: Side, b: GridBox) -> Region {
+    pub fn new(groups: &Arc<Groups>, side: ReshapeSide, b: GridBox) -> Region {
         assert_eq!(
             b.offsets.len(),
             groups.shape(side).len(),
@@ -58,7 +58,7 @@ impl Region {
     }
 
     /// The side whose shape the box is a box of.
-    pub fn side(&self) -> Side {
+    pub fn side(&self) -> ReshapeSide {
         self.side
     }
 
@@ -85,7 +85,7 @@ impl Region {
     /// For each axis of the shape on `side`, a range holding the coordinate of every
     /// element of the region (exact on the region's own side and on groups with one
     /// axis per side), or `None` when the region is empty. O(ndims).
-    pub fn bounds_in(&self, side: Side) -> Option<Vec<Range<u64>>> {
+    pub fn bounds_in(&self, side: ReshapeSide) -> Option<Vec<Range<u64>>> {
         if self.is_empty() {
             return None;
         }
@@ -108,7 +108,12 @@ impl Region {
     /// `axis` is the only axis of extent > 1 of its group on `side` (then its
     /// coordinates are the group's digits) and the region's restriction to that group
     /// has at most `limit` runs. O(ndims + runs · axes).
-    pub fn projection(&self, side: Side, axis: usize, limit: u64) -> Option<Vec<Range<u64>>> {
+    pub fn projection(
+        &self,
+        side: ReshapeSide,
+        axis: usize,
+        limit: u64,
+    ) -> Option<Vec<Range<u64>>> {
         if self.is_empty() {
             return Some(Vec::new());
         }
@@ -383,17 +388,17 @@ mod tests {
             let groups = Arc::new(Groups::new(&input, &output).unwrap());
             let (bi, bo) = (region_box(&mut rng, &input), region_box(&mut rng, &output));
             let other_side = if rng.below(4) == 0 {
-                Side::Input
+                ReshapeSide::Input
             } else {
-                Side::Output
+                ReshapeSide::Output
             };
-            let bo = if other_side == Side::Input {
+            let bo = if other_side == ReshapeSide::Input {
                 region_box(&mut rng, &input)
             } else {
                 bo
             };
             let (a, b) = (
-                Region::new(&groups, Side::Input, bi.clone()),
+                Region::new(&groups, ReshapeSide::Input, bi.clone()),
                 Region::new(&groups, other_side, bo.clone()),
             );
             let ma = members(&input, &bi.offsets, &bi.extents);
@@ -419,17 +424,17 @@ mod tests {
             let mut down: Vec<Run> = RegionRuns::new(&b, &a).descending().collect();
             down.reverse();
             assert_eq!(down, runs, "{ctx}");
-            check_bounds(&groups, &a, &ma, Side::Output, &output);
-            check_bounds(&groups, &b, &mb, Side::Input, &input);
-            check_projections(&a, &ma, Side::Output, &output);
-            check_projections(&a, &ma, Side::Input, &input);
-            check_projections(&b, &mb, Side::Input, &input);
+            check_bounds(&groups, &a, &ma, ReshapeSide::Output, &output);
+            check_bounds(&groups, &b, &mb, ReshapeSide::Input, &input);
+            check_projections(&a, &ma, ReshapeSide::Output, &output);
+            check_projections(&a, &ma, ReshapeSide::Input, &input);
+            check_projections(&b, &mb, ReshapeSide::Input, &input);
         }
     }
 
     /// Where the region lists its projection on an axis of `side`, it is exactly the
     /// coordinates its members take there.
-    fn check_projections(r: &Region, m: &[u64], side: Side, shape: &[u64]) {
+    fn check_projections(r: &Region, m: &[u64], side: ReshapeSide, shape: &[u64]) {
         for axis in 0..shape.len() {
             let Some(ranges) = r.projection(side, axis, u64::MAX) else {
                 continue;
@@ -444,7 +449,7 @@ mod tests {
     }
 
     /// Every member's coordinates lie within the region's bounds on `side`.
-    fn check_bounds(groups: &Groups, r: &Region, m: &[u64], side: Side, shape: &[u64]) {
+    fn check_bounds(groups: &Groups, r: &Region, m: &[u64], side: ReshapeSide, shape: &[u64]) {
         assert_eq!(groups.shape(side), shape);
         let Some(bounds) = r.bounds_in(side) else {
             assert!(m.is_empty());
@@ -474,7 +479,7 @@ pub(crate) mod test_regions {
 
     use super::Region;
     use crate::distribution::grid::GridBox;
-    use crate::distribution::groups::{Groups, Side};
+    use crate::distribution::groups::{Groups, ReshapeSide};
 
     /// Two boxes of one shape as an input and an output region, with their members.
     #[derive(Clone, Debug)]
@@ -498,8 +503,8 @@ pub(crate) mod test_regions {
                 RegionPair {
                     a_members: members(&shape, &a),
                     b_members: members(&shape, &b),
-                    a: Region::new(&groups, Side::Input, a),
-                    b: Region::new(&groups, Side::Output, b),
+                    a: Region::new(&groups, ReshapeSide::Input, a),
+                    b: Region::new(&groups, ReshapeSide::Output, b),
                 }
             })
         })

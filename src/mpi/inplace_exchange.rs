@@ -14,7 +14,7 @@ use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::mpi::inplace_messages::{Grouped, GroupedMessages};
 use crate::mpi::transport::{BlockShape, Bytes, Channel, Transport, copy_blocks};
-use crate::planning::inplace::{PieceMove, RankSchedule, messages};
+use crate::planning::inplace::{PieceMove, RankSchedule, round_messages};
 use crate::planning::schedule::Side;
 
 /// One rank's in-place schedule with its staging, requests, and the block lists
@@ -116,8 +116,8 @@ impl<T: Transport> ScheduledExchange<T> {
                 unsafe { buffers.stage(t) };
             }
         }
-        let receives = messages(&round_moves.receives).map(|m| (m, Side::Receive));
-        let sends = messages(&round_moves.sends).map(|m| (m, Side::Send));
+        let receives = round_messages(&round_moves.receives).map(|m| (m, Side::Receive));
+        let sends = round_messages(&round_moves.sends).map(|m| (m, Side::Send));
         let mut grouped = self.grouped.round(round);
         let mut posted = 0;
         for (pieces, side) in receives.chain(sends) {

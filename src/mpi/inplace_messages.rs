@@ -8,11 +8,11 @@
 
 use crate::core::error::Result;
 use crate::mpi::transport::{Block, Envelope, ListPart, Transport};
-use crate::planning::inplace::{PieceMove, RankSchedule, messages};
+use crate::planning::inplace::{PieceMove, RankSchedule, round_messages};
 use crate::planning::schedule::Side;
 
 /// Every round's messages of several pieces, each round's receives then its sends
-/// in the order of [`messages`].
+/// in the order of [`round_messages`].
 pub struct GroupedMessages<L> {
     rounds: Vec<Vec<Grouped<L>>>,
 }
@@ -25,8 +25,8 @@ impl<L> GroupedMessages<L> {
         transport: &T,
     ) -> Result<GroupedMessages<L>> {
         let rounds = schedule.rounds.iter().map(|round| {
-            let receives = messages(&round.receives).map(|m| (m, Side::Receive));
-            let sends = messages(&round.sends).map(|m| (m, Side::Send));
+            let receives = round_messages(&round.receives).map(|m| (m, Side::Receive));
+            let sends = round_messages(&round.sends).map(|m| (m, Side::Send));
             receives
                 .chain(sends)
                 .filter(|(pieces, _)| pieces.len() > 1)

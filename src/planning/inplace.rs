@@ -267,7 +267,7 @@ impl PieceMove {
 }
 
 /// What one rank does in one round, in this order: copy `stage` from the buffer to
-/// the staging, post the [`messages`] of `receives` and `sends` (each sorted by
+/// the staging, post the [`round_messages`] of `receives` and `sends` (each sorted by
 /// peer, then source offset: the same order on both sides), copy `moves`, complete
 /// the messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -299,23 +299,23 @@ pub struct RankSchedule {
 /// (an MPI datatype over them, no copy): on MPICH large grouped messages are slow
 /// and small pieces alone are slower (docs/src/performance/analysis.md, "In
 /// place with data to move").
-pub(crate) const DIRECT_BYTES: usize = 1 << 10;
+pub(crate) const ALONE_BYTES: usize = 1 << 10;
 
 /// Most bytes in one grouped message (MPICH's eager size on shared memory).
 pub(crate) const GROUPED_BYTES: usize = 32 << 10;
 
 /// The messages of a round's sends or receives (sorted by peer, then source offset,
-/// the same order on both sides): each piece of [`DIRECT_BYTES`] or more alone (a
+/// the same order on both sides): each piece of [`ALONE_BYTES`] or more alone (a
 /// piece of several runs as one strided message), the smaller ones to one peer
 /// grouped in order, up to [`GROUPED_BYTES`].
-pub fn messages(transfers: &[PieceMove]) -> impl Iterator<Item = &[PieceMove]> {
+pub fn round_messages(transfers: &[PieceMove]) -> impl Iterator<Item = &[PieceMove]> {
     let mut rest = transfers;
     std::iter::from_fn(move || {
         let first = rest.first()?;
         let mut bytes = 0;
         let grouped = |t: &&PieceMove| {
             bytes += t.shape.bytes();
-            t.peer == first.peer && t.shape.bytes() < DIRECT_BYTES && bytes <= GROUPED_BYTES
+            t.peer == first.peer && t.shape.bytes() < ALONE_BYTES && bytes <= GROUPED_BYTES
         };
         let (message, tail) = rest.split_at(rest.iter().take_while(grouped).count().max(1));
         rest = tail;
@@ -703,7 +703,7 @@ impl Schedule {
         }
         let most_messages = rounds
             .iter()
-            .map(|r| messages(&r.sends).count() + messages(&r.receives).count())
+            .map(|r| round_messages(&r.sends).count() + round_messages(&r.receives).count())
             .max()
             .unwrap_or(0);
         RankSchedule {

@@ -4,7 +4,7 @@
 //! against, and free to change.
 
 pub use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
-pub use crate::distribution::groups::Side as LayoutSide;
+pub use crate::distribution::groups::ReshapeSide;
 pub use crate::distribution::identity::nothing_moves;
 pub use crate::distribution::peers::PeerVolume;
 pub use crate::distribution::peers::Redistribution;
