@@ -94,6 +94,27 @@ pub fn engine(p: usize) -> impl Strategy<Value = Engine> {
         )
 }
 
+/// Rank `r`'s execution of `runs` (one run per rank) on its `exchange`, from its
+/// input in `in_bufs` (see [`execute_rank`]).
+fn execute_rank_of<'n>(
+    plans: &[RankPlan],
+    runs: &[RankRun],
+    in_bufs: &[Vec<u8>],
+    r: usize,
+    exchange: &mut Exchange<Endpoint<'n>>,
+    endpoint: &Endpoint<'n>,
+) -> Result<Vec<u8>, String> {
+    let all_out_of_place = runs.iter().all(|run| !run.in_place);
+    execute_rank(
+        &plans[r],
+        exchange,
+        endpoint,
+        runs[r],
+        all_out_of_place,
+        &in_bufs[r],
+    )
+}
+
 /// One rank's execution of its real [`Exchange`] over the in-memory network,
 /// started on `buffer` (its input, sized for in place too); returns the output.
 fn execute_rank<'n>(
@@ -197,15 +218,7 @@ pub fn run_real_exchange(
         let all_out_of_place = runs.iter().all(|run| !run.in_place);
         let context = || format!("{runs:?} {engine:?} {}", case());
         let rank_run = |r: usize, exchange: &mut _, endpoint: &_| {
-            let input = &in_bufs[r];
-            execute_rank(
-                &plans[r],
-                exchange,
-                endpoint,
-                runs[r],
-                all_out_of_place,
-                input,
-            )
+            execute_rank_of(plans, runs, &in_bufs, r, exchange, endpoint)
         };
         let report = execute_all(&network, &mut exchanges, outputs, rank_run, &context);
         for r in 0..plans.len() {
@@ -267,18 +280,9 @@ fn panic_mid_exchange<'n>(
     quiet_injected_panics();
     network.panic_at_next_waits();
     network.start_execution();
-    let all_out_of_place = runs.iter().all(|run| !run.in_place);
     let results = on_every_rank(network, exchanges, |r, exchange, endpoint| {
         catch_unwind(AssertUnwindSafe(|| {
-            let input = &in_bufs[r];
-            execute_rank(
-                &plans[r],
-                exchange,
-                endpoint,
-                runs[r],
-                all_out_of_place,
-                input,
-            )
+            execute_rank_of(plans, runs, in_bufs, r, exchange, endpoint)
         }))
         .unwrap_or_else(|panic| Err(panic_message(&*panic)))
     });
