@@ -215,9 +215,9 @@ def _reshaped(a: Any, new_shape: tuple[int, ...], new_split: Optional[int]) -> A
     if not plan.is_collective and (a.split is not None or new_split is None):
         output = local.reshape(plan.local_output_shape)
     else:
-        # NumPy's allocation, wrapped by torch without a copy: NumPy asks for huge
-        # pages for large arrays, so the first touch of the output (by the
-        # library) costs a fraction of what torch.empty's page faults do.
+        # NumPy's allocation, wrapped by torch without a copy. Whether it or
+        # torch.empty faults in faster at the first call is still open
+        # (docs/src/performance/python.md, "On a quiet machine, P = 2").
         output = torch.from_numpy(plan.execute(block))
     return ht.DNDarray(
         output,
