@@ -38,6 +38,7 @@ mod capi;
 mod core;
 mod distribution;
 mod fortran;
+mod memory;
 mod mpi;
 mod planning;
 

@@ -243,7 +243,7 @@ pub unsafe extern "C" fn dr_plan_create_layouts_configured(
 ///
 /// # Safety
 /// `plan` NULL or writable.
-unsafe fn create_layouts_plan(
+pub(super) unsafe fn create_layouts_plan(
     comm: MPI_Comm,
     args: Result<LayoutArgs>,
     options: Result<PlanOptions>,
@@ -260,7 +260,7 @@ unsafe fn create_layouts_plan(
 ///
 /// # Safety
 /// Layouts NULL or from `dr_layout_create`.
-unsafe fn layout_args(
+pub(super) unsafe fn layout_args(
     dtype: DtypeCode,
     in_layout: *const dr_layout,
     out_layout: *const dr_layout,

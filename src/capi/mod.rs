@@ -7,7 +7,7 @@
 //! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`, `dr_options`), [`layouts`] (grid layouts and
-//! the plans between them), [`library`] (version, balanced
+//! the plans between them), [`strided`] (plans on strided local storage), [`library`] (version, balanced
 //! slabs, test hooks).
 #![allow(non_camel_case_types)]
 
@@ -19,6 +19,7 @@ mod options;
 mod plans;
 mod requests;
 mod slab_args;
+mod strided;
 
 pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::dr_plan;

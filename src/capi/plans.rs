@@ -57,7 +57,7 @@ pub(crate) fn c_buffers(
     (output, out_capacity): (*mut c_void, i64),
 ) -> (Buffers, Option<Error>) {
     let capacity = bytes(plan, "out_capacity", out_capacity);
-    let input_bytes = in_elems.map_or(Ok(plan.input_elems() * plan.elem_size()), |n| {
+    let input_bytes = in_elems.map_or(Ok(plan.input_span() * plan.elem_size()), |n| {
         bytes(plan, "in_elems", n)
     });
     let pre = input_bytes

@@ -121,6 +121,10 @@ pub enum dr_status {
     /// A field of `dr_plan_options` is out of its range (the message names the
     /// field, its value and the rank).
     DR_ERROR_INVALID_OPTION = 15,
+    /// A side's strides do not fit its box: not one per axis, not positive, or
+    /// two elements at one address (the message names the side, the axis, the
+    /// value and the rank); or an execution in place on a strided plan.
+    DR_ERROR_INVALID_STRIDES = 16,
 }
 
 /// How a plan moves data.
@@ -302,6 +306,7 @@ status_table!(
     DR_ERROR_INTERNAL => "internal error",
     DR_ERROR_EXECUTION_IN_PROGRESS => "an execution of the plan is in progress",
     DR_ERROR_INVALID_OPTION => "invalid plan option",
+    DR_ERROR_INVALID_STRIDES => "invalid strides",
 );
 
 /// The element table: every `dr_dtype` with its Rust type. Generates the list of

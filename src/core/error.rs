@@ -82,6 +82,8 @@ error_table!(
     ExecutionInProgress => DR_ERROR_EXECUTION_IN_PROGRESS,
     /// A plan option is out of its range.
     InvalidOption => DR_ERROR_INVALID_OPTION,
+    /// A side's strides do not fit its box, or in place on a strided plan.
+    InvalidStrides => DR_ERROR_INVALID_STRIDES,
 );
 
 impl Error {

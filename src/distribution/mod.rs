@@ -4,7 +4,8 @@
 //! shapes of a reshape share ([`groups`]), the elements of a box seen from the
 //! other side of a reshape ([`region`]) and its shared runs as stretches of both
 //! buffers ([`joint_runs`]), who sends what to whom ([`peers`]) and
-//! when nothing moves at all ([`identity`]); balanced slabs and shape products
+//! when nothing moves at all ([`identity`]), where a box lives in its buffer
+//! ([`storage`]); balanced slabs and shape products
 //! ([`layout`]).
 #![forbid(unsafe_code)]
 
@@ -16,4 +17,5 @@ pub mod layout;
 pub mod peers;
 pub mod region;
 pub mod runs;
+pub mod storage;
 mod subbox;

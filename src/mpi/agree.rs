@@ -11,7 +11,7 @@ const MESSAGE_BYTES: usize = 1024;
 
 /// The agreed key packs the failing rank and its status as
 /// `(size - rank) * STATUS_RADIX + code`, so every status code must be below it.
-const STATUS_RADIX: i64 = 16;
+const STATUS_RADIX: i64 = 64;
 const _: () = assert!((dr_status::ALL.len() as i64) <= STATUS_RADIX);
 
 /// Most values [`agree`] can piggyback.

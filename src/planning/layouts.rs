@@ -8,8 +8,10 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
+use crate::distribution::groups::ReshapeSide;
 use crate::distribution::layout::{MAX_DIMS, checked_product};
 use crate::distribution::peers::Redistribution;
+use crate::distribution::storage::{Storage, Storages};
 use crate::planning::args::{Notation, resolve_new_shape};
 
 /// How an array is laid out over the ranks of a communicator: its global shape (C
@@ -157,6 +159,12 @@ pub struct LayoutArgs {
     pub input: Layout,
     /// How the output is laid out (its shape may hold one `-1`).
     pub output: Layout,
+    /// This rank's input storage: one stride per axis of its input box, in
+    /// elements; `None` for C order without gaps. Local: each rank passes its own.
+    pub input_strides: Option<Vec<i64>>,
+    /// This rank's output storage, as `input_strides` (one stride per axis of the
+    /// resolved output shape).
+    pub output_strides: Option<Vec<i64>>,
 }
 
 impl LayoutArgs {
@@ -167,7 +175,38 @@ impl LayoutArgs {
             dtype: None,
             input: input.clone(),
             output: output.clone(),
+            input_strides: None,
+            output_strides: None,
         }
+    }
+
+    /// The same arguments with this rank's storages: one stride per axis of each
+    /// side's box, in elements (`None`: C order without gaps).
+    pub fn with_strides(self, input: Option<&[i64]>, output: Option<&[i64]>) -> LayoutArgs {
+        LayoutArgs {
+            input_strides: input.map(<[i64]>::to_vec),
+            output_strides: output.map(<[i64]>::to_vec),
+            ..self
+        }
+    }
+
+    /// This rank's storages of the resolved `layouts`, checked ([`Storage::new`]).
+    pub fn storages(&self, layouts: &Redistribution, rank: usize) -> Result<Storages> {
+        let storage = |side, strides: &Option<Vec<i64>>| {
+            let layout = match side {
+                ReshapeSide::Input => layouts.input(),
+                ReshapeSide::Output => layouts.output(),
+            };
+            let extents = layout.rank_box(rank).extents;
+            match strides {
+                Some(strides) => Storage::new(&extents, strides, side, self.elem_size, rank),
+                None => Ok(Storage::dense(&extents)),
+            }
+        };
+        Ok(Storages {
+            input: storage(ReshapeSide::Input, &self.input_strides)?,
+            output: storage(ReshapeSide::Output, &self.output_strides)?,
+        })
     }
 
     /// The same arguments for elements of type `T`, whose dtype the ranks compare.

@@ -46,6 +46,20 @@ pub struct MessageLimits {
     pub strided_runs: StridedRuns,
 }
 
+impl MessageLimits {
+    /// The same limits with every message packed (through a slot wherever it is
+    /// scattered or its side strided), runs longer than a slot cut into pieces:
+    /// what a plan with strided storage on any rank cuts, since a strided side
+    /// moves every message through its slot.
+    pub fn all_packed(self) -> MessageLimits {
+        MessageLimits {
+            direct_bytes: usize::MAX,
+            strided_runs: StridedRuns::Slots,
+            ..self
+        }
+    }
+}
+
 /// How long joint runs that follow one another back to back in one buffer, and at
 /// one stride in the other, travel together: chosen by what was measured of the
 /// MPI library (`crate::mpi::library`), the same on every rank.
@@ -307,6 +321,7 @@ impl Messages for MessageCutter {
                 MessageKind::Direct
             });
         }
+        let first = self.split(first, (self.limits.packed_bytes as u64 / size).max(1));
         let mut bytes = first.len * size;
         self.push(segments, first);
         if self.joins_short_runs(bytes) && self.join_strided(segments, first, true) > 1 {
@@ -371,13 +386,14 @@ impl CutMessages {
         self.segments.len()
     }
 
-    /// Bytes of the largest packed message scattered over several segments on this
-    /// side (the largest that goes through a staging slot).
-    pub fn largest_scattered_bytes(&self) -> usize {
+    /// Bytes of the largest packed message that goes through a staging slot on
+    /// this side: scattered over several segments, or any when the side is
+    /// `strided` (its box not stored in C order without gaps).
+    pub fn largest_packed_bytes(&self, strided: bool) -> usize {
         let mut start = 0;
         let mut largest = 0;
         for &(end, kind) in &self.ends {
-            if end - start > 1 && kind == MessageKind::Packed {
+            if (strided || end - start > 1) && kind == MessageKind::Packed {
                 largest = largest.max(self.segments[start..end].iter().map(|s| s.len).sum());
             }
             start = end;

@@ -8,9 +8,14 @@ use std::sync::Once;
 
 use distreshape::testing::{
     DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network, NetworkReport,
-    Participant, Progress, RankPlan, Route, proposed_window_width,
+    Participant, Progress, RankPlan, Route, Storages, proposed_window_width,
 };
 use proptest::prelude::*;
+
+/// C order without gaps for both of `plan`'s boxes.
+pub fn dense_storages(plan: &RankPlan) -> Storages {
+    Storages::dense(&plan.local_input_shape(), &plan.local_output_shape())
+}
 
 /// The native bytes of `values`.
 pub fn to_bytes(values: &[u64]) -> Vec<u8> {
@@ -260,7 +265,11 @@ fn exchanges<'n>(
                 let (a, b) = (plan.rank.min(peer), plan.rank.max(peer));
                 a != b && engine.reads_directly(a, b)
             };
-            Exchange::new(plan, p, limits, per_round, progress, keep, reads_from).expect("exchange")
+            let storages = dense_storages(plan);
+            Exchange::new(
+                plan, p, limits, per_round, progress, keep, reads_from, storages,
+            )
+            .expect("exchange")
         })
         .collect()
 }
@@ -395,7 +404,9 @@ pub fn run_failing_reads(
         .map(|plan| {
             let progress = Progress::for_path(plan.path, width);
             let reads_from = |peer: usize| peer != plan.rank;
-            Exchange::new(plan, p, limits, 2, progress, 1 << 20, reads_from).expect("exchange")
+            let storages = dense_storages(plan);
+            Exchange::new(plan, p, limits, 2, progress, 1 << 20, reads_from, storages)
+                .expect("exchange")
         })
         .collect();
     let results = on_every_rank(&network, &mut exchanges, |r, exchange, endpoint| {

@@ -2,7 +2,8 @@
 //! elements a rank holds ([`oracle`]), a counting global allocator ([`alloc`]),
 //! and, with the `testing` feature, the kept-element copy of a rank's plan
 //! ([`kept`]), every rank's real exchange engine run over an in-memory network
-//! ([`engine`]), and the byte-by-byte replay of in-place schedules ([`inplace`]).
+//! ([`engine`]), the byte-by-byte replay of in-place schedules ([`inplace`]), and the
+//! exchange on strided storage with sentinels in every gap ([`strided`]).
 //! Each test binary includes this module (`mod common;`) and uses part of it, hence
 //! the `dead_code` allowance below.
 
@@ -16,6 +17,8 @@ pub mod inplace;
 #[cfg(feature = "testing")]
 pub mod kept;
 pub mod oracle;
+#[cfg(feature = "testing")]
+pub mod strided;
 
 /// Every way long strided runs can travel, for the simulations to draw from.
 #[cfg(feature = "testing")]

@@ -7,6 +7,7 @@ use crate::core::fallible::{contain_panic, try_vec};
 use crate::core::faults::injected_panic_point;
 use crate::distribution::identity::nothing_moves;
 use crate::distribution::peers::Redistribution;
+use crate::distribution::storage::Storages;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
 use crate::mpi::library::Switches;
@@ -65,6 +66,10 @@ pub(super) struct AgreedPlan {
     /// True when some rank proposes direct reads between the ranks of a node
     /// ([`Switches::proposed_direct_reads`]; each node then decides).
     pub(super) direct_reads: bool,
+    /// True when some rank stores a box strided: every message is then packed
+    /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed))
+    /// and nothing is read directly.
+    pub(super) strided: bool,
 }
 
 /// The arguments every rank validated and agreed on, and the buffers for the slab
@@ -79,13 +84,15 @@ pub(super) struct Agreed {
 /// Agrees on the planning outcome and on what shapes every rank's exchange: the
 /// busiest rank's peer count, the narrowest window width any rank proposes for
 /// `peers_per_window` peers per window (agreed as the maximum of its
-/// complement), the most cautious way for strided runs any rank proposes, and
-/// whether any rank proposes direct reads.
+/// complement), the most cautious way for strided runs any rank proposes,
+/// whether any rank proposes direct reads, and whether any rank's `storages` are
+/// strided.
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
     peers_per_window: usize,
     switches: &Switches,
+    storages: &Storages,
 ) -> Result<AgreedPlan> {
     let width = planned.as_ref().map_or(Ok(comm.size()), |plan| {
         proposed_window_width(plan, comm.size(), peers_per_window)
@@ -99,6 +106,7 @@ pub(super) fn agree_on_plan(
         !(proposed as i64),
         caution(switches.proposed_strided_runs()),
         i64::from(switches.proposed_direct_reads()),
+        i64::from(!storages.are_dense()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -108,7 +116,8 @@ pub(super) fn agree_on_plan(
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
         strided_runs: strided_runs_of_caution(piggyback[2]),
-        direct_reads: piggyback[3] != 0,
+        direct_reads: piggyback[3] != 0 && piggyback[4] == 0,
+        strided: piggyback[4] != 0,
         plan,
     })
 }
@@ -189,6 +198,8 @@ pub(super) struct CheckedLayouts {
     pub elem_size: usize,
     /// The grid layouts, resolved.
     pub layouts: Redistribution,
+    /// This rank's storages of its boxes, checked.
+    pub storages: Storages,
 }
 
 /// Checks the layouts on every rank (against the communicator's size and, on a
@@ -205,6 +216,7 @@ pub(super) fn agree_on_layouts(comm: &Comm, args: Result<LayoutArgs>) -> Result<
         check_cartesian(&layouts, cartesian?.as_deref(), rank)?;
         Ok(CheckedLayouts {
             elem_size: args.elem_size,
+            storages: args.storages(&layouts, rank)?,
             layouts,
         })
     });

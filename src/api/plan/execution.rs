@@ -3,6 +3,7 @@
 
 use super::Plan;
 use crate::core::error::{Error, Result};
+use crate::distribution::storage::Storages;
 use crate::planning::planner::RankPlan;
 
 /// The buffers of one execution, as raw pointers: the caller's contract says how
@@ -44,19 +45,32 @@ pub(super) fn in_progress() -> Error {
     )
 }
 
+/// What one execution's buffers are checked against: this rank's plan, its
+/// storages, and whether any rank's storage is strided.
+pub(super) struct Expected<'a> {
+    pub(super) plan: &'a RankPlan,
+    pub(super) storages: &'a Storages,
+    pub(super) strided: bool,
+}
+
 /// Checks one execution's buffers against the plan; returns whether it is in place.
-pub(super) fn check_buffers(plan: &RankPlan, buffers: &Buffers, rank: usize) -> Result<bool> {
+/// Each buffer must hold its box's span (its whole box when dense); in place is
+/// refused on a plan any rank stores strided.
+pub(super) fn check_buffers(
+    expected: &Expected<'_>,
+    buffers: &Buffers,
+    rank: usize,
+) -> Result<bool> {
     let Buffers {
         input,
         input_len,
         output,
         capacity,
     } = *buffers;
+    let (plan, storages) = (expected.plan, expected.storages);
     let size = plan.elem_size;
-    let (in_bytes, out_bytes) = (
-        plan.input_elems() as usize * size,
-        plan.output_elems() as usize * size,
-    );
+    let (in_span, out_span) = (storages.input.span(), storages.output.span());
+    let (in_bytes, out_bytes) = (in_span as usize * size, out_span as usize * size);
     let null = |name: &str, elems: u64| {
         Error::NullPointer(format!(
             "{name} is NULL but rank {rank} has {elems} elements there"
@@ -70,12 +84,16 @@ pub(super) fn check_buffers(plan: &RankPlan, buffers: &Buffers, rank: usize) -> 
     }
     if input_len < in_bytes {
         return Err(Error::BufferTooSmall(format!(
-            "the input buffer holds {} elements but rank {rank} holds {} input elements",
+            "the input buffer holds {} elements but rank {rank}'s input spans {in_span}",
             input_len / size,
-            plan.input_elems()
         )));
     }
     let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
+    if in_place && expected.strided {
+        return Err(Error::InvalidStrides(format!(
+            "in place on a plan with strided storage: pass separate input and output buffers (rank {rank})"
+        )));
+    }
     let needed = if in_place {
         in_bytes.max(out_bytes)
     } else {

@@ -4,7 +4,7 @@
 
 use std::sync::PoisonError;
 
-use super::execution::{Buffers, Execution, check_buffers, in_progress};
+use super::execution::{Buffers, Execution, Expected, check_buffers, in_progress};
 use super::in_place::{InPlaceRoute, Run};
 use super::{Engines, Plan};
 use crate::core::abi::dr_dtype;
@@ -107,7 +107,7 @@ impl Plan {
         output: *mut u8,
         output_capacity: usize,
     ) -> Result<()> {
-        let in_bytes = self.plan.input_elems() as usize * self.plan.elem_size;
+        let in_bytes = self.storages.input.span() as usize * self.plan.elem_size;
         // SAFETY: forwarded from the caller.
         unsafe { self.execute_checked(input, in_bytes, output, output_capacity, None) }
     }
@@ -360,7 +360,12 @@ impl Plan {
         always: bool,
     ) -> Result<Option<Run>> {
         let rank = self.comm.rank();
-        let checked = check_buffers(&self.plan, buffers, rank);
+        let expected = Expected {
+            plan: &self.plan,
+            storages: &self.storages,
+            strided: self.strided,
+        };
+        let checked = check_buffers(&expected, buffers, rank);
         let packed = matches!(route, InPlaceRoute::Packed(_));
         let prepared = pre
             .map_or(checked, |e| Err(e.on_rank(rank)))

@@ -27,13 +27,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
-use self::creation::{Agreed, AgreedPlan, agree_on_arguments, agree_on_layouts, agree_on_plan};
+use self::creation::{
+    Agreed, AgreedPlan, CheckedLayouts, agree_on_arguments, agree_on_layouts, agree_on_plan,
+};
 pub use self::execution::Execution;
 use self::in_place::InPlaceRoute;
 use crate::api::options::PlanOptions;
 use crate::core::element::Element;
 use crate::core::error::Result;
 use crate::core::fallible::{contain_panic, try_vec};
+use crate::distribution::storage::Storages;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm};
 use crate::mpi::exchange::{Exchange, messages_per_round};
@@ -120,6 +123,11 @@ pub struct Plan {
     /// Which threads may call MPI for the plan.
     threads: ThreadLevel,
     plan: RankPlan,
+    /// Where this rank's boxes lie in its buffers.
+    storages: Storages,
+    /// True when some rank's storage is strided (agreed): every message is
+    /// packed, and in place is refused.
+    strided: bool,
     /// True when some rank sends or receives anything; otherwise execution is
     /// purely local on every rank and needs no collective.
     communicates: bool,
@@ -156,7 +164,11 @@ impl Plan {
         let targets = gathered.check(&checked)?;
         let planned =
             contain_panic(|| RankPlan::new(&checked, &gathered.lens, targets, comm.rank()));
-        Plan::assemble(comm, threads, planned, dtype, options)
+        let storages = planned.as_ref().map_or_else(
+            |_| Storages::dense(&[], &[]),
+            |p| Storages::dense(&p.local_input_shape(), &p.local_output_shape()),
+        );
+        Plan::assemble(comm, threads, planned, dtype, options, storages)
     }
 
     /// Plans the redistribution of elements of type `T` from the layout `input` to
@@ -199,12 +211,14 @@ impl Plan {
         require_mpi()?;
         let threads = ThreadLevel::of_this_thread()?;
         let comm = Comm::for_plan(comm, options.switches().sleeping_waits())?;
-        let layouts = agree_on_layouts(&comm, args)?;
-        let planned = contain_panic(|| {
-            let elem_size = layouts.elem_size;
-            RankPlan::for_layouts(Arc::new(layouts.layouts), elem_size, comm.rank())
-        });
-        Plan::assemble(comm, threads, planned, dtype, options)
+        let CheckedLayouts {
+            elem_size,
+            layouts,
+            storages,
+        } = agree_on_layouts(&comm, args)?;
+        let planned =
+            contain_panic(|| RankPlan::for_layouts(Arc::new(layouts), elem_size, comm.rank()));
+        Plan::assemble(comm, threads, planned, dtype, options, storages)
     }
 
     /// The plan from this rank's planning outcome: agrees on it, then allocates the
@@ -215,6 +229,7 @@ impl Plan {
         planned: Result<RankPlan>,
         dtype: Option<i32>,
         options: PlanOptions,
+        storages: Storages,
     ) -> Result<Plan> {
         let switches = options.switches();
         let AgreedPlan {
@@ -224,7 +239,12 @@ impl Plan {
             communicates,
             strided_runs,
             direct_reads,
-        } = agree_on_plan(&comm, planned, options.window, &switches)?;
+            strided,
+        } = agree_on_plan(&comm, planned, options.window, &switches, &storages)?;
+        let limits = match strided {
+            true => options.limits(busiest_peers, strided_runs).all_packed(),
+            false => options.limits(busiest_peers, strided_runs),
+        };
         let node_reads = match communicates && direct_reads {
             true => comm.establish_node_reads(switches.proposed_direct_reads()),
             false => Ok(()),
@@ -234,13 +254,14 @@ impl Plan {
                 Exchange::new(
                     &plan,
                     comm.size(),
-                    options.limits(busiest_peers, strided_runs),
+                    limits,
                     messages_per_round(busiest_peers),
                     Progress::for_path(plan.path, window_width),
                     options.run_budget,
                     // A plan no rank proposed them for reads nothing directly,
                     // even where an earlier plan on the communicator decided them.
                     |peer| direct_reads && comm.node_reads().reads_from(peer),
+                    storages.clone(),
                 )
             })
         });
@@ -256,6 +277,8 @@ impl Plan {
             comm: ManuallyDrop::new(comm),
             threads,
             plan,
+            storages,
+            strided,
             communicates,
             always_agree: false,
             dtype,

@@ -75,6 +75,35 @@ impl Plan {
         self.plan.output_elems() as usize
     }
 
+    /// Elements from this rank's first input element to one past its last: what
+    /// the input buffer must hold (its element count when the input is dense).
+    pub fn input_span(&self) -> usize {
+        self.storages.input.span() as usize
+    }
+
+    /// Elements from this rank's first output element to one past its last: the
+    /// least output capacity (its element count when the output is dense).
+    pub fn output_span(&self) -> usize {
+        self.storages.output.span() as usize
+    }
+
+    /// This rank's input strides, in elements (C order without gaps unless the
+    /// plan was made with strides).
+    pub fn input_strides(&self) -> &[u64] {
+        self.storages.input.strides()
+    }
+
+    /// This rank's output strides, in elements.
+    pub fn output_strides(&self) -> &[u64] {
+        self.storages.output.strides()
+    }
+
+    /// True when some rank stores a box strided: every message is then packed
+    /// through the slots, nothing is read directly, and in place is refused.
+    pub fn is_strided(&self) -> bool {
+        self.strided
+    }
+
     /// Bytes per element.
     pub fn elem_size(&self) -> usize {
         self.plan.elem_size

@@ -6,6 +6,9 @@
 use crate::core::error::Result;
 use crate::core::fallible::{try_push, try_vec};
 use crate::distribution::region::RegionRuns;
+use crate::distribution::storage::Storages;
+use crate::memory::Host;
+use crate::memory::strided::{StoredRun, copy_run};
 use crate::planning::planner::{KeptCopy, RankPlan};
 
 use super::stream::Stream;
@@ -57,9 +60,21 @@ pub(super) unsafe fn in_place_buffer<'a>(plan: &RankPlan, buffer: *mut u8) -> &'
     unsafe { slice_or_empty_mut(buffer, len) }
 }
 
-/// The copies of the elements a rank keeps, as every execution makes them.
+/// Bytes of the bounce buffer through which kept runs go between two strided
+/// storages that cut them differently (a reshape): small enough to stay in cache.
+const BOUNCE_BYTES: usize = 64 << 10;
+
+/// The copies of the elements a rank keeps, as every execution makes them, and
+/// how: byte for byte, or between the rank's storages when either is strided.
 #[derive(Debug)]
-pub(super) enum LocalCopies {
+pub(super) struct LocalCopies {
+    list: KeptList,
+    strided: Option<StridedKept>,
+}
+
+/// The kept copies of a plan, listed or cut anew.
+#[derive(Debug)]
+enum KeptList {
     /// Listed once when the plan was created (within its budget).
     Listed(Vec<KeptCopy>),
     /// Too many to list: read from the rank's local runs, rewound by every
@@ -67,26 +82,53 @@ pub(super) enum LocalCopies {
     Cut(Box<RegionRuns>),
 }
 
+/// The storages kept copies go between, with the bounce buffer for runs the two
+/// cut differently.
+#[derive(Debug)]
+struct StridedKept {
+    storages: Storages,
+    bounce: Vec<u8>,
+}
+
 impl LocalCopies {
-    /// The local copies of `plan`, listed unless there are more than `budget`.
-    pub(super) fn new(plan: &RankPlan, budget: usize) -> Result<LocalCopies> {
+    /// The local copies of `plan`, listed unless there are more than `budget`,
+    /// made between `strided` storages when given.
+    pub(super) fn new(
+        plan: &RankPlan,
+        budget: usize,
+        strided: Option<Storages>,
+    ) -> Result<LocalCopies> {
+        let strided = match strided {
+            Some(storages) => {
+                let mut bounce = try_vec(
+                    BOUNCE_BYTES.max(plan.elem_size),
+                    "the bounce buffer",
+                    plan.rank,
+                )?;
+                bounce.resize(bounce.capacity(), 0);
+                Some(StridedKept { storages, bounce })
+            }
+            None => None,
+        };
         let mut runs = plan.local_runs();
         let mut kept = Vec::new();
         for copy in plan.kept_copies(&mut runs) {
             if kept.len() == budget {
                 runs.rewind();
-                return Ok(LocalCopies::Cut(Box::new(runs)));
+                let list = KeptList::Cut(Box::new(runs));
+                return Ok(LocalCopies { list, strided });
             }
             try_push(&mut kept, copy, "the local copies", plan.rank)?;
         }
-        Ok(LocalCopies::Listed(kept))
+        let list = KeptList::Listed(kept);
+        Ok(LocalCopies { list, strided })
     }
 
     /// The number of copies listed (`None` when they are cut at every execution).
     pub(super) fn listed(&self) -> Option<usize> {
-        match self {
-            LocalCopies::Listed(kept) => Some(kept.len()),
-            LocalCopies::Cut(_) => None,
+        match &self.list {
+            KeptList::Listed(kept) => Some(kept.len()),
+            KeptList::Cut(_) => None,
         }
     }
 
@@ -97,20 +139,38 @@ impl LocalCopies {
     /// # Safety
     /// As [`Exchange::run`](super::Exchange::run), out of place.
     pub(super) unsafe fn copy(&mut self, plan: &RankPlan, input: *const u8, output: *mut u8) {
-        let copy = |c: &KeptCopy| {
+        let size = plan.elem_size;
+        let mut copy = |c: &KeptCopy| match &mut self.strided {
+            Some(StridedKept { storages, bounce }) => {
+                let from = StoredRun {
+                    storage: &storages.input,
+                    base: input.cast_mut(),
+                    start: (c.from.start / size) as u64,
+                };
+                let to = StoredRun {
+                    storage: &storages.output,
+                    base: output,
+                    start: (c.to / size) as u64,
+                };
+                let len = (c.from.len() / size) as u64;
+                // SAFETY: every kept run lies inside both boxes (planner
+                // invariant), so inside both spans, which do not overlap; no
+                // message touches the elements it writes.
+                unsafe { copy_run(&Host, size, from, to, len, bounce) }
+            }
             // SAFETY: every kept copy lies inside both buffers (planner invariant),
             // which do not overlap, and no message touches the bytes it writes.
-            unsafe {
+            None => unsafe {
                 std::ptr::copy_nonoverlapping(
                     input.add(c.from.start),
                     output.add(c.to),
                     c.from.len(),
                 )
-            }
+            },
         };
-        match self {
-            LocalCopies::Listed(kept) => kept.iter().for_each(copy),
-            LocalCopies::Cut(runs) => {
+        match &mut self.list {
+            KeptList::Listed(kept) => kept.iter().for_each(copy),
+            KeptList::Cut(runs) => {
                 runs.rewind();
                 plan.kept_copies(runs).for_each(|c| copy(&c));
             }

@@ -57,6 +57,7 @@ use self::progress::{Active, Messaging, Sides};
 use self::stream::Stream;
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
+use crate::distribution::storage::Storages;
 use crate::mpi::transport::{Channel, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
@@ -167,6 +168,11 @@ impl<T: Transport> Exchange<T> {
     /// for every execution until `keep_budget` entries are spent. Streams of long
     /// runs with the peers this rank reads directly (`reads_from`, a property of
     /// the pair) move by direct reads when every rank executes out of place.
+    /// `storages` place this rank's boxes in its buffers: when either is strided,
+    /// its side packs and unpacks every message through the slots, which `limits`
+    /// must allow on every rank ([`MessageLimits::all_packed`]), and `reads_from`
+    /// must read from no peer.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         plan: &RankPlan,
         nranks: usize,
@@ -175,10 +181,12 @@ impl<T: Transport> Exchange<T> {
         progress: Progress,
         keep_budget: usize,
         reads_from: impl Fn(usize) -> bool,
+        storages: Storages,
     ) -> Result<Exchange<T>> {
         let specs = schedule(plan, nranks, progress)?;
         let mut streams = try_vec(specs.len(), "the message streams", plan.rank)?;
-        let kept = LocalCopies::new(plan, keep_budget)?;
+        let strided = (!storages.are_dense()).then_some(storages);
+        let kept = LocalCopies::new(plan, keep_budget, strided.clone())?;
         let mut budget = keep_budget - kept.listed().unwrap_or(keep_budget);
         let packed_starts = packed_starts(plan)?;
         let mut slot_bytes = 0;
@@ -192,7 +200,11 @@ impl<T: Transport> Exchange<T> {
             if stream.cut.is_none() {
                 budget = 0;
             }
-            stream.place_slot(slot_bytes, plan, limits);
+            let side_strided = strided.as_ref().is_some_and(|s| match stream.spec.side {
+                Side::Send => !s.input.is_dense(),
+                Side::Receive => !s.output.is_dense(),
+            });
+            stream.place_slot(slot_bytes, plan, limits, side_strided);
             slot_bytes = stream.slot.end;
             streams.push(stream);
         }
@@ -211,6 +223,8 @@ impl<T: Transport> Exchange<T> {
                 requests,
                 completed,
                 slots,
+                strided,
+                elem_size: plan.elem_size,
             },
             kept,
             executions: 0,

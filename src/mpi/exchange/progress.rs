@@ -5,8 +5,9 @@
 use std::os::raw::c_int;
 
 use super::direct::DirectExecution;
-use super::stream::Stream;
+use super::stream::{Memory, Stream};
 use crate::core::error::Result;
+use crate::distribution::storage::Storages;
 use crate::mpi::transport::{Channel, Transport};
 use crate::planning::schedule::{Progress, Side};
 
@@ -27,6 +28,25 @@ pub(super) struct Messaging<T: Transport> {
     /// The slots: one per stream, for its packed messages, used through raw
     /// pointers.
     pub(super) slots: Vec<u8>,
+    /// This rank's storages when either is strided (its streams then pack and
+    /// unpack every message through their slots).
+    pub(super) strided: Option<Storages>,
+    /// Bytes per element.
+    pub(super) elem_size: usize,
+}
+
+/// The buffer at `base` that streams of `side` work on, as they see it.
+fn memory(strided: &Option<Storages>, elem_size: usize, base: *mut u8, side: Side) -> Memory<'_> {
+    let storage = strided.as_ref().map(|s| match side {
+        Side::Send => &s.input,
+        Side::Receive => &s.output,
+    });
+    let storage = storage.filter(|s| !s.is_dense());
+    Memory {
+        base,
+        strided: storage,
+        elem_size,
+    }
 }
 
 impl<T: Transport> Messaging<T> {
@@ -62,14 +82,16 @@ impl<T: Transport> Messaging<T> {
                     return Ok(false);
                 }
                 active.posted = 0;
+                let output = memory(&self.strided, self.elem_size, active.output, Side::Receive);
                 // SAFETY: the rounds' messages lie inside the output buffer.
-                unsafe { finish_rounds(&mut self.streams[window.clone()], active.output, slots) };
+                unsafe { finish_rounds(&mut self.streams[window.clone()], output, slots) };
             }
             if window.is_empty() {
                 return Ok(true);
             }
             for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
-                let base = active.base(stream.spec.side);
+                let side = stream.spec.side;
+                let base = memory(&self.strided, self.elem_size, active.base(side), side);
                 let requests = &mut self.requests[active.posted..active.posted + per_round];
                 // SAFETY: the messages lie inside their buffer (planner invariant).
                 unsafe { stream.post_round(channel, base, slots, requests) }?;
@@ -117,7 +139,8 @@ impl<T: Transport> Messaging<T> {
                 .filter(|(s, _)| active.sides.includes(s.spec.side))
             {
                 if stream.pending == 0 && !stream.done {
-                    let base = active.base(stream.spec.side);
+                    let side = stream.spec.side;
+                    let base = memory(&self.strided, self.elem_size, active.base(side), side);
                     // SAFETY: the messages lie inside their buffer (planner invariant).
                     unsafe { stream.post_round(channel, base, slots, requests) }?;
                 }
@@ -157,6 +180,7 @@ impl<T: Transport> Messaging<T> {
         if !transport.complete_all(&mut self.requests, blocking)? {
             return Ok(false);
         }
+        let output = memory(&self.strided, self.elem_size, output, Side::Receive);
         // SAFETY: forwarded from the caller.
         unsafe { finish_rounds(&mut self.streams, output, self.slots.as_ptr()) };
         Ok(true)
@@ -176,6 +200,7 @@ impl<T: Transport> Messaging<T> {
     ) -> Result<bool> {
         let done = transport.complete_some(&mut self.requests, &mut self.completed, blocking)?;
         let slots = self.slots.as_ptr();
+        let output = memory(&self.strided, self.elem_size, output, Side::Receive);
         for &index in &self.completed[..done] {
             let stream = &mut self.streams[index as usize / self.per_round];
             stream.pending -= 1;
@@ -260,7 +285,7 @@ impl Active {
 ///
 /// # Safety
 /// Every round in flight must have completed, its messages inside `output`.
-pub(super) unsafe fn finish_rounds(streams: &mut [Stream], output: *mut u8, slots: *const u8) {
+pub(super) unsafe fn finish_rounds(streams: &mut [Stream], output: Memory<'_>, slots: *const u8) {
     for stream in streams.iter_mut().filter(|s| s.pending > 0) {
         stream.pending = 0;
         // SAFETY: forwarded from the caller.

@@ -7,6 +7,9 @@ use std::ops::Range;
 use super::Mode;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
+use crate::distribution::storage::Storage;
+use crate::memory::Host;
+use crate::memory::strided::{Direction, RunAt, move_run};
 use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, Transport};
 use crate::planning::messages::{
     CutMessages, MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
@@ -96,12 +99,19 @@ impl Stream {
     }
 
     /// Places this stream's slot of the slots at `start`: as large as its largest
-    /// scattered message when its messages are kept, otherwise as large as a packed
+    /// scattered message (its largest packed one when its side is `strided`, which
+    /// packs them all) when its messages are kept, otherwise as large as a packed
     /// message can be.
-    pub(super) fn place_slot(&mut self, start: usize, plan: &RankPlan, limits: MessageLimits) {
+    pub(super) fn place_slot(
+        &mut self,
+        start: usize,
+        plan: &RankPlan,
+        limits: MessageLimits,
+        strided: bool,
+    ) {
         let elems = usize::try_from(self.spec.elems).unwrap_or(usize::MAX);
         let len = match &self.cut {
-            Some(cut) => cut.largest_scattered_bytes(),
+            Some(cut) => cut.largest_packed_bytes(strided),
             None => limits
                 .packed_bytes
                 .min(elems.saturating_mul(plan.elem_size)),
@@ -139,7 +149,7 @@ impl Stream {
     pub(super) unsafe fn post_round<T: Transport>(
         &mut self,
         channel: Channel<'_, T>,
-        buffer: *mut u8,
+        memory: Memory<'_>,
         slots: *mut u8,
         requests: &mut [T::Request],
     ) -> Result<()> {
@@ -153,7 +163,7 @@ impl Stream {
             let message = Message {
                 kind,
                 segments,
-                buffer,
+                memory,
                 slot,
             };
             // SAFETY: forwarded from the caller.
@@ -192,18 +202,15 @@ impl Stream {
     /// message is always the last of its round, so `segments` still describes it).
     ///
     /// # Safety
-    /// The segments must lie inside `buffer`.
-    pub(super) unsafe fn unpack(&mut self, buffer: *mut u8, slots: *const u8) {
+    /// The segments must lie inside the output `memory`.
+    pub(super) unsafe fn unpack(&mut self, memory: Memory<'_>, slots: *const u8) {
         if !std::mem::take(&mut self.unpack_pending) {
             return;
         }
-        let mut at = self.slot.start;
-        for s in &self.segments {
-            // SAFETY: the segment lies inside buffer; the slot, written by the receive,
-            // is separate memory.
-            unsafe { std::ptr::copy_nonoverlapping(slots.add(at), buffer.add(s.offset), s.len) };
-            at += s.len;
-        }
+        // SAFETY: the slot, written by the receive, is separate memory.
+        let slot = unsafe { slots.add(self.slot.start) }.cast_mut();
+        // SAFETY: forwarded from the caller.
+        unsafe { memory.transfer(&self.segments, slot, Direction::Scatter) };
     }
 }
 
@@ -221,22 +228,74 @@ pub(super) fn stream_cutter(
     MessageCutter::new(runs, placement, plan.elem_size, limits)
 }
 
+/// A local buffer as a stream sees it: where it starts and, when its box is not
+/// stored in C order without gaps, its storage (its segments are then runs of
+/// the box in C order, packed and unpacked through the slot).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Memory<'a> {
+    /// The buffer (the box's first element).
+    pub(super) base: *mut u8,
+    /// The box's storage when it is strided.
+    pub(super) strided: Option<&'a Storage>,
+    /// Bytes per element.
+    pub(super) elem_size: usize,
+}
+
+impl Memory<'_> {
+    /// Moves `segments` of this buffer to or from `packed`, back to back, as
+    /// `direction` says.
+    ///
+    /// # Safety
+    /// The segments must lie inside the buffer (as runs of its box when strided),
+    /// and `packed` must hold their total length without overlapping it.
+    unsafe fn transfer(&self, segments: &[Segment], packed: *mut u8, direction: Direction) {
+        let mut at = 0;
+        for s in segments {
+            let bytes = packed.wrapping_add(at);
+            match self.strided {
+                Some(storage) => {
+                    let size = self.elem_size;
+                    let run = RunAt {
+                        start: (s.offset / size) as u64,
+                        len: (s.len / size) as u64,
+                    };
+                    // SAFETY: as documented.
+                    unsafe { move_run(&Host, size, storage, self.base, run, bytes, direction) };
+                }
+                // SAFETY: as documented.
+                None => unsafe {
+                    let stored = self.base.add(s.offset);
+                    match direction {
+                        Direction::Gather => std::ptr::copy_nonoverlapping(stored, bytes, s.len),
+                        Direction::Scatter => std::ptr::copy_nonoverlapping(bytes, stored, s.len),
+                    }
+                },
+            }
+            at += s.len;
+        }
+    }
+}
+
 /// One message of a round, as segments of the local buffer.
 struct Message<'a> {
     kind: MessageKind,
     segments: &'a [Segment],
-    buffer: *mut u8,
+    memory: Memory<'a>,
     /// The stream's slot, for a packed message scattered in the buffer.
     slot: *mut u8,
 }
 
 impl Message<'_> {
-    /// Its bytes in `buffer`: one segment, or (direct) segments of one length at
-    /// one stride; `None` for a packed message over several segments.
+    /// Its bytes in the buffer: one segment, or (direct) segments of one length
+    /// at one stride; `None` for a packed message over several segments, or any
+    /// message of a strided buffer.
     fn in_buffer(&self) -> Option<Bytes> {
+        if self.memory.strided.is_some() {
+            return None;
+        }
         let first = self.segments.first()?;
         // No dereference here: `post`'s contract makes it a byte of the buffer.
-        let at = self.buffer.wrapping_add(first.offset);
+        let at = self.memory.base.wrapping_add(first.offset);
         match self.segments {
             [_] => Some(Bytes::contiguous(at, first.len)),
             [_, second, ..] if self.kind == MessageKind::Direct => Some(Bytes {
@@ -271,8 +330,9 @@ unsafe fn post<T: Transport>(
         None => {
             let len = message.segments.iter().map(|s| s.len).sum();
             if envelope.side == Side::Send {
+                let (memory, slot) = (message.memory, message.slot);
                 // SAFETY: the segments lie inside the buffer; the slot holds `len` bytes.
-                unsafe { pack(message.segments, message.buffer, message.slot) };
+                unsafe { memory.transfer(message.segments, slot, Direction::Gather) };
             }
             (Bytes::contiguous(message.slot, len), true)
         }
@@ -280,18 +340,4 @@ unsafe fn post<T: Transport>(
     // SAFETY: the bytes are valid until the request completes.
     unsafe { transport.start(envelope, bytes, request) }?;
     Ok(packed)
-}
-
-/// Copies the segments of `buffer` back to back into `slot`.
-///
-/// # Safety
-/// The segments must lie inside `buffer`, and `slot` must hold their total length
-/// without overlapping `buffer`.
-unsafe fn pack(segments: &[Segment], buffer: *const u8, slot: *mut u8) {
-    let mut at = 0;
-    for s in segments {
-        // SAFETY: as documented.
-        unsafe { std::ptr::copy_nonoverlapping(buffer.add(s.offset), slot.add(at), s.len) };
-        at += s.len;
-    }
 }

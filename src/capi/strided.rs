@@ -1,0 +1,162 @@
+//! Plans on strided local storage in C: each side's strides, in elements, one
+//! per axis of its box (NULL for C order without gaps), and the spans and
+//! strides a plan reports.
+
+use crate::capi::boundary::guard;
+use crate::capi::handles::dr_plan;
+use crate::capi::layouts::{create_layouts_plan, dr_layout, layout_args};
+use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
+use crate::capi::plans::{MPI_Comm, plan_ref};
+use crate::core::abi::{DtypeCode, dr_status};
+use crate::core::error::Result;
+use crate::planning::layouts::LayoutArgs;
+
+/// Plans between two layouts with this rank's local storage on each side
+/// (collective): `in_strides` NULL (C order without gaps) or one stride per
+/// axis of the input shape, in elements, so that input box element (i₀, …),
+/// counted from the box's corner, lies at `in + Σ iₖ·in_strides[k]`;
+/// `out_strides` likewise, one per axis of the output layout's shape (with its
+/// -1 resolved). Strides are local: each rank passes its own, for its own box.
+/// They express halos and padding (the padded array's strides, the buffer
+/// pointer at the first interior element), any axis order, a leading dimension,
+/// and any view with positive strides. Memory that is no box element is never
+/// read or written, and the input is never written.
+///
+/// Strides that are not positive on an axis longer than one, or that put two
+/// elements at one address (ordered by stride, every axis must step over the
+/// span of the axes below it), are `DR_ERROR_INVALID_STRIDES` on every rank,
+/// the message naming the side, the axis, the value and the rank. Executions
+/// take pointers to each box's first element; `out_capacity` counts elements
+/// from `out` and must cover the output's span (`dr_plan_spans`); in place is
+/// `DR_ERROR_INVALID_STRIDES` on a plan any rank made with strides. `options`:
+/// NULL for the defaults, as `dr_plan_create_layouts_with_options`.
+///
+/// # Safety
+/// As `dr_plan_create_layouts_with_options`; each strides pointer NULL or
+/// readable for its layout's axis count.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_plan_create_strided(
+    dtype: DtypeCode,
+    in_layout: *const dr_layout,
+    in_strides: *const i64,
+    out_layout: *const dr_layout,
+    out_strides: *const i64,
+    comm: MPI_Comm,
+    options: *const dr_plan_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = strided_args(dtype, (in_layout, in_strides), (out_layout, out_strides));
+        create_layouts_plan(comm, args, options_arg(options), plan)
+    })
+}
+
+/// `dr_plan_create_strided` with every option of `*options` (NULL for the
+/// defaults), made with `dr_options_create`, as
+/// `dr_plan_create_layouts_configured` takes them.
+///
+/// # Safety
+/// As `dr_plan_create_strided`; `options` NULL or from `dr_options_create` and
+/// not freed.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_plan_create_strided_configured(
+    dtype: DtypeCode,
+    in_layout: *const dr_layout,
+    in_strides: *const i64,
+    out_layout: *const dr_layout,
+    out_strides: *const i64,
+    comm: MPI_Comm,
+    options: *const dr_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = strided_args(dtype, (in_layout, in_strides), (out_layout, out_strides));
+        create_layouts_plan(comm, args, configured(options), plan)
+    })
+}
+
+/// A layout with its strides from C.
+type StridedSide = (*const dr_layout, *const i64);
+
+/// The plan's arguments from C: the dtype, the two layouts and their strides.
+///
+/// # Safety
+/// Layouts NULL or from `dr_layout_create`; strides NULL or readable for their
+/// layout's axis count.
+unsafe fn strided_args(
+    dtype: DtypeCode,
+    (in_layout, in_strides): StridedSide,
+    (out_layout, out_strides): StridedSide,
+) -> Result<LayoutArgs> {
+    // SAFETY: as documented.
+    let args = unsafe { layout_args(dtype, in_layout, out_layout) }?;
+    let read = |strides: *const i64, axes: usize| {
+        // SAFETY: non-NULL strides are readable for the layout's axes (documented).
+        (!strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(strides, axes) })
+    };
+    let axes = (args.input.shape().len(), args.output.shape().len());
+    let (input, output) = (read(in_strides, axes.0), read(out_strides, axes.1));
+    Ok(args.with_strides(input, output))
+}
+
+/// This rank's spans (local): the elements from its first input element to one
+/// past its last (what the input buffer must hold) in `*in_span`, and the
+/// output's (the least `out_capacity`) in `*out_span`; each is the box's element
+/// count on a side without strides, 0 for an empty box. Either pointer may be
+/// NULL.
+///
+/// # Safety
+/// `plan` from a plan creation; non-NULL outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_spans(
+    plan: *const dr_plan,
+    in_span: *mut i64,
+    out_span: *mut i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let plan = plan_ref(plan)?;
+        for (out, span) in [(in_span, plan.input_span()), (out_span, plan.output_span())] {
+            if let Some(out) = out.as_mut() {
+                *out = span as i64;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// This rank's strides (local), in elements, one per axis of each side's shape:
+/// those the plan was made with, or C order without gaps. Either pointer may be
+/// NULL.
+///
+/// # Safety
+/// `plan` from a plan creation; non-NULL outputs writable for their side's axis
+/// count.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_strides(
+    plan: *const dr_plan,
+    in_strides: *mut i64,
+    out_strides: *mut i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let plan = plan_ref(plan)?;
+        for (out, strides) in [
+            (in_strides, plan.input_strides()),
+            (out_strides, plan.output_strides()),
+        ] {
+            if out.is_null() {
+                continue;
+            }
+            for (k, &stride) in strides.iter().enumerate() {
+                // SAFETY: writable for the side's axes (documented).
+                *out.add(k) = stride as i64;
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,391 @@
+//! Where a rank's box lives in its buffer: one stride per axis, in elements, so
+//! that box element (i₀, …, iₙ₋₁), counted from the box's corner, lies at
+//! Σ iₖ·strideₖ. One mechanism for halos and padding (the padded array's
+//! strides), any axis order (the FFT axis contiguous), leading dimensions and
+//! NumPy views with positive strides. C order without gaps is the dense storage
+//! every plan had before strides.
+//!
+//! The planner cuts messages from runs of the box in C order; a storage turns
+//! such a run into the fewest sub-boxes ([`Storage::pieces`]), each copied by one
+//! N-d kernel call, so a permuted side is copied by blocked transposes, never
+//! element by element.
+
+use crate::core::error::{Error, Result};
+use crate::distribution::groups::ReshapeSide;
+use crate::distribution::layout::MAX_DIMS;
+
+/// The strides of one side's box on this rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Storage {
+    extents: Vec<u64>,
+    strides: Vec<u64>,
+    dense: bool,
+}
+
+impl Storage {
+    /// C order without gaps: the storage of a plan made without strides.
+    pub fn dense(extents: &[u64]) -> Storage {
+        let mut strides = vec![0; extents.len()];
+        let mut weight = 1;
+        for (stride, &extent) in strides.iter_mut().zip(extents).rev() {
+            *stride = weight;
+            weight *= extent;
+        }
+        Storage {
+            extents: extents.to_vec(),
+            strides,
+            dense: true,
+        }
+    }
+
+    /// The storage `strides` (in elements, one per axis) of a box of `extents` on
+    /// `side`, checked: one stride per axis, every stride of an axis longer than
+    /// one positive, and no two elements at one address (ordered by stride, every
+    /// axis must step over the whole span of the axes below it).
+    pub fn new(
+        extents: &[u64],
+        strides: &[i64],
+        side: ReshapeSide,
+        elem_size: usize,
+        rank: usize,
+    ) -> Result<Storage> {
+        let name = side_name(side);
+        if strides.len() != extents.len() {
+            return Err(Error::InvalidStrides(format!(
+                "{name} has {} values but the {} box {extents:?} has {} axes (rank {rank})",
+                strides.len(),
+                side_word(side),
+                extents.len()
+            )));
+        }
+        let empty = extents.contains(&0);
+        let mut checked = Vec::with_capacity(strides.len());
+        for (axis, (&stride, &extent)) in strides.iter().zip(extents).enumerate() {
+            if stride < 1 && extent > 1 && !empty {
+                return Err(Error::InvalidStrides(format!(
+                    "{name}[{axis}] = {stride} on an axis of extent {extent}: strides must be positive (rank {rank})"
+                )));
+            }
+            checked.push(stride.max(0) as u64);
+        }
+        let storage = Storage {
+            extents: extents.to_vec(),
+            dense: false,
+            strides: checked,
+        };
+        if !empty {
+            storage.check_disjoint(name, elem_size, rank)?;
+        }
+        let dense = empty || storage.strides_match(&Storage::dense(extents));
+        Ok(Storage { dense, ..storage })
+    }
+
+    /// Refuses strides that put two elements at one address, or a span whose bytes
+    /// overflow.
+    fn check_disjoint(&self, name: &str, elem_size: usize, rank: usize) -> Result<()> {
+        let mut axes: Vec<usize> = (0..self.extents.len())
+            .filter(|&k| self.extents[k] > 1)
+            .collect();
+        axes.sort_by_key(|&k| self.strides[k]);
+        let mut span: u64 = 1;
+        for &k in &axes {
+            if self.strides[k] < span {
+                return Err(Error::InvalidStrides(format!(
+                    "{name}[{k}] = {} (extent {}) steps into the {span} elements the axes of smaller strides span: two elements would share an address (rank {rank})",
+                    self.strides[k], self.extents[k]
+                )));
+            }
+            let reach = (self.extents[k] - 1).checked_mul(self.strides[k]);
+            span = reach
+                .and_then(|r| r.checked_add(span))
+                .filter(|&s| s.checked_mul(elem_size as u64).is_some_and(|b| b <= i64::MAX as u64))
+                .ok_or_else(|| {
+                    Error::InvalidStrides(format!(
+                        "{name}[{k}] = {}: the storage spans more bytes than fit in 64 bits (rank {rank})",
+                        self.strides[k]
+                    ))
+                })?;
+        }
+        Ok(())
+    }
+
+    /// True when both storages place every element alike (axes of extent 1 may
+    /// differ in stride).
+    fn strides_match(&self, other: &Storage) -> bool {
+        let axes = self.extents.iter().zip(&self.strides).zip(&other.strides);
+        axes.into_iter().all(|((&e, a), b)| e <= 1 || a == b)
+    }
+
+    /// True for C order without gaps (or an empty box).
+    pub fn is_dense(&self) -> bool {
+        self.dense
+    }
+
+    /// The box's extents.
+    pub fn extents(&self) -> &[u64] {
+        &self.extents
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[u64] {
+        &self.strides
+    }
+
+    /// Elements from the box's first element to one past its last: 1 + Σ
+    /// (extentₖ − 1)·strideₖ, or 0 for an empty box.
+    pub fn span(&self) -> u64 {
+        if self.extents.contains(&0) {
+            return 0;
+        }
+        let reach = self.extents.iter().zip(&self.strides);
+        1 + reach.map(|(&e, &s)| (e - 1) * s).sum::<u64>()
+    }
+
+    /// The sub-boxes of the `len` elements from C-order position `start` of the box,
+    /// in order: at most 2n − 1 for n axes, each an outer block of whole inner
+    /// rows. O(ndims) each; allocates nothing.
+    pub fn pieces(&self, start: u64, len: u64) -> Pieces<'_> {
+        Pieces {
+            storage: self,
+            next: start,
+            end: start + len,
+        }
+    }
+}
+
+/// Both sides' storages on one rank: its input box's and its output box's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Storages {
+    /// Where the input box lives in the input buffer.
+    pub input: Storage,
+    /// Where the output box lives in the output buffer.
+    pub output: Storage,
+}
+
+impl Storages {
+    /// C order without gaps for boxes of `input` and `output` extents.
+    pub fn dense(input: &[u64], output: &[u64]) -> Storages {
+        Storages {
+            input: Storage::dense(input),
+            output: Storage::dense(output),
+        }
+    }
+
+    /// True when both are C order without gaps.
+    pub fn are_dense(&self) -> bool {
+        self.input.is_dense() && self.output.is_dense()
+    }
+
+    /// The storage on `side`.
+    pub fn on(&self, side: ReshapeSide) -> &Storage {
+        match side {
+            ReshapeSide::Input => &self.input,
+            ReshapeSide::Output => &self.output,
+        }
+    }
+}
+
+/// The storage argument's name on `side`.
+fn side_name(side: ReshapeSide) -> &'static str {
+    match side {
+        ReshapeSide::Input => "input_strides",
+        ReshapeSide::Output => "output_strides",
+    }
+}
+
+/// The side's word in messages.
+fn side_word(side: ReshapeSide) -> &'static str {
+    match side {
+        ReshapeSide::Input => "input",
+        ReshapeSide::Output => "output",
+    }
+}
+
+/// A sub-box of a storage: `extents` elements (C order) from `offset`, at the
+/// storage's strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// Offset of its first element in the storage, in elements.
+    pub offset: u64,
+    /// Its extents, one per axis of the box (the first `ndims`).
+    pub extents: [u64; MAX_DIMS],
+    /// Number of axes.
+    pub ndims: usize,
+}
+
+impl Piece {
+    /// Its extents.
+    pub fn extents(&self) -> &[u64] {
+        &self.extents[..self.ndims]
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.extents().iter().product()
+    }
+
+    /// True when it holds no element (never, for a piece of [`Storage::pieces`]).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The sub-boxes of a C-order range of a box ([`Storage::pieces`]).
+#[derive(Clone, Debug)]
+pub struct Pieces<'a> {
+    storage: &'a Storage,
+    next: u64,
+    end: u64,
+}
+
+impl Iterator for Pieces<'_> {
+    type Item = Piece;
+
+    /// The largest block starting at the next position: the outermost axis `k`
+    /// at whose block boundary the position lies (every coordinate after `k` is
+    /// zero) with a whole block left, as many of its rows as remain on `k` and in
+    /// the range.
+    fn next(&mut self) -> Option<Piece> {
+        if self.next >= self.end {
+            return None;
+        }
+        let Storage {
+            extents, strides, ..
+        } = self.storage;
+        let n = extents.len();
+        let mut coords = [0u64; MAX_DIMS];
+        let mut rest = self.next;
+        for k in (0..n).rev() {
+            coords[k] = rest % extents[k];
+            rest /= extents[k];
+        }
+        let left = self.end - self.next;
+        let (mut axis, mut inner) = (n - 1, 1u64);
+        let mut block = 1u64;
+        for k in (0..n).rev() {
+            if block > left {
+                break;
+            }
+            (axis, inner) = (k, block);
+            if coords[k] != 0 {
+                break;
+            }
+            block *= extents[k];
+        }
+        let rows = (extents[axis] - coords[axis]).min(left / inner);
+        let mut piece = Piece {
+            offset: (0..n).map(|k| coords[k] * strides[k]).sum(),
+            extents: [1; MAX_DIMS],
+            ndims: n,
+        };
+        piece.extents[axis] = rows;
+        piece.extents[axis + 1..n].copy_from_slice(&extents[axis + 1..n]);
+        self.next += rows * inner;
+        Some(piece)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn positions(storage: &Storage, start: u64, len: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        for piece in storage.pieces(start, len) {
+            let ext = piece.extents();
+            let count = piece.len();
+            for i in 0..count {
+                let (mut rest, mut at) = (i, piece.offset);
+                for k in (0..ext.len()).rev() {
+                    at += rest % ext[k] * storage.strides()[k];
+                    rest /= ext[k];
+                }
+                out.push(at);
+            }
+        }
+        out
+    }
+
+    fn address(storage: &Storage, flat: u64) -> u64 {
+        let (mut rest, mut at) = (flat, 0);
+        for k in (0..storage.extents().len()).rev() {
+            at += rest % storage.extents()[k] * storage.strides()[k];
+            rest /= storage.extents()[k];
+        }
+        at
+    }
+
+    /// A box of 1–4 axes stored in a random axis order with random padding.
+    fn any_storage() -> impl Strategy<Value = (Vec<u64>, Vec<i64>)> {
+        proptest::collection::vec((1u64..6, 0u64..3), 1..5).prop_flat_map(|axes| {
+            let order = Just((0..axes.len()).collect::<Vec<usize>>()).prop_shuffle();
+            (Just(axes), order).prop_map(|(axes, order)| {
+                let mut strides = vec![0i64; axes.len()];
+                let mut weight = 1i64;
+                for &k in order.iter().rev() {
+                    strides[k] = weight;
+                    weight *= (axes[k].0 + axes[k].1) as i64;
+                }
+                (axes.iter().map(|a| a.0).collect(), strides)
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn pieces_cover_the_range_in_order((extents, strides) in any_storage(), a in 0u64..400, b in 0u64..400) {
+            let storage = Storage::new(&extents, &strides, ReshapeSide::Input, 8, 0).unwrap();
+            let total: u64 = extents.iter().product();
+            let (start, end) = (a.min(b) % (total + 1), a.max(b) % (total + 1));
+            let (start, end) = (start.min(end), start.max(end));
+            let want: Vec<u64> = (start..end).map(|f| address(&storage, f)).collect();
+            prop_assert_eq!(positions(&storage, start, end - start), want);
+            prop_assert!(storage.pieces(start, end - start).count() <= 2 * extents.len());
+        }
+
+        #[test]
+        fn valid_strides_put_every_element_at_its_own_address_within_the_span((extents, strides) in any_storage()) {
+            let storage = Storage::new(&extents, &strides, ReshapeSide::Output, 8, 0).unwrap();
+            let total: u64 = extents.iter().product();
+            let mut seen: Vec<u64> = (0..total).map(|f| address(&storage, f)).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            prop_assert_eq!(seen.len() as u64, total);
+            prop_assert_eq!(seen.last().map_or(0, |l| l + 1), storage.span());
+        }
+    }
+
+    #[test]
+    fn dense_storage_is_recognized_whatever_the_strides_of_unit_axes() {
+        let s = Storage::new(&[3, 1, 4], &[4, 99, 1], ReshapeSide::Input, 8, 0).unwrap();
+        assert!(s.is_dense());
+        let padded = Storage::new(&[3, 4], &[6, 1], ReshapeSide::Input, 8, 0).unwrap();
+        assert!(!padded.is_dense());
+        assert_eq!(padded.span(), 16);
+        assert!(Storage::dense(&[2, 0, 5]).is_dense());
+        assert_eq!(Storage::dense(&[2, 0, 5]).span(), 0);
+    }
+
+    #[test]
+    fn refusals_name_the_side_the_axis_the_value_and_the_rank() {
+        let refuse = |extents: &[u64], strides: &[i64]| {
+            Storage::new(extents, strides, ReshapeSide::Output, 8, 3)
+                .unwrap_err()
+                .to_string()
+        };
+        let overlap = refuse(&[4, 4], &[2, 1]);
+        assert!(
+            overlap.contains("output_strides[0] = 2") && overlap.contains("rank 3"),
+            "{overlap}"
+        );
+        let negative = refuse(&[4, 4], &[4, -1]);
+        assert!(negative.contains("output_strides[1] = -1"), "{negative}");
+        let count = refuse(&[4, 4], &[4]);
+        assert!(count.contains("has 1 values"), "{count}");
+        assert!(refuse(&[4, 4], &[4, 4]).contains("share an address"));
+        let huge = refuse(&[4, 4], &[i64::MAX / 2, 1]);
+        assert!(huge.contains("64 bits"), "{huge}");
+    }
+}
