@@ -14,8 +14,9 @@ pub use crate::mpi::exchange::{DirectStreams, Exchange, Mode, Participant};
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
+pub use crate::planning::inplace::thresholds::SCHEDULING_BYTES_PER_PIECE;
 pub use crate::planning::inplace::{
-    PieceMove, PieceShape, Problem, RankSchedule, SCHEDULING_BYTES_PER_PIECE, Schedule, Unscheduled,
+    PieceMove, PieceShape, Problem, RankSchedule, Schedule, Unscheduled,
 };
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment, StridedRuns,
