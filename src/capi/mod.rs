@@ -24,6 +24,6 @@ pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::dr_plan;
 pub(crate) use handles::dr_request;
 pub(crate) use options::{configured, dr_options};
-pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, plan_ref};
+pub(crate) use plans::{MPI_Comm, c_plan_ref, create_plan, plan_ref};
 pub(crate) use requests::begin_request;
 pub(crate) use slab_args::{SlabArgs, SlabSide};

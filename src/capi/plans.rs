@@ -15,6 +15,7 @@ use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
+use crate::mpi::buffers::Buffers;
 use crate::mpi::status::require_mpi;
 use crate::planning::args::{Notation, ReshapeArgs};
 use crate::planning::planner::Route;
@@ -41,14 +42,6 @@ pub struct dr_plan_stats {
     pub peers_received: i32,
 }
 
-/// One execution's buffers as C passes them, with their lengths in bytes.
-pub(crate) struct Buffers {
-    pub(crate) input: *const c_void,
-    pub(crate) input_bytes: usize,
-    pub(crate) output: *mut c_void,
-    pub(crate) capacity: usize,
-}
-
 /// The buffers of an execution of `plan` with their checked lengths (`in_elems`
 /// `None` for the plan's own input length) and the first error to agree on.
 pub(crate) fn c_buffers(
@@ -65,12 +58,12 @@ pub(crate) fn c_buffers(
         .err()
         .or(capacity.as_ref().err())
         .cloned();
-    let buffers = Buffers {
-        input,
-        input_bytes: input_bytes.unwrap_or(0),
-        output,
-        capacity: capacity.unwrap_or(0),
-    };
+    let buffers = Buffers::new(
+        input.cast(),
+        input_bytes.unwrap_or(0),
+        output.cast(),
+        capacity.unwrap_or(0),
+    );
     (buffers, pre)
 }
 
@@ -184,13 +177,7 @@ unsafe fn one_shot(
     let (b, pre) = c_buffers(&plan, (buf, None), (out, out_capacity));
     // SAFETY: buffers as documented; sizes are checked against the plan.
     unsafe {
-        plan.execute_checked(
-            b.input.cast(),
-            b.input_bytes,
-            b.output.cast(),
-            b.capacity,
-            missing.or(pre),
-        )?;
+        plan.execute_checked(b.input, b.input_len, b.output, b.capacity, missing.or(pre))?;
         *new_local_elems = plan.output_elems() as i64;
     }
     Ok(())
@@ -579,15 +566,7 @@ unsafe fn execute(
     let plan = unsafe { plan_ref(plan) }?;
     let (b, pre) = c_buffers(plan, input, output);
     // SAFETY: buffers as documented; sizes are checked against the plan.
-    unsafe {
-        plan.execute_checked(
-            b.input.cast(),
-            b.input_bytes,
-            b.output.cast(),
-            b.capacity,
-            pre,
-        )
-    }
+    unsafe { plan.execute_checked(b.input, b.input_len, b.output, b.capacity, pre) }
 }
 
 /// Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
@@ -621,13 +600,7 @@ pub unsafe extern "C" fn dr_plan_execute_agreeing(
         let (b, pre) = c_buffers(plan, (r#in, Some(in_elems)), (out, out_capacity));
         // SAFETY: buffers as documented; sizes are checked against the plan.
         unsafe {
-            plan.execute_raw_agreeing(
-                b.input.cast(),
-                b.input_bytes,
-                b.output.cast(),
-                b.capacity,
-                caller.or(pre),
-            )
+            plan.execute_raw_agreeing(b.input, b.input_len, b.output, b.capacity, caller.or(pre))
         }
     })
 }
