@@ -2,20 +2,17 @@
 //! options), querying, executing and destroying plans. Thin: decoding, the panic
 //! boundary and the statuses over [`Plan`].
 
-use std::ffi::{CStr, c_char, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::ptr::NonNull;
+use std::ffi::{c_char, c_void};
 
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
-use crate::capi::boundary::guard;
-use crate::capi::handles::{dr_plan, dr_request, orphan};
+use crate::capi::boundary::{c_buffers, caller_error, guard, guard_without_status};
+use crate::capi::handles::{checked_args, dr_plan, orphan, plan_ref, store_plan};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
 use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::Slab;
-use crate::mpi::buffers::Buffers;
 use crate::mpi::status::require_mpi;
 use crate::planning::args::{Notation, ReshapeArgs};
 use crate::planning::planner::Route;
@@ -40,38 +37,6 @@ pub struct dr_plan_stats {
     pub peers_sent: i32,
     /// Number of ranks this rank receives from.
     pub peers_received: i32,
-}
-
-/// The buffers of an execution of `plan` with their checked lengths (`in_elems`
-/// `None` for the plan's own input length) and the first error to agree on.
-pub(crate) fn c_buffers(
-    plan: &Plan,
-    (input, in_elems): (*const c_void, Option<i64>),
-    (output, out_capacity): (*mut c_void, i64),
-) -> (Buffers, Option<Error>) {
-    let capacity = bytes(plan, "out_capacity", out_capacity);
-    let input_bytes = in_elems.map_or(Ok(plan.input_elems() * plan.elem_size()), |n| {
-        bytes(plan, "in_elems", n)
-    });
-    let pre = input_bytes
-        .as_ref()
-        .err()
-        .or(capacity.as_ref().err())
-        .cloned();
-    let buffers = Buffers::new(
-        input.cast(),
-        input_bytes.unwrap_or(0),
-        output.cast(),
-        capacity.unwrap_or(0),
-    );
-    (buffers, pre)
-}
-
-/// `elems` elements of the plan's type in bytes, or the error to agree on.
-fn bytes(plan: &Plan, name: &str, elems: i64) -> Result<usize> {
-    usize::try_from(elems)
-        .map(|n| n.saturating_mul(plan.elem_size()))
-        .map_err(|_| Error::BufferTooSmall(format!("{name} = {elems} is negative")))
 }
 
 /// Reshapes in one call (collective over `comm`).
@@ -315,62 +280,6 @@ pub(crate) unsafe fn create_plan(
     Ok(())
 }
 
-/// `args`, unless `options` or a NULL `plan` is an error: the first error, to
-/// agree like any argument error.
-pub(crate) fn checked_args<A>(
-    args: Result<A>,
-    options: &Result<PlanOptions>,
-    plan: *mut *mut dr_plan,
-) -> Result<A> {
-    args.and_then(|a| match (missing_plan(plan), options) {
-        (Some(e), _) => Err(e),
-        (None, Err(e)) => Err(e.clone()),
-        (None, Ok(_)) => Ok(a),
-    })
-}
-
-/// The error of a NULL `plan` output pointer, to agree like any argument error.
-pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
-    plan.is_null()
-        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()))
-}
-
-/// Stores `created` in `*plan` as a C plan, with the request its executions borrow.
-///
-/// # Safety
-/// `plan` non-null and writable.
-pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
-    let request = NonNull::from(Box::leak(Box::new(dr_request::idle())));
-    let owned = Box::into_raw(Box::new(dr_plan {
-        plan: created,
-        request,
-    }));
-    // SAFETY: the request was just allocated, and nothing else refers to it yet;
-    // `plan` as documented.
-    unsafe {
-        (*request.as_ptr()).plan = owned;
-        *plan = owned;
-    }
-}
-
-/// Borrows the C plan behind a pointer.
-///
-/// # Safety
-/// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
-pub(crate) unsafe fn c_plan_ref<'a>(plan: *const dr_plan) -> Result<&'a dr_plan> {
-    // SAFETY: as documented.
-    unsafe { plan.as_ref() }.ok_or_else(|| Error::NullPointer("plan is NULL".into()))
-}
-
-/// Borrows the plan behind a C pointer.
-///
-/// # Safety
-/// As [`c_plan_ref`].
-pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
-    // SAFETY: as documented.
-    unsafe { c_plan_ref(plan) }.map(|p| &p.plan)
-}
-
 /// The plan's output (local, not collective): the resolved new global shape
 /// (`new_ndims` values), this rank's rows along `new_split` (-1 when the output is
 /// not split) and this rank's number of output elements. Any output pointer may be
@@ -605,26 +514,6 @@ pub unsafe extern "C" fn dr_plan_execute_agreeing(
     })
 }
 
-/// The error a C caller reports as `status` with `message` (NULL for the
-/// status's text); `None` for `DR_SUCCESS`.
-///
-/// # Safety
-/// `message` NULL or a NUL-terminated string.
-unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Error> {
-    if status == dr_status::DR_SUCCESS as StatusCode {
-        return None;
-    }
-    let detail = match (message.is_null(), dr_status::from_code(status)) {
-        // SAFETY: a NUL-terminated string, as documented.
-        (false, _) => unsafe { CStr::from_ptr(message) }
-            .to_string_lossy()
-            .into_owned(),
-        (true, Some(known)) => known.message().to_owned(),
-        (true, None) => format!("caller_status = {status} is not a dr_status"),
-    };
-    Some(Error::from_code(status, detail))
-}
-
 /// What the plan does on this rank (local).
 ///
 /// # Safety
@@ -716,8 +605,8 @@ pub unsafe extern "C" fn dr_plan_describe(
 /// `plan` from `dr_plan_create`, destroyed once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
-    // SAFETY: as documented; a panic is caught here (the function has no status).
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(plan) }));
+    // SAFETY: as documented.
+    guard_without_status(|| drop(unsafe { destroy(plan) }));
 }
 
 /// Frees the plan `*plan` as `dr_plan_destroy` does and sets `*plan` to NULL, so

@@ -4,9 +4,8 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
-use crate::capi::boundary::guard;
-use crate::capi::handles::{dr_plan, dr_request};
-use crate::capi::plans::{c_buffers, c_plan_ref};
+use crate::capi::boundary::{c_buffers, guard};
+use crate::capi::handles::{c_plan_ref, dr_plan, dr_request};
 use crate::core::abi::dr_status;
 use crate::core::error::{Error, Result};
 use crate::mpi::buffers::Buffers;
