@@ -1,6 +1,12 @@
 //! The tuning knobs of a plan, their defaults, and the message limits they give;
 //! setting one by its `dr_option` (the C and Python surfaces) with its range
 //! checked.
+//!
+//! The tuned constants that are not options sit below this layer, so that
+//! planning imports nothing from here: those of executions in place (which
+//! pieces travel alone or grouped, when packing all that a rank sends beats a
+//! schedule, the scheduling state per piece, the bounds on making a schedule) are
+//! in [`crate::planning::inplace::thresholds`].
 
 use crate::core::abi::dr_option;
 use crate::core::error::{Error, Result};

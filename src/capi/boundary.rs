@@ -1,16 +1,26 @@
-//! The panic boundary and this thread's last error, with the decoding of the
-//! arguments every C function shares (dtypes, shapes).
+//! The panic boundary and this thread's last error, a caller's status and
+//! message as an error, with the decoding of the arguments every C function
+//! shares (dtypes, shapes, an execution's buffers).
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::api::plan::Plan;
 use crate::core::abi::{DtypeCode, StatusCode, dr_dtype, dr_status};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::contain_panic;
+use crate::mpi::buffers::Buffers;
 use crate::planning::args::MAX_DIMS;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Runs `body` of a function that returns no status (a destructor): a panic is
+/// caught here, as it must not unwind into C.
+pub(crate) fn guard_without_status(body: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(body));
 }
 
 /// Runs `body`, turning errors and panics into a status and this thread's message.
@@ -52,6 +62,58 @@ pub(crate) unsafe fn shape_arg<T: Copy>(name: &str, ndims: i32, shape: *const T)
             "{name}: ndims = {ndims} is outside [0, {MAX_DIMS}]"
         ))),
     }
+}
+
+/// The buffers of an execution of `plan` with their checked lengths (`in_elems`
+/// `None` for the plan's own input length) and the first error to agree on.
+pub(crate) fn c_buffers(
+    plan: &Plan,
+    (input, in_elems): (*const c_void, Option<i64>),
+    (output, out_capacity): (*mut c_void, i64),
+) -> (Buffers, Option<Error>) {
+    let capacity = bytes(plan, "out_capacity", out_capacity);
+    let input_bytes = in_elems.map_or(Ok(plan.input_span() * plan.elem_size()), |n| {
+        bytes(plan, "in_elems", n)
+    });
+    let pre = input_bytes
+        .as_ref()
+        .err()
+        .or(capacity.as_ref().err())
+        .cloned();
+    let buffers = Buffers::new(
+        input.cast(),
+        input_bytes.unwrap_or(0),
+        output.cast(),
+        capacity.unwrap_or(0),
+    );
+    (buffers, pre)
+}
+
+/// `elems` elements of the plan's type in bytes, or the error to agree on.
+fn bytes(plan: &Plan, name: &str, elems: i64) -> Result<usize> {
+    usize::try_from(elems)
+        .map(|n| n.saturating_mul(plan.elem_size()))
+        .map_err(|_| Error::BufferTooSmall(format!("{name} = {elems} is negative")))
+}
+
+/// The error a C caller reports as `status` with `message` (NULL for the
+/// status's text); `None` for `DR_SUCCESS`.
+///
+/// # Safety
+/// `message` NULL or a NUL-terminated string.
+pub(crate) unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Error> {
+    if status == dr_status::DR_SUCCESS as StatusCode {
+        return None;
+    }
+    let detail = match (message.is_null(), dr_status::from_code(status)) {
+        // SAFETY: a NUL-terminated string, as documented.
+        (false, _) => unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned(),
+        (true, Some(known)) => known.message().to_owned(),
+        (true, None) => format!("caller_status = {status} is not a dr_status"),
+    };
+    Some(Error::from_code(status, detail))
 }
 
 /// A static description of a status (never NULL).

@@ -1,10 +1,13 @@
 //! The C ABI's opaque handles: a plan, and the request it lends to its execution
-//! in flight, with what becomes of that request when the plan is destroyed first.
+//! in flight, with what becomes of that request when the plan is destroyed first;
+//! storing a new plan behind the caller's pointer, borrowing one from a pointer,
+//! and the NULL checks of both.
 
 use std::ptr::NonNull;
 
+use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 
 /// A reshape planned on every rank of a communicator (opaque).
 pub struct dr_plan {
@@ -57,4 +60,60 @@ pub(crate) unsafe fn orphan(request: NonNull<dr_request>, lent: bool, ended: Res
         // SAFETY: not lent, so the plan is its only owner.
         false => drop(unsafe { Box::from_raw(request) }),
     }
+}
+
+/// `args`, unless `options` or a NULL `plan` is an error: the first error, to
+/// agree like any argument error.
+pub(crate) fn checked_args<A>(
+    args: Result<A>,
+    options: &Result<PlanOptions>,
+    plan: *mut *mut dr_plan,
+) -> Result<A> {
+    args.and_then(|a| match (missing_plan(plan), options) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.clone()),
+        (None, Ok(_)) => Ok(a),
+    })
+}
+
+/// The error of a NULL `plan` output pointer, to agree like any argument error.
+pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
+    plan.is_null()
+        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()))
+}
+
+/// Stores `created` in `*plan` as a C plan, with the request its executions borrow.
+///
+/// # Safety
+/// `plan` non-null and writable.
+pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
+    let request = NonNull::from(Box::leak(Box::new(dr_request::idle())));
+    let owned = Box::into_raw(Box::new(dr_plan {
+        plan: created,
+        request,
+    }));
+    // SAFETY: the request was just allocated, and nothing else refers to it yet;
+    // `plan` as documented.
+    unsafe {
+        (*request.as_ptr()).plan = owned;
+        *plan = owned;
+    }
+}
+
+/// Borrows the C plan behind a pointer.
+///
+/// # Safety
+/// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
+pub(crate) unsafe fn c_plan_ref<'a>(plan: *const dr_plan) -> Result<&'a dr_plan> {
+    // SAFETY: as documented.
+    unsafe { plan.as_ref() }.ok_or_else(|| Error::NullPointer("plan is NULL".into()))
+}
+
+/// Borrows the plan behind a C pointer.
+///
+/// # Safety
+/// As [`c_plan_ref`].
+pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
+    // SAFETY: as documented.
+    unsafe { c_plan_ref(plan) }.map(|p| &p.plan)
 }

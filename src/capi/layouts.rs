@@ -1,14 +1,12 @@
 //! Grid layouts in C: layout descriptors, plans between two of them, and the boxes
 //! a rank holds.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
-use crate::capi::boundary::{elem_size, guard, shape_arg};
-use crate::capi::handles::dr_plan;
+use crate::capi::boundary::{elem_size, guard, guard_without_status, shape_arg};
+use crate::capi::handles::{checked_args, dr_plan, plan_ref, store_plan};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
-use crate::capi::plans::{MPI_Comm, checked_args, plan_ref, store_plan};
+use crate::capi::plans::MPI_Comm;
 use crate::core::abi::{DR_SPLIT_NONE, DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::GridBox;
@@ -152,7 +150,7 @@ fn length_count(layout: &Layout, axis: i32) -> Result<i32> {
 pub unsafe extern "C" fn dr_layout_destroy(layout: *mut dr_layout) {
     if !layout.is_null() {
         // SAFETY: layout came from Box::into_raw in dr_layout_create and is freed once.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(layout) })));
+        guard_without_status(|| drop(unsafe { Box::from_raw(layout) }));
     }
 }
 

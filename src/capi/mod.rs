@@ -2,8 +2,9 @@
 //! Rust API. No logic of its own. The header `include/distreshape.h` is generated
 //! by cbindgen from the crate: these functions and the tables of
 //! [`crate::core::abi`] (see `tests/header.rs`). By job: [`handles`] (the opaque plan and
-//! request), [`boundary`] (the panic
-//! boundary, the last error, the shared argument decoding), [`slab_args`] (a slab
+//! request, storing and borrowing them, their NULL checks), [`boundary`] (the panic
+//! boundary, the last error, a caller's status as an error, the shared argument
+//! decoding), [`slab_args`] (a slab
 //! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
 //! creating, querying, executing and destroying plans), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`, `dr_options`), [`layouts`] (grid layouts and
@@ -22,9 +23,8 @@ mod slab_args;
 mod strided;
 
 pub(crate) use boundary::{guard, shape_arg};
-pub(crate) use handles::dr_plan;
-pub(crate) use handles::dr_request;
+pub(crate) use handles::{c_plan_ref, dr_plan, dr_request, plan_ref};
 pub(crate) use options::{configured, dr_options};
-pub(crate) use plans::{Buffers, MPI_Comm, c_plan_ref, create_plan, plan_ref};
+pub(crate) use plans::{MPI_Comm, create_plan};
 pub(crate) use requests::begin_request;
 pub(crate) use slab_args::{SlabArgs, SlabSide};

@@ -2,14 +2,12 @@
 //! options), querying, executing and destroying plans. Thin: decoding, the panic
 //! boundary and the statuses over [`Plan`].
 
-use std::ffi::{CStr, c_char, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::ptr::NonNull;
+use std::ffi::{c_char, c_void};
 
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
-use crate::capi::boundary::guard;
-use crate::capi::handles::{dr_plan, dr_request, orphan};
+use crate::capi::boundary::{c_buffers, caller_error, guard, guard_without_status};
+use crate::capi::handles::{checked_args, dr_plan, orphan, plan_ref, store_plan};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
 use crate::capi::slab_args::{SlabArgs, SlabSide};
 use crate::core::abi::{DtypeCode, StatusCode, dr_path, dr_status};
@@ -39,46 +37,6 @@ pub struct dr_plan_stats {
     pub peers_sent: i32,
     /// Number of ranks this rank receives from.
     pub peers_received: i32,
-}
-
-/// One execution's buffers as C passes them, with their lengths in bytes.
-pub(crate) struct Buffers {
-    pub(crate) input: *const c_void,
-    pub(crate) input_bytes: usize,
-    pub(crate) output: *mut c_void,
-    pub(crate) capacity: usize,
-}
-
-/// The buffers of an execution of `plan` with their checked lengths (`in_elems`
-/// `None` for the plan's own input length) and the first error to agree on.
-pub(crate) fn c_buffers(
-    plan: &Plan,
-    (input, in_elems): (*const c_void, Option<i64>),
-    (output, out_capacity): (*mut c_void, i64),
-) -> (Buffers, Option<Error>) {
-    let capacity = bytes(plan, "out_capacity", out_capacity);
-    let input_bytes = in_elems.map_or(Ok(plan.input_span() * plan.elem_size()), |n| {
-        bytes(plan, "in_elems", n)
-    });
-    let pre = input_bytes
-        .as_ref()
-        .err()
-        .or(capacity.as_ref().err())
-        .cloned();
-    let buffers = Buffers {
-        input,
-        input_bytes: input_bytes.unwrap_or(0),
-        output,
-        capacity: capacity.unwrap_or(0),
-    };
-    (buffers, pre)
-}
-
-/// `elems` elements of the plan's type in bytes, or the error to agree on.
-fn bytes(plan: &Plan, name: &str, elems: i64) -> Result<usize> {
-    usize::try_from(elems)
-        .map(|n| n.saturating_mul(plan.elem_size()))
-        .map_err(|_| Error::BufferTooSmall(format!("{name} = {elems} is negative")))
 }
 
 /// Reshapes in one call (collective over `comm`).
@@ -184,13 +142,7 @@ unsafe fn one_shot(
     let (b, pre) = c_buffers(&plan, (buf, None), (out, out_capacity));
     // SAFETY: buffers as documented; sizes are checked against the plan.
     unsafe {
-        plan.execute_checked(
-            b.input.cast(),
-            b.input_bytes,
-            b.output.cast(),
-            b.capacity,
-            missing.or(pre),
-        )?;
+        plan.execute_checked(b.input, b.input_len, b.output, b.capacity, missing.or(pre))?;
         *new_local_elems = plan.output_elems() as i64;
     }
     Ok(())
@@ -326,62 +278,6 @@ pub(crate) unsafe fn create_plan(
     // SAFETY: plan is non-null (checked and agreed above).
     unsafe { store_plan(created, plan) };
     Ok(())
-}
-
-/// `args`, unless `options` or a NULL `plan` is an error: the first error, to
-/// agree like any argument error.
-pub(crate) fn checked_args<A>(
-    args: Result<A>,
-    options: &Result<PlanOptions>,
-    plan: *mut *mut dr_plan,
-) -> Result<A> {
-    args.and_then(|a| match (missing_plan(plan), options) {
-        (Some(e), _) => Err(e),
-        (None, Err(e)) => Err(e.clone()),
-        (None, Ok(_)) => Ok(a),
-    })
-}
-
-/// The error of a NULL `plan` output pointer, to agree like any argument error.
-pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
-    plan.is_null()
-        .then(|| Error::NullPointer("plan (the output pointer) is NULL".into()))
-}
-
-/// Stores `created` in `*plan` as a C plan, with the request its executions borrow.
-///
-/// # Safety
-/// `plan` non-null and writable.
-pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
-    let request = NonNull::from(Box::leak(Box::new(dr_request::idle())));
-    let owned = Box::into_raw(Box::new(dr_plan {
-        plan: created,
-        request,
-    }));
-    // SAFETY: the request was just allocated, and nothing else refers to it yet;
-    // `plan` as documented.
-    unsafe {
-        (*request.as_ptr()).plan = owned;
-        *plan = owned;
-    }
-}
-
-/// Borrows the C plan behind a pointer.
-///
-/// # Safety
-/// `plan` must be NULL or come from `dr_plan_create` and not be destroyed.
-pub(crate) unsafe fn c_plan_ref<'a>(plan: *const dr_plan) -> Result<&'a dr_plan> {
-    // SAFETY: as documented.
-    unsafe { plan.as_ref() }.ok_or_else(|| Error::NullPointer("plan is NULL".into()))
-}
-
-/// Borrows the plan behind a C pointer.
-///
-/// # Safety
-/// As [`c_plan_ref`].
-pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
-    // SAFETY: as documented.
-    unsafe { c_plan_ref(plan) }.map(|p| &p.plan)
 }
 
 /// The plan's output (local, not collective): the resolved new global shape
@@ -579,15 +475,7 @@ unsafe fn execute(
     let plan = unsafe { plan_ref(plan) }?;
     let (b, pre) = c_buffers(plan, input, output);
     // SAFETY: buffers as documented; sizes are checked against the plan.
-    unsafe {
-        plan.execute_checked(
-            b.input.cast(),
-            b.input_bytes,
-            b.output.cast(),
-            b.capacity,
-            pre,
-        )
-    }
+    unsafe { plan.execute_checked(b.input, b.input_len, b.output, b.capacity, pre) }
 }
 
 /// Executes a plan as `dr_plan_execute_sized` does, first agreeing with every
@@ -621,35 +509,9 @@ pub unsafe extern "C" fn dr_plan_execute_agreeing(
         let (b, pre) = c_buffers(plan, (r#in, Some(in_elems)), (out, out_capacity));
         // SAFETY: buffers as documented; sizes are checked against the plan.
         unsafe {
-            plan.execute_raw_agreeing(
-                b.input.cast(),
-                b.input_bytes,
-                b.output.cast(),
-                b.capacity,
-                caller.or(pre),
-            )
+            plan.execute_raw_agreeing(b.input, b.input_len, b.output, b.capacity, caller.or(pre))
         }
     })
-}
-
-/// The error a C caller reports as `status` with `message` (NULL for the
-/// status's text); `None` for `DR_SUCCESS`.
-///
-/// # Safety
-/// `message` NULL or a NUL-terminated string.
-unsafe fn caller_error(status: StatusCode, message: *const c_char) -> Option<Error> {
-    if status == dr_status::DR_SUCCESS as StatusCode {
-        return None;
-    }
-    let detail = match (message.is_null(), dr_status::from_code(status)) {
-        // SAFETY: a NUL-terminated string, as documented.
-        (false, _) => unsafe { CStr::from_ptr(message) }
-            .to_string_lossy()
-            .into_owned(),
-        (true, Some(known)) => known.message().to_owned(),
-        (true, None) => format!("caller_status = {status} is not a dr_status"),
-    };
-    Some(Error::from_code(status, detail))
 }
 
 /// What the plan does on this rank (local).
@@ -743,8 +605,8 @@ pub unsafe extern "C" fn dr_plan_describe(
 /// `plan` from `dr_plan_create`, destroyed once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_plan_destroy(plan: *mut dr_plan) {
-    // SAFETY: as documented; a panic is caught here (the function has no status).
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(plan) }));
+    // SAFETY: as documented.
+    guard_without_status(|| drop(unsafe { destroy(plan) }));
 }
 
 /// Frees the plan `*plan` as `dr_plan_destroy` does and sets `*plan` to NULL, so

@@ -4,11 +4,11 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
-use crate::capi::boundary::guard;
-use crate::capi::handles::{dr_plan, dr_request};
-use crate::capi::plans::{Buffers, c_buffers, c_plan_ref};
+use crate::capi::boundary::{c_buffers, guard};
+use crate::capi::handles::{c_plan_ref, dr_plan, dr_request};
 use crate::core::abi::dr_status;
 use crate::core::error::{Error, Result};
+use crate::mpi::buffers::Buffers;
 
 /// Starts executing a plan without waiting for it (collective, like
 /// `dr_plan_execute`): the same checks, the same agreement and the same status on
@@ -95,19 +95,14 @@ pub(crate) unsafe fn begin_request(
         .then(|| Error::NullPointer("request is NULL".into()));
     let Buffers {
         input,
-        input_bytes,
+        input_len,
         output,
         capacity,
     } = buffers;
     // SAFETY: buffers as documented; sizes are checked against the plan.
     let done = unsafe {
-        plan.plan.begin_checked(
-            input.cast(),
-            input_bytes,
-            output.cast(),
-            capacity,
-            missing.or(pre),
-        )
+        plan.plan
+            .begin_checked(input, input_len, output, capacity, missing.or(pre))
     }?;
     // The plan lent its request under its lock when the execution began.
     let tracked = match done {

@@ -4,9 +4,10 @@
 
 use crate::capi::boundary::guard;
 use crate::capi::handles::dr_plan;
+use crate::capi::handles::plan_ref;
 use crate::capi::layouts::{create_layouts_plan, dr_layout, layout_args};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
-use crate::capi::plans::{MPI_Comm, plan_ref};
+use crate::capi::plans::MPI_Comm;
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::Result;
 use crate::planning::layouts::LayoutArgs;

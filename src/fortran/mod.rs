@@ -10,12 +10,13 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    Buffers, MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, configured, create_plan,
-    dr_options, dr_plan, dr_request, guard, plan_ref, shape_arg,
+    MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, configured, create_plan, dr_options,
+    dr_plan, dr_request, guard, plan_ref, shape_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::distribution::layout::checked_product;
+use crate::mpi::buffers::Buffers;
 use crate::planning::args::Notation;
 
 /// `dr_reshape_to` for the Fortran module: `a` of shape `a_shape` (`a_ndims`
@@ -142,12 +143,12 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_begin(
         // SAFETY: shapes readable for their dimension counts (documented).
         let (pre, capacity) =
             unsafe { checked_capacity(&p.plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
-        let buffers = Buffers {
-            input: a,
-            input_bytes: p.plan.input_elems() * p.plan.elem_size(),
-            output: b,
+        let buffers = Buffers::new(
+            a.cast(),
+            p.plan.input_elems() * p.plan.elem_size(),
+            b.cast(),
             capacity,
-        };
+        );
         // SAFETY: the arrays hold what their shapes say, checked against the plan,
         // and stay valid until completion (documented).
         unsafe { begin_request(p, buffers, pre, request) }

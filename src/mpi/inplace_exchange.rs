@@ -12,6 +12,7 @@
 
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
+use crate::mpi::buffers::Buffers;
 use crate::mpi::inplace_messages::{Grouped, GroupedMessages};
 use crate::mpi::transport::{BlockShape, Bytes, Channel, Transport, copy_blocks};
 use crate::planning::inplace::{PieceMove, RankSchedule, round_messages};
@@ -68,28 +69,21 @@ impl<T: Transport> ScheduledExchange<T> {
         self.staging.len()
     }
 
-    /// Runs every round over the channel. In place when `input == output`.
+    /// Runs every round over the channel. In place when the input is the output.
     ///
     /// # Safety
-    /// `input` readable for the plan's input size and `output` writable for its
-    /// output size; out of place they do not overlap; in place the buffer holds the
-    /// larger of both. Every rank of the channel runs its part of the same
-    /// schedule.
-    pub unsafe fn run(
-        &mut self,
-        channel: Channel<'_, T>,
-        input: *const u8,
-        output: *mut u8,
-    ) -> Result<()> {
-        let buffers = Buffers {
-            input,
-            output,
+    /// `buffers.input` readable for the plan's input size and `buffers.output`
+    /// writable for its output size; out of place they do not overlap; in place
+    /// the buffer holds the larger of both. Every rank of the channel runs its part
+    /// of the same schedule.
+    pub unsafe fn run(&mut self, channel: Channel<'_, T>, buffers: &Buffers) -> Result<()> {
+        let memory = Memory {
+            buffers: *buffers,
             staging: self.staging.as_mut_ptr(),
-            in_place: std::ptr::eq(input, output),
         };
         for round in 0..self.schedule.rounds.len() {
             // SAFETY: forwarded from the caller.
-            let completed = unsafe { self.run_round(round, channel, buffers) };
+            let completed = unsafe { self.run_round(round, channel, memory) };
             if let Err(e) = completed {
                 channel.transport.cancel_all(&mut self.requests);
                 return Err(e);
@@ -107,13 +101,13 @@ impl<T: Transport> ScheduledExchange<T> {
         &mut self,
         round: usize,
         channel: Channel<'_, T>,
-        buffers: Buffers,
+        memory: Memory,
     ) -> Result<()> {
         let round_moves = &self.schedule.rounds[round];
-        if buffers.in_place {
+        if memory.buffers.in_place() {
             for t in &round_moves.stage {
                 // SAFETY: the piece lies in the buffer, its slot in the staging.
-                unsafe { buffers.stage(t) };
+                unsafe { memory.stage(t) };
             }
         }
         let receives = round_messages(&round_moves.receives).map(|m| (m, Side::Receive));
@@ -125,14 +119,14 @@ impl<T: Transport> ScheduledExchange<T> {
             // SAFETY: every run lies in the buffer or the staging, which nothing
             // else touches until the round completes (schedule invariant: nothing
             // writes a byte that a piece in flight reads or lands on).
-            unsafe { buffers.post(channel, pieces, side, &mut grouped, request) }?;
+            unsafe { memory.post(channel, pieces, side, &mut grouped, request) }?;
             posted += 1;
         }
-        if buffers.in_place {
+        if memory.buffers.in_place() {
             for t in &round_moves.moves {
                 // SAFETY: the destination lies in the output and no message of the
                 // round touches it.
-                unsafe { buffers.move_piece(t) };
+                unsafe { memory.move_piece(t) };
             }
         }
         let transport = channel.transport;
@@ -144,18 +138,16 @@ impl<T: Transport> ScheduledExchange<T> {
 
 /// The memory of one execution: the caller's buffers and the staging.
 #[derive(Clone, Copy)]
-struct Buffers {
-    input: *const u8,
-    output: *mut u8,
+struct Memory {
+    buffers: Buffers,
     staging: *mut u8,
-    in_place: bool,
 }
 
-impl Buffers {
+impl Memory {
     /// Where the runs of piece `t` are read: its staging slot (contiguous) when it
     /// was staged and the execution is in place, else its place in the input.
     fn source(&self, t: &PieceMove) -> Bytes {
-        match (t.staged, self.in_place) {
+        match (t.staged, self.buffers.in_place()) {
             // SAFETY: staging offsets lie within the staging (schedule invariant).
             (Some(at), true) => piece_runs(unsafe { self.staging.add(at) }, t, t.shape.len),
             _ => self.in_input(t),
@@ -165,22 +157,22 @@ impl Buffers {
     /// Where the runs of piece `t` lie in the input.
     fn in_input(&self, t: &PieceMove) -> Bytes {
         // SAFETY: sources lie within the input (planner invariant).
-        let at = unsafe { self.input.add(t.src) }.cast_mut();
+        let at = unsafe { self.buffers.input.add(t.src) }.cast_mut();
         piece_runs(at, t, t.shape.src_stride)
     }
 
     /// Where the runs of piece `t` land in the output.
     fn destination(&self, t: &PieceMove) -> Bytes {
         // SAFETY: destinations lie within the output (planner invariant).
-        let at = unsafe { self.output.add(t.dst) };
+        let at = unsafe { self.buffers.output.add(t.dst) };
         piece_runs(at, t, t.shape.dst_stride)
     }
 
     /// What the blocks of a message of several pieces on `side` count from.
     fn base(&self, side: Side) -> *mut u8 {
         match side {
-            Side::Send => self.input.cast_mut(),
-            Side::Receive => self.output,
+            Side::Send => self.buffers.input.cast_mut(),
+            Side::Receive => self.buffers.output,
         }
     }
 
@@ -206,7 +198,7 @@ impl Buffers {
         let message = grouped
             .next()
             .expect("block lists for every message of pieces");
-        let staging = self.in_place.then_some(self.staging);
+        let staging = self.buffers.in_place().then_some(self.staging);
         // SAFETY: as documented.
         unsafe { message.start(transport, envelope, (self.base(side), staging), request) }
     }

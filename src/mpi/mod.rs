@@ -1,4 +1,4 @@
-//! The MPI execution: MPI's return codes and counts checked, the library's
+//! The MPI execution: one execution's buffers, MPI's return codes and counts checked, the library's
 //! private communicator and its tags, its collectives, the strided datatypes a
 //! plan keeps, the thread level's rules, agreement on every step's outcome, point-to-point messages behind
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
@@ -9,6 +9,7 @@
 //! was measured of the MPI library that shapes them.
 
 pub mod agree;
+pub mod buffers;
 pub mod collective;
 pub mod comm;
 pub mod cross_memory;

@@ -11,12 +11,14 @@ pub use crate::distribution::peers::Redistribution;
 pub use crate::distribution::region::{Region, RegionRuns, shared_elements};
 pub use crate::distribution::runs::Run;
 pub use crate::distribution::storage::{Storage, Storages};
+pub use crate::mpi::buffers::Buffers;
 pub use crate::mpi::exchange::{DirectStreams, Exchange, Mode, Participant};
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
+pub use crate::planning::inplace::thresholds::SCHEDULING_BYTES_PER_PIECE;
 pub use crate::planning::inplace::{
-    PieceMove, PieceShape, Problem, RankSchedule, SCHEDULING_BYTES_PER_PIECE, Schedule, Unscheduled,
+    PieceMove, PieceShape, Problem, RankSchedule, Schedule, Unscheduled,
 };
 pub use crate::planning::messages::{
     MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment, StridedRuns,

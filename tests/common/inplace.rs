@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use distreshape::testing::{
-    Channel, Endpoint, Network, PieceMove, Problem, RankPlan, RankSchedule, Schedule,
+    Buffers, Channel, Endpoint, Network, PieceMove, Problem, RankPlan, RankSchedule, Schedule,
     ScheduledExchange, Unscheduled,
 };
 
@@ -245,14 +245,16 @@ fn execute_rank<'n>(
         let at = buffer.as_mut_ptr();
         // SAFETY: one buffer holding both the input and the output, alive until
         // the engine returns, every message then completed or cancelled.
-        let result = unsafe { engine.run(channel, at, at) };
+        let buffers = Buffers::new(at, buffer.len(), at, buffer.len());
+        let result = unsafe { engine.run(channel, &buffers) };
         buffer.truncate(out_bytes);
         (result, buffer)
     } else {
         let mut output = vec![0xEE; out_bytes];
         // SAFETY: distinct buffers of the input's and the output's sizes, alive
         // until the engine returns, every message then completed or cancelled.
-        let result = unsafe { engine.run(channel, input.as_ptr(), output.as_mut_ptr()) };
+        let buffers = Buffers::new(input.as_ptr(), input.len(), output.as_mut_ptr(), out_bytes);
+        let result = unsafe { engine.run(channel, &buffers) };
         copy_kept(plan, &input, &mut output);
         (result, output)
     };

@@ -1,42 +1,11 @@
-//! One execution's buffers and their checks against the plan, and an execution in
-//! flight lent to the closure of [`Plan::execute_overlapped`].
+//! The checks of one execution's buffers ([`Buffers`]) against the plan, and an
+//! execution in flight lent to the closure of [`Plan::execute_overlapped`].
 
 use super::Plan;
 use crate::core::error::{Error, Result};
 use crate::distribution::storage::Storages;
+use crate::mpi::buffers::Buffers;
 use crate::planning::planner::RankPlan;
-
-/// The buffers of one execution, as raw pointers: the caller's contract says how
-/// far each is valid.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Buffers {
-    /// This rank's input.
-    pub input: *const u8,
-    /// Bytes readable at `input`.
-    pub input_len: usize,
-    /// Where this rank's output goes (equal to `input` in place).
-    pub output: *mut u8,
-    /// Bytes writable at `output`.
-    pub capacity: usize,
-}
-
-impl Buffers {
-    /// The buffers of an execution: `input_len` bytes readable at `input`,
-    /// `capacity` writable at `output`.
-    pub fn new(input: *const u8, input_len: usize, output: *mut u8, capacity: usize) -> Buffers {
-        Buffers {
-            input,
-            input_len,
-            output,
-            capacity,
-        }
-    }
-
-    /// True when the execution runs in place (one buffer for both).
-    pub fn in_place(&self) -> bool {
-        std::ptr::eq(self.input, self.output)
-    }
-}
 
 /// The error of starting an execution while one is in flight.
 pub(super) fn in_progress() -> Error {

@@ -18,9 +18,8 @@ use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
 use crate::mpi::exchange::Mode;
 use crate::mpi::inplace_exchange::ScheduledExchange;
-use crate::planning::inplace::{
-    PACK_ALL_BYTES, Problem, SCHEDULING_BYTES_PER_PIECE, Schedule, Unscheduled,
-};
+use crate::planning::inplace::thresholds::{PACK_ALL_BYTES, SCHEDULING_BYTES_PER_PIECE};
+use crate::planning::inplace::{Problem, Schedule, Unscheduled};
 use crate::planning::planner::Route;
 
 /// How a plan executes in place on the exchange path, decided (the same on every

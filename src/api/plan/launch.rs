@@ -4,13 +4,14 @@
 
 use std::sync::PoisonError;
 
-use super::execution::{Buffers, Execution, Expected, check_buffers, in_progress};
+use super::execution::{Execution, Expected, check_buffers, in_progress};
 use super::in_place::{InPlaceRoute, Run};
 use super::{Engines, Plan};
 use crate::core::abi::dr_dtype;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::mpi::agree::agree;
+use crate::mpi::buffers::Buffers;
 use crate::mpi::comm::Comm;
 use crate::mpi::exchange::{Exchange, Mode, Participant};
 use crate::mpi::status::require_mpi;
@@ -287,7 +288,7 @@ impl Plan {
                         transport: comm,
                         tag: exchange.take_tag(comm),
                     };
-                    scheduled.run(channel, input, output)?;
+                    scheduled.run(channel, buffers)?;
                     if !buffers.in_place() {
                         exchange.copy_kept(plan, input, output);
                     }
