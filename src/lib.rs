@@ -23,6 +23,7 @@
 //! - `distribution`: pure distribution maths (layouts, block patterns, shared runs);
 //! - `planning`: pure plans, messages, schedules and in-place rounds, simulated for
 //!   every rank in one process by the tests;
+//! - `memory`: memory spaces and the copies of boxes between strided storages;
 //! - `mpi`: the private communicator, agreement, and the exchange engines;
 //! - `api`: this crate's Rust API ([`Plan`], [`reshape`], [`reshape_array`]);
 //! - `capi`: the C ABI (`include/distreshape.h` is generated from the crate);

@@ -373,9 +373,9 @@ mod tests {
             assert_eq!(*dtype as usize, value);
             assert_eq!(dr_dtype::from_code(value as i32), Some(*dtype));
         }
-        assert_eq!(dr_status::ALL.len(), 16);
+        assert_eq!(dr_status::ALL.len(), 17);
         assert_eq!(dr_dtype::ALL.len(), 13);
-        assert_eq!(dr_status::from_code(16), None);
+        assert_eq!(dr_status::from_code(17), None);
         for (value, option) in dr_option::ALL.iter().enumerate() {
             assert_eq!(*option as usize, value);
             assert_eq!(dr_option::from_code(value as i32), Some(*option));

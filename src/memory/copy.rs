@@ -1,33 +1,607 @@
-//! TEMPORARY naive kernel.
-/// A box copy.
+//! The host's copy of a box of elements between two strided storages.
+//!
+//! The box is first normalized: axes of extent 1 go, the others are ordered by
+//! their destination stride (the order the elements are copied in is free, since
+//! the storages never overlap) and neighbours contiguous in both storages merge.
+//! Then one of three loops copies it:
+//! - **runs**, when the fastest axis is contiguous in both storages: an odometer
+//!   over the other axes, one `copy_nonoverlapping` per run;
+//! - **a blocked transpose**, when the source's fastest axis is not the
+//!   destination's: blocks of one cache line a side over those two axes, each
+//!   staged whole, the other axes in an odometer, outermost the one of largest
+//!   destination stride;
+//! - **strided**, otherwise (no axis fast in both): element by element along the
+//!   destination's fastest axis, the other axes in an odometer.
+//!
+//! Elements of 1, 2, 4, 8 and 16 bytes move as one unaligned load and store
+//! each; any other size moves as bytes.
+
+use crate::distribution::layout::MAX_DIMS;
+
+/// One N-d copy of a box of elements between two strided storages: element
+/// (i₀, …, iₙ₋₁) goes from `src + elem_size·Σ iₖ·src_stridesₖ` to
+/// `dst + elem_size·Σ iₖ·dst_stridesₖ`.
 #[derive(Clone, Copy, Debug)]
 pub struct BoxCopy<'a> {
-    /// Extents.
+    /// The box's extent along each axis (at most [`MAX_DIMS`] axes).
     pub extents: &'a [usize],
-    /// Source strides.
+    /// The source's stride along each axis, in elements.
     pub src_strides: &'a [usize],
-    /// Destination strides.
+    /// The destination's stride along each axis, in elements.
     pub dst_strides: &'a [usize],
 }
 
-/// Copies.
+/// Copies the elements of the box `copy` from `src` to `dst`. An empty box (an
+/// extent 0) or a 0 `elem_size` copies nothing.
+///
+/// # Panics
+/// If the three slices of `copy` differ in length or have more than
+/// [`MAX_DIMS`] axes.
 ///
 /// # Safety
-/// Valid.
+/// Every element of the box must be readable at `src` and writable at `dst`
+/// (strides of axes of extent 1 are never used), through pointers of any
+/// alignment; no element's bytes in `dst` may overlap any element's in `src`,
+/// nor another's in `dst`.
 pub unsafe fn copy_box(elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
-    let n = copy.extents.len();
-    let total: usize = copy.extents.iter().product();
-    for i in 0..total {
-        let (mut rest, mut s, mut d) = (i, 0, 0);
-        for k in (0..n).rev() {
-            let c = rest % copy.extents[k];
-            rest /= copy.extents[k];
-            s += c * copy.src_strides[k];
-            d += c * copy.dst_strides[k];
+    let Some(axes) = Axes::normalized(elem_size, copy) else {
+        return;
+    };
+    // SAFETY: the caller's contract, for the same elements in another order.
+    unsafe {
+        match elem_size {
+            1 => axes.copy(Fixed::<1>, src, dst),
+            2 => axes.copy(Fixed::<2>, src, dst),
+            4 => axes.copy(Fixed::<4>, src, dst),
+            8 => axes.copy(Fixed::<8>, src, dst),
+            16 => axes.copy(Fixed::<16>, src, dst),
+            _ => axes.copy(Bytes(elem_size), src, dst),
         }
-        // SAFETY: naive.
+    }
+}
+
+/// How one element moves.
+trait Mover: Copy {
+    /// The element's size in bytes.
+    fn size(self) -> usize;
+
+    /// Copies one element from `src` to `dst`.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for [`Mover::size`] bytes, not
+    /// overlapping; any alignment.
+    unsafe fn move_one(self, src: *const u8, dst: *mut u8);
+}
+
+/// Elements of `N` bytes, moved as one unaligned load and store.
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+impl<const N: usize> Mover for Fixed<N> {
+    fn size(self) -> usize {
+        N
+    }
+
+    #[inline(always)]
+    unsafe fn move_one(self, src: *const u8, dst: *mut u8) {
+        // SAFETY: as documented on the trait; the accesses are unaligned.
         unsafe {
-            std::ptr::copy_nonoverlapping(src.add(s * elem_size), dst.add(d * elem_size), elem_size)
+            let value = src.cast::<[u8; N]>().read_unaligned();
+            dst.cast::<[u8; N]>().write_unaligned(value);
+        }
+    }
+}
+
+/// Elements of any size, moved as bytes.
+#[derive(Clone, Copy)]
+struct Bytes(usize);
+
+impl Mover for Bytes {
+    fn size(self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
+    unsafe fn move_one(self, src: *const u8, dst: *mut u8) {
+        // SAFETY: as documented on the trait.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, self.0) }
+    }
+}
+
+/// One axis of a normalized box: its extent and both strides in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Axis {
+    /// The extent (at least 2 once normalized).
+    n: usize,
+    /// The source stride in bytes.
+    src: usize,
+    /// The destination stride in bytes.
+    dst: usize,
+}
+
+/// A normalized box: no axis of extent 1, ordered by decreasing destination
+/// stride, neighbours contiguous in both storages merged.
+#[derive(Debug)]
+struct Axes {
+    /// How many of `at` are used.
+    len: usize,
+    /// The axes, outermost first.
+    at: [Axis; MAX_DIMS],
+}
+
+impl Axes {
+    /// The normalized axes of `copy` with strides in bytes, `None` when nothing
+    /// is to be copied.
+    fn normalized(elem_size: usize, copy: BoxCopy<'_>) -> Option<Axes> {
+        let BoxCopy {
+            extents,
+            src_strides,
+            dst_strides,
+        } = copy;
+        assert!(
+            extents.len() <= MAX_DIMS,
+            "a box of more than {MAX_DIMS} axes"
+        );
+        assert!(
+            src_strides.len() == extents.len() && dst_strides.len() == extents.len(),
+            "a box copy's strides differ in length from its extents"
+        );
+        if elem_size == 0 || extents.contains(&0) {
+            return None;
+        }
+        let mut axes = Axes {
+            len: 0,
+            at: [Axis::default(); MAX_DIMS],
         };
+        for (k, &n) in extents.iter().enumerate().filter(|(_, n)| **n > 1) {
+            let (src, dst) = (src_strides[k] * elem_size, dst_strides[k] * elem_size);
+            axes.at[axes.len] = Axis { n, src, dst };
+            axes.len += 1;
+        }
+        axes.at[..axes.len].sort_by_key(|a| std::cmp::Reverse((a.dst, a.src)));
+        axes.merge();
+        Some(axes)
+    }
+
+    /// Merges each axis into its outer neighbour where the two are contiguous
+    /// in both storages.
+    fn merge(&mut self) {
+        let mut kept = 0;
+        for k in 0..self.len {
+            let inner = self.at[k];
+            if kept > 0 && self.at[kept - 1].continues_into(inner) {
+                self.at[kept - 1] = Axis {
+                    n: self.at[kept - 1].n * inner.n,
+                    ..inner
+                };
+            } else {
+                self.at[kept] = inner;
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    /// The used axes.
+    fn axes(&self) -> &[Axis] {
+        &self.at[..self.len]
+    }
+
+    /// Copies the box with the loop its shape calls for.
+    ///
+    /// # Safety
+    /// As [`copy_box`], with `mover` of its element size.
+    unsafe fn copy<M: Mover>(&self, mover: M, src: *const u8, dst: *mut u8) {
+        let axes = self.axes();
+        let Some((&last, outer)) = axes.split_last() else {
+            // SAFETY: the box's one element, as the caller guarantees.
+            return unsafe { mover.move_one(src, dst) };
+        };
+        let fastest_src = (0..axes.len()).min_by_key(|&k| axes[k].src).unwrap_or(0);
+        let unit = mover.size();
+        // SAFETY: each loop visits the box's elements, as the caller guarantees.
+        unsafe {
+            if fastest_src + 1 < axes.len() {
+                copy_transposed(mover, self, fastest_src, src, dst);
+            } else if last.src == unit && last.dst == unit {
+                copy_runs(outer, last.n * unit, src, dst);
+            } else {
+                copy_strided(mover, outer, last, src, dst);
+            }
+        }
+    }
+}
+
+impl Axis {
+    /// Whether `inner` is the next axis in, contiguous with this one in both
+    /// storages, so that the two are one axis.
+    fn continues_into(self, inner: Axis) -> bool {
+        self.src == inner.src * inner.n && self.dst == inner.dst * inner.n
+    }
+}
+
+/// Calls `visit` with the byte offsets into the source and the destination of
+/// every index of `axes`, the last axis fastest.
+fn for_each_offset(axes: &[Axis], mut visit: impl FnMut(usize, usize)) {
+    let mut index = [0usize; MAX_DIMS];
+    let (mut src, mut dst) = (0, 0);
+    loop {
+        visit(src, dst);
+        let mut k = axes.len();
+        loop {
+            let Some(next) = k.checked_sub(1) else {
+                return;
+            };
+            k = next;
+            index[k] += 1;
+            if index[k] < axes[k].n {
+                src += axes[k].src;
+                dst += axes[k].dst;
+                break;
+            }
+            src -= axes[k].src * (axes[k].n - 1);
+            dst -= axes[k].dst * (axes[k].n - 1);
+            index[k] = 0;
+        }
+    }
+}
+
+/// Copies a run of `bytes` contiguous in both storages at every index of
+/// `outer`.
+///
+/// # Safety
+/// As [`copy_box`], for the runs.
+unsafe fn copy_runs(outer: &[Axis], bytes: usize, src: *const u8, dst: *mut u8) {
+    for_each_offset(outer, |s, d| {
+        // SAFETY: one run of the box, in both storages, which do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), bytes) }
+    });
+}
+
+/// Copies element by element along `inner` at every index of `outer`.
+///
+/// # Safety
+/// As [`copy_box`].
+unsafe fn copy_strided<M: Mover>(
+    mover: M,
+    outer: &[Axis],
+    inner: Axis,
+    src: *const u8,
+    dst: *mut u8,
+) {
+    for_each_offset(outer, |s, d| {
+        for i in 0..inner.n {
+            // SAFETY: one element of the box in both storages.
+            unsafe { mover.move_one(src.add(s + i * inner.src), dst.add(d + i * inner.dst)) }
+        }
+    });
+}
+
+/// Copies `axes` as a blocked transpose of the plane of axis `a` (the source's
+/// fastest) and the last axis (the destination's fastest), at every index of
+/// the other axes.
+///
+/// # Safety
+/// As [`copy_box`].
+unsafe fn copy_transposed<M: Mover>(mover: M, axes: &Axes, a: usize, src: *const u8, dst: *mut u8) {
+    let all = axes.axes();
+    let (b, last) = (all[all.len() - 1], all.len() - 1);
+    let mut rest = [Axis::default(); MAX_DIMS];
+    let mut len = 0;
+    for (k, axis) in all.iter().enumerate().filter(|&(k, _)| k != a && k != last) {
+        debug_assert!(k < last);
+        rest[len] = *axis;
+        len += 1;
+    }
+    let plane = Plane {
+        a: all[a],
+        b,
+        side: (LINE / mover.size()).max(1),
+    };
+    let mut staging = [0; LINE * LINE];
+    for_each_offset(&rest[..len], |s, d| {
+        // SAFETY: one plane of the box, in both storages.
+        unsafe { plane.copy(mover, &mut staging, src.add(s), dst.add(d)) }
+    });
+}
+
+/// The bytes a block row spans: one cache line.
+const LINE: usize = 64;
+
+/// The staging of one block: `LINE / elem_size` elements square, at most
+/// `LINE²` bytes.
+type Staging = [u8; LINE * LINE];
+
+/// One plane of a transpose: axis `a` fastest in the source, `b` in the
+/// destination. It is copied in square blocks of one cache line a side, each
+/// read into a staging buffer whole, then written out whole, so that every
+/// line is touched once whatever the strides' alignment (a power-of-two stride
+/// would otherwise map a tile's lines to a few cache sets).
+struct Plane {
+    /// The source's fastest axis.
+    a: Axis,
+    /// The destination's fastest axis.
+    b: Axis,
+    /// The elements a block spans along each axis.
+    side: usize,
+}
+
+impl Plane {
+    /// Copies the plane at `src` and `dst` block by block, along the
+    /// destination's lines innermost (measured faster than along the source's).
+    ///
+    /// # Safety
+    /// As [`copy_box`], for the plane's elements.
+    unsafe fn copy<M: Mover>(&self, mover: M, staging: &mut Staging, src: *const u8, dst: *mut u8) {
+        for a0 in (0..self.a.n).step_by(self.side) {
+            for b0 in (0..self.b.n).step_by(self.side) {
+                let a = a0..(a0 + self.side).min(self.a.n);
+                let b = b0..(b0 + self.side).min(self.b.n);
+                let (s, d) = (
+                    a0 * self.a.src + b0 * self.b.src,
+                    a0 * self.a.dst + b0 * self.b.dst,
+                );
+                // SAFETY: one block of the plane.
+                unsafe {
+                    self.copy_block(mover, staging, (a.len(), b.len()), src.add(s), dst.add(d))
+                }
+            }
+        }
+    }
+
+    /// Copies the block of `extents` (along `a`, along `b`) at `src` and `dst`:
+    /// into `staging` along `a`, the source's lines, then out along `b`, the
+    /// destination's.
+    ///
+    /// # Safety
+    /// As [`copy_box`], for the block's elements.
+    #[inline(always)]
+    unsafe fn copy_block<M: Mover>(
+        &self,
+        mover: M,
+        staging: &mut Staging,
+        (na, nb): (usize, usize),
+        src: *const u8,
+        dst: *mut u8,
+    ) {
+        let size = mover.size();
+        let row = self.side * size;
+        let buffer = staging.as_mut_ptr();
+        if self.side == 1 {
+            // SAFETY: the block's one element.
+            return unsafe { mover.move_one(src, dst) };
+        }
+        for j in 0..nb {
+            for i in 0..na {
+                let (from, to) = (i * self.a.src + j * self.b.src, i * row + j * size);
+                // SAFETY: an element of the block; the staging holds side² elements.
+                unsafe { mover.move_one(src.add(from), buffer.add(to)) }
+            }
+        }
+        for i in 0..na {
+            for j in 0..nb {
+                let (from, to) = (i * row + j * size, i * self.a.dst + j * self.b.dst);
+                // SAFETY: as above, back from the staging.
+                unsafe { mover.move_one(buffer.add(from), dst.add(to)) }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What no copy writes: every byte of the destination outside the box.
+    const SENTINEL: u8 = 0xFF;
+
+    /// One storage of a box: its strides in elements and the byte the box
+    /// starts at in its buffer (unaligned on purpose).
+    #[derive(Clone, Debug)]
+    struct Storage {
+        strides: Vec<usize>,
+        start: usize,
+    }
+
+    impl Storage {
+        /// The elements the storage spans: one past its last element.
+        fn span(&self, extents: &[usize]) -> usize {
+            let last: usize = extents
+                .iter()
+                .zip(&self.strides)
+                .map(|(n, s)| (n - 1) * s)
+                .sum();
+            last + 1
+        }
+
+        /// The byte offset of box element `index`.
+        fn offset(&self, elem_size: usize, index: &[usize]) -> usize {
+            let element: usize = index.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
+            self.start + element * elem_size
+        }
+    }
+
+    /// The strides of an array stored in `order` (outermost axis first) with
+    /// `pad` elements after each axis's extent, `step` the innermost stride.
+    fn strides(extents: &[usize], order: &[usize], pad: &[usize], step: usize) -> Vec<usize> {
+        let mut strides = vec![0; extents.len()];
+        let mut next = step;
+        for &k in order.iter().rev() {
+            strides[k] = next;
+            next *= extents[k].max(1) + pad[k];
+        }
+        strides
+    }
+
+    /// Every index of a box, the last axis fastest.
+    fn indices(extents: &[usize]) -> Vec<Vec<usize>> {
+        let mut all = vec![vec![]];
+        for &n in extents {
+            all = all
+                .into_iter()
+                .flat_map(|i| (0..n).map(move |k| [&i[..], &[k]].concat()))
+                .collect();
+        }
+        all
+    }
+
+    /// Copies the box with [`copy_box`] between fresh buffers and checks every
+    /// element and every byte outside the box in the destination.
+    fn check(elem_size: usize, extents: &[usize], src: &Storage, dst: &Storage) {
+        let empty = extents.contains(&0);
+        let bytes = |s: &Storage| {
+            s.start
+                + if empty {
+                    0
+                } else {
+                    s.span(extents) * elem_size
+                }
+        };
+        let input: Vec<u8> = (0..bytes(src)).map(|b| (b * 131 % 251) as u8).collect();
+        let mut output = vec![SENTINEL; bytes(dst)];
+        let copy = BoxCopy {
+            extents,
+            src_strides: &src.strides,
+            dst_strides: &dst.strides,
+        };
+        // SAFETY: the buffers span both storages (or the box is empty), and the
+        // destination's strides come from a non-overlapping storage.
+        unsafe {
+            let (from, to) = (
+                input.as_ptr().add(src.start),
+                output.as_mut_ptr().add(dst.start),
+            );
+            copy_box(elem_size, copy, from, to);
+        }
+        let mut want = vec![SENTINEL; output.len()];
+        for index in indices(extents) {
+            let (s, d) = (src.offset(elem_size, &index), dst.offset(elem_size, &index));
+            want[d..d + elem_size].copy_from_slice(&input[s..s + elem_size]);
+        }
+        assert_eq!(
+            output, want,
+            "extents {extents:?}, src {src:?}, dst {dst:?}"
+        );
+    }
+
+    /// A random storage for `extents`: a random axis order, padding, innermost
+    /// step, start, and any stride on axes of extent 1.
+    fn storage(extents: Vec<usize>) -> impl Strategy<Value = Storage> {
+        let d = extents.len();
+        (
+            Just((0..d).collect::<Vec<_>>()).prop_shuffle(),
+            prop::collection::vec(prop_oneof![3 => Just(0usize), 1 => 1usize..4], d),
+            prop_oneof![4 => Just(1usize), 1 => 2usize..4],
+            0usize..8,
+            prop::collection::vec(0usize..50, d),
+        )
+            .prop_map(move |(order, pad, step, start, odd)| {
+                let mut strides = strides(&extents, &order, &pad, step);
+                for k in (0..d).filter(|&k| extents[k] == 1) {
+                    strides[k] = odd[k];
+                }
+                Storage { strides, start }
+            })
+    }
+
+    /// A random box: its element size, extents and both storages.
+    fn case() -> impl Strategy<Value = (usize, Vec<usize>, Storage, Storage)> {
+        let sizes = prop::sample::select(vec![1usize, 2, 3, 4, 8, 12, 16]);
+        let extent = prop_oneof![1 => Just(0usize), 3 => Just(1usize), 8 => 2usize..10];
+        (sizes, prop::collection::vec(extent, 1..=5)).prop_flat_map(|(size, extents)| {
+            let e = extents.clone();
+            (Just(size), Just(extents), storage(e.clone()), storage(e))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn copies_every_element_and_nothing_else((size, extents, src, dst) in case()) {
+            check(size, &extents, &src, &dst);
+        }
+    }
+
+    /// The C-order storage of `extents` permuted by `order`, at byte 1.
+    fn permuted(extents: &[usize], order: &[usize]) -> Storage {
+        let pad = vec![0; extents.len()];
+        Storage {
+            strides: strides(extents, order, &pad, 1),
+            start: 1,
+        }
+    }
+
+    #[test]
+    fn transposes_a_plane_of_several_blocks() {
+        for size in [1, 2, 3, 4, 8, 12, 16, 24] {
+            let extents = [37, 53];
+            check(
+                size,
+                &extents,
+                &permuted(&extents, &[0, 1]),
+                &permuted(&extents, &[1, 0]),
+            );
+            let extents = [130, 77];
+            check(
+                size,
+                &extents,
+                &permuted(&extents, &[1, 0]),
+                &permuted(&extents, &[0, 1]),
+            );
+        }
+    }
+
+    #[test]
+    fn reverses_the_axes_of_a_box() {
+        for size in [1, 8, 12] {
+            let extents = [5, 70, 9];
+            check(
+                size,
+                &extents,
+                &permuted(&extents, &[0, 1, 2]),
+                &permuted(&extents, &[2, 1, 0]),
+            );
+        }
+    }
+
+    #[test]
+    fn copies_the_interior_of_a_halo_array() {
+        let extents = [6, 7, 8];
+        let src = Storage {
+            strides: vec![10 * 12, 12, 1],
+            start: 3,
+        };
+        check(8, &extents, &src, &permuted(&extents, &[0, 1, 2]));
+        check(8, &extents, &permuted(&extents, &[0, 1, 2]), &src);
+    }
+
+    #[test]
+    fn normalizing_merges_the_axes_contiguous_in_both() {
+        let copy = BoxCopy {
+            extents: &[4, 1, 5, 6],
+            src_strides: &[30, 0, 6, 1],
+            dst_strides: &[1, 9, 24, 4],
+        };
+        let axes = Axes::normalized(2, copy).expect("a box of 120 elements");
+        let want = [
+            Axis {
+                n: 30,
+                src: 2,
+                dst: 8,
+            },
+            Axis {
+                n: 4,
+                src: 60,
+                dst: 2,
+            },
+        ];
+        assert_eq!(axes.axes(), want);
+        let empty = BoxCopy {
+            extents: &[4, 0],
+            src_strides: &[1, 1],
+            dst_strides: &[1, 1],
+        };
+        assert!(Axes::normalized(2, empty).is_none());
     }
 }

@@ -1,12 +1,21 @@
-//! TEMPORARY stub until the kernels branch lands.
+//! Memory spaces: where a plan's buffers live and how the elements of a box move
+//! between two strided storages in them. Pack, unpack and the local copies go
+//! through [`MemorySpace`], the one seam a device memory needs, so that one can
+//! follow later without touching the planner. The host's kernels are in
+//! [`copy`]; [`strided`] moves the runs of a box in C order (what messages are
+//! cut from) through them.
+
 pub mod copy;
 pub mod strided;
 
 pub use copy::BoxCopy;
 
-/// Where buffers live.
+/// Where a plan's buffers live and how their elements are copied: the one seam
+/// pack, unpack and the local copies go through, so device memory can follow
+/// later without touching the planner.
 pub trait MemorySpace {
-    /// Copies a box.
+    /// Copies the elements of the box `copy`, each of `elem_size` bytes, from
+    /// `src` to `dst`, both in this memory space.
     ///
     /// # Safety
     /// As [`copy::copy_box`].
@@ -19,7 +28,7 @@ pub struct Host;
 
 impl MemorySpace for Host {
     unsafe fn copy_box(&self, elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
-        // SAFETY: forwarded.
+        // SAFETY: the caller's contract is copy::copy_box's.
         unsafe { copy::copy_box(elem_size, copy, src, dst) }
     }
 }

@@ -11,6 +11,8 @@ pub use crate::distribution::peers::Redistribution;
 pub use crate::distribution::region::{Region, RegionRuns, shared_elements};
 pub use crate::distribution::runs::Run;
 pub use crate::distribution::storage::{Storage, Storages};
+pub use crate::memory::copy::copy_box;
+pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
 pub use crate::mpi::exchange::{DirectStreams, Exchange, Mode, Participant};
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
