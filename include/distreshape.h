@@ -111,6 +111,12 @@ typedef enum dr_status {
    field, its value and the rank).
    */
   DR_ERROR_INVALID_OPTION = 15,
+  /*
+   A side's strides do not fit its box: not one per axis, not positive, or
+   two elements at one address (the message names the side, the axis, the
+   value and the rank); or an execution in place on a strided plan.
+   */
+  DR_ERROR_INVALID_STRIDES = 16,
 } dr_status;
 
 /*
@@ -927,6 +933,83 @@ enum dr_status dr_request_test(struct dr_request **request, int *done);
  As `dr_request_test`.
  */
 enum dr_status dr_request_wait(struct dr_request **request);
+
+/*
+ Plans between two layouts with this rank's local storage on each side
+ (collective): `in_strides` NULL (C order without gaps) or one stride per
+ axis of the input shape, in elements, so that input box element (i₀, …),
+ counted from the box's corner, lies at `in + Σ iₖ·in_strides[k]`;
+ `out_strides` likewise, one per axis of the output layout's shape (with its
+ -1 resolved). Strides are local: each rank passes its own, for its own box.
+ They express halos and padding (the padded array's strides, the buffer
+ pointer at the first interior element), any axis order, a leading dimension,
+ and any view with positive strides. Memory that is no box element is never
+ read or written, and the input is never written.
+
+ Strides that are not positive on an axis longer than one, or that put two
+ elements at one address (ordered by stride, every axis must step over the
+ span of the axes below it), are `DR_ERROR_INVALID_STRIDES` on every rank,
+ the message naming the side, the axis, the value and the rank. Executions
+ take pointers to each box's first element; `out_capacity` counts elements
+ from `out` and must cover the output's span (`dr_plan_spans`); in place is
+ `DR_ERROR_INVALID_STRIDES` on a plan any rank made with strides. `options`:
+ NULL for the defaults, as `dr_plan_create_layouts_with_options`.
+
+ # Safety
+ As `dr_plan_create_layouts_with_options`; each strides pointer NULL or
+ readable for its layout's axis count.
+ */
+enum dr_status dr_plan_create_strided(dr_dtype dtype,
+                                      const struct dr_layout *in_layout,
+                                      const int64_t *in_strides,
+                                      const struct dr_layout *out_layout,
+                                      const int64_t *out_strides,
+                                      MPI_Comm comm,
+                                      const struct dr_plan_options *options,
+                                      struct dr_plan **plan);
+
+/*
+ `dr_plan_create_strided` with every option of `*options` (NULL for the
+ defaults), made with `dr_options_create`, as
+ `dr_plan_create_layouts_configured` takes them.
+
+ # Safety
+ As `dr_plan_create_strided`; `options` NULL or from `dr_options_create` and
+ not freed.
+ */
+enum dr_status dr_plan_create_strided_configured(dr_dtype dtype,
+                                                 const struct dr_layout *in_layout,
+                                                 const int64_t *in_strides,
+                                                 const struct dr_layout *out_layout,
+                                                 const int64_t *out_strides,
+                                                 MPI_Comm comm,
+                                                 const struct dr_options *options,
+                                                 struct dr_plan **plan);
+
+/*
+ This rank's spans (local): the elements from its first input element to one
+ past its last (what the input buffer must hold) in `*in_span`, and the
+ output's (the least `out_capacity`) in `*out_span`; each is the box's element
+ count on a side without strides, 0 for an empty box. Either pointer may be
+ NULL.
+
+ # Safety
+ `plan` from a plan creation; non-NULL outputs writable.
+ */
+enum dr_status dr_plan_spans(const struct dr_plan *plan, int64_t *in_span, int64_t *out_span);
+
+/*
+ This rank's strides (local), in elements, one per axis of each side's shape:
+ those the plan was made with, or C order without gaps. Either pointer may be
+ NULL.
+
+ # Safety
+ `plan` from a plan creation; non-NULL outputs writable for their side's axis
+ count.
+ */
+enum dr_status dr_plan_strides(const struct dr_plan *plan,
+                               int64_t *in_strides,
+                               int64_t *out_strides);
 
 #ifdef __cplusplus
 }  // extern "C"

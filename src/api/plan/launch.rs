@@ -116,7 +116,7 @@ impl Plan {
     /// Checks that `T` is the type the plan was made for: its size, its `dr_dtype`
     /// when the plan has one, and a plan with a `dr_dtype` for `bool` (the ranks
     /// then all move `bool`, so no invalid byte can arrive).
-    pub(super) fn check_type<T: Element>(&self) -> Result<()> {
+    pub(crate) fn check_type<T: Element>(&self) -> Result<()> {
         let (size, rank) = (size_of::<T>(), self.comm.rank());
         let problem = if size != self.plan.elem_size {
             format!(
