@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 
 #[path = "mpi/grids.rs"]
 mod grids;
+#[path = "mpi/strided.rs"]
+mod strided;
 
 use distreshape::{Element, Plan, PlanOptions, ReshapeArgs, Route, reshape, reshape_array};
 use mpi::Threading;
@@ -416,6 +418,7 @@ fn worker() {
     let w = World { comm, rank, size };
     if cases_asked == Cases::Grids {
         grids::run(&w, grids::Breadth::NoOneByP);
+        strided::run(&w);
         return;
     }
     if cases_asked == Cases::LongRuns {
@@ -435,6 +438,7 @@ fn worker() {
     ndarray_api(&w);
     error_agreement(&w);
     grids::run(&w, grids::Breadth::EveryGrid);
+    strided::run(&w);
 }
 
 // ---------------------------------------------------------------------------------

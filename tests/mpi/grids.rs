@@ -17,8 +17,8 @@ use super::{World, measure};
 
 /// One layout as the oracle reads it.
 #[derive(Clone, Debug)]
-struct Spec {
-    shape: Vec<u64>,
+pub struct Spec {
+    pub shape: Vec<u64>,
     grid: Vec<usize>,
     axis_grid: Vec<Option<usize>>,
     /// Explicit block lengths per array axis (`None`: balanced).
@@ -41,7 +41,7 @@ impl Spec {
     }
 
     /// The library's layout, with the shape as the caller writes it.
-    fn layout(&self, shape: &[i64]) -> Layout {
+    pub fn layout(&self, shape: &[i64]) -> Layout {
         let grid: Vec<i64> = self.grid.iter().map(|&d| d as i64).collect();
         let mut layout = Layout::new(shape, &grid, &self.axis_grid);
         for (axis, lengths) in self.lengths.iter().enumerate() {
@@ -60,7 +60,7 @@ impl Spec {
     }
 
     /// First index and extent of `rank`'s block of array axis `a`.
-    fn block(&self, rank: usize, a: usize) -> (u64, u64) {
+    pub fn block(&self, rank: usize, a: usize) -> (u64, u64) {
         let n = self.shape[a];
         let Some(g) = self.axis_grid[a] else {
             return (0, n);
@@ -76,7 +76,7 @@ impl Spec {
     }
 
     /// The global C-order flat indices `rank` holds, in its buffer's order.
-    fn indices(&self, rank: usize) -> Vec<u64> {
+    pub fn indices(&self, rank: usize) -> Vec<u64> {
         let blocks: Vec<(u64, u64)> = (0..self.shape.len()).map(|a| self.block(rank, a)).collect();
         let count: u64 = blocks.iter().map(|b| b.1).product();
         (0..count)
@@ -94,11 +94,11 @@ impl Spec {
 }
 
 /// A plan to test: the two layouts, and the output shape as written (maybe a -1).
-struct GridCase {
-    name: String,
-    input: Spec,
-    output: Spec,
-    written_shape: Vec<i64>,
+pub struct GridCase {
+    pub name: String,
+    pub input: Spec,
+    pub output: Spec,
+    pub written_shape: Vec<i64>,
 }
 
 fn case(name: &str, input: Spec, output: Spec) -> GridCase {
@@ -266,6 +266,21 @@ fn cases(p: usize, breadth: Breadth) -> Vec<GridCase> {
     let merged = Spec::new(&[2 * p as u64, 12], &[p], &[Some(0), None]);
     all.push(case("trailing axes merged (nothing moves)", rows, merged).inferred(1));
     all
+}
+
+/// The cases strided storage runs on: every case on the two-axis grids but 1 x p.
+pub fn cases_for_storage(p: usize) -> Vec<GridCase> {
+    cases(p, Breadth::NoOneByP)
+}
+
+/// x- to y-pencils of `shape` on the squarest two-axis grid of `p`.
+pub fn pencil_case(p: usize, shape: &[u64]) -> GridCase {
+    let [a, b] = (factor_pairs(p).into_iter())
+        .min_by_key(|&[a, b]| a.abs_diff(b))
+        .expect("p has a factor pair");
+    let x = Spec::new(shape, &[a, b], &[None, Some(0), Some(1)]);
+    let y = Spec::new(shape, &[a, b], &[Some(0), None, Some(1)]);
+    case(&format!("x->y pencils {a}x{b} on views"), x, y)
 }
 
 /// `n` rows over `p` ranks, unevenly, the first rank holding none.
