@@ -190,8 +190,9 @@ impl LayoutArgs {
         }
     }
 
-    /// This rank's storages of the resolved `layouts`, checked ([`Storage::new`]).
-    pub fn storages(&self, layouts: &Redistribution, rank: usize) -> Result<Storages> {
+    /// This rank's storages of the resolved `layouts`, checked: one stride per axis, positive
+    /// on every axis longer than one, no two elements at one address.
+    pub(crate) fn storages(&self, layouts: &Redistribution, rank: usize) -> Result<Storages> {
         let storage = |side, strides: &Option<Vec<i64>>| {
             let layout = match side {
                 ReshapeSide::Input => layouts.input(),

@@ -243,10 +243,10 @@ fn refusals_are_agreed(w: &World) {
     let strides: [i64; 2] = if last { [3, 1] } else { [6, 1] };
     let refused =
         Plan::from_layouts_strided::<u64, _>(&w.comm, &layout, Some(&strides), &layout, None);
-    let name = format!("input_strides[0] = 3");
+    let name = "input_strides[0] = 3";
     match refused {
         Err(e @ Error::InvalidStrides(_))
-            if e.to_string().contains(&name)
+            if e.to_string().contains(name)
                 && e.to_string().contains(&format!("rank {}", p - 1)) => {}
         other => w.fail("refused strides", format!("{other:?}")),
     }

@@ -330,6 +330,15 @@ impl Drop for Plan {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.plan.fmt(f)?;
+        if self.strided {
+            let (input, output) = (&self.storages.input, &self.storages.output);
+            write!(
+                f,
+                "; strided storage (input strides {:?}, output strides {:?}): every message packed through the slots",
+                input.strides(),
+                output.strides()
+            )?;
+        }
         let engines = self.lock();
         let direct = engines.exchange.direct_streams();
         if direct.count > 0 {
