@@ -470,6 +470,25 @@ enum dr_status dr_plan_create_layouts_configured(dr_dtype dtype,
                                                  struct dr_plan **plan);
 
 /*
+ The box rank `rank` of `nranks` holds in `layout` (local, no MPI): for each
+ axis, the global index of its first element (`offsets`) and its extent
+ (`extents`), as a plan from the layout on `nranks` ranks gives it, so that a
+ caller can size its storage (halos, padding, an axis order) before planning.
+ The layout is checked as a plan checks it (its errors name the value and
+ `rank`); a shape holding -1 has no box until a plan resolves it
+ (`DR_ERROR_INVALID_SHAPE`). Either pointer may be NULL.
+
+ # Safety
+ `layout` NULL or from `dr_layout_create`; non-NULL outputs writable for the
+ layout's axis count.
+ */
+enum dr_status dr_layout_rank_box(const struct dr_layout *layout,
+                                  int32_t nranks,
+                                  int32_t rank,
+                                  int64_t *offsets,
+                                  int64_t *extents);
+
+/*
  This rank's input box (local): for each axis of the input shape, the global
  index of its first element (`offsets`) and its extent (`extents`); the rank's
  input buffer holds the box in C order. For a plan from `dr_plan_create`, the

@@ -274,6 +274,39 @@ pub(super) unsafe fn layout_args(
     })
 }
 
+/// The box rank `rank` of `nranks` holds in `layout` (local, no MPI): for each
+/// axis, the global index of its first element (`offsets`) and its extent
+/// (`extents`), as a plan from the layout on `nranks` ranks gives it, so that a
+/// caller can size its storage (halos, padding, an axis order) before planning.
+/// The layout is checked as a plan checks it (its errors name the value and
+/// `rank`); a shape holding -1 has no box until a plan resolves it
+/// (`DR_ERROR_INVALID_SHAPE`). Either pointer may be NULL.
+///
+/// # Safety
+/// `layout` NULL or from `dr_layout_create`; non-NULL outputs writable for the
+/// layout's axis count.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_layout_rank_box(
+    layout: *const dr_layout,
+    nranks: i32,
+    rank: i32,
+    offsets: *mut i64,
+    extents: *mut i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let layout = layout
+            .as_ref()
+            .ok_or_else(|| Error::NullPointer("layout is NULL".into()))?;
+        let count = |name: &str, n: i32| {
+            usize::try_from(n)
+                .map_err(|_| Error::InvalidDistribution(format!("{name} = {n} is negative")))
+        };
+        let (nranks, rank) = (count("nranks", nranks)?, count("rank", rank)?);
+        write_box(layout.layout.rank_box(nranks, rank)?, offsets, extents)
+    })
+}
+
 /// This rank's input box (local): for each axis of the input shape, the global
 /// index of its first element (`offsets`) and its extent (`extents`); the rank's
 /// input buffer holds the box in C order. For a plan from `dr_plan_create`, the

@@ -134,10 +134,10 @@ impl Storage {
     /// Elements from the box's first element to one past its last: 1 + Σ
     /// (extentₖ − 1)·strideₖ, or 0 for an empty box.
     pub fn span(&self) -> u64 {
-        if self.extents.contains(&0) {
+        if self.extents().contains(&0) {
             return 0;
         }
-        let reach = self.extents.iter().zip(&self.strides);
+        let reach = self.extents().iter().zip(&self.strides);
         1 + reach.map(|(&e, &s)| (e - 1) * s).sum::<u64>()
     }
 
@@ -175,14 +175,6 @@ impl Storages {
     pub fn are_dense(&self) -> bool {
         self.input.is_dense() && self.output.is_dense()
     }
-
-    /// The storage on `side`.
-    pub fn on(&self, side: ReshapeSide) -> &Storage {
-        match side {
-            ReshapeSide::Input => &self.input,
-            ReshapeSide::Output => &self.output,
-        }
-    }
 }
 
 /// The storage argument's name on `side`.
@@ -219,14 +211,9 @@ impl Piece {
         &self.extents[..self.ndims]
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> u64 {
+    /// Number of elements (never 0 for a piece of [`Storage::pieces`]).
+    pub fn elements(&self) -> u64 {
         self.extents().iter().product()
-    }
-
-    /// True when it holds no element (never, for a piece of [`Storage::pieces`]).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -294,7 +281,7 @@ mod tests {
         let mut out = Vec::new();
         for piece in storage.pieces(start, len) {
             let ext = piece.extents();
-            let count = piece.len();
+            let count = piece.elements();
             for i in 0..count {
                 let (mut rest, mut at) = (i, piece.offset);
                 for k in (0..ext.len()).rev() {

@@ -122,7 +122,7 @@ pub unsafe fn move_run(
         // SAFETY: the piece lies inside the storage's span (a sub-box of the box)
         // and `at` stays below `len` elements (caller's contract).
         unsafe { space.copy_box(elem_size, copy, src, dst) };
-        at += piece.len() as usize;
+        at += piece.elements() as usize;
     }
 }
 
