@@ -1,130 +1,17 @@
 //! Copies between strided storages and contiguous bytes, run by run: a run of a
 //! box in C order (what the planner cuts messages from) becomes the few
-//! sub-boxes [`Storage::pieces`] gives, each one kernel call of the memory space.
+//! sub-boxes [`Storage::pieces`] gives, and consecutive sub-boxes of one shape
+//! at one step on both sides join one kernel call with one more axis. So the
+//! rows of a message (its runs, one per row of a pencil) unpacked into a
+//! permuted storage make one blocked transpose, never a strided copy per row.
 //! Packing a message gathers its runs into the slot, unpacking scatters them
-//! out of it, and the kept elements go from the input's storage to the output's
-//! sub-box by sub-box when both sides cut their runs alike (always when the
-//! shape does not change), else through a small bounce buffer.
+//! out of it, and the kept elements go from the input's storage to the
+//! output's sub-box by sub-box when both sides cut a run alike (always when
+//! the shape does not change), else through a small bounce buffer.
 
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::{Piece, Storage};
 use crate::memory::{BoxCopy, MemorySpace};
-
-/// The C-order strides of `extents`, in elements.
-fn packed_strides(extents: &[usize], strides: &mut [usize; MAX_DIMS]) {
-    let mut weight = 1;
-    for k in (0..extents.len()).rev() {
-        strides[k] = weight;
-        weight *= extents[k];
-    }
-}
-
-/// `piece`'s extents and `storage`'s strides as the kernels take them.
-struct Shaped {
-    extents: [usize; MAX_DIMS],
-    strides: [usize; MAX_DIMS],
-    ndims: usize,
-}
-
-impl Shaped {
-    /// Every axis of `piece`, at `storage`'s strides.
-    fn of(piece: &Piece, storage: &Storage) -> Shaped {
-        let mut shaped = Shaped {
-            extents: [1; MAX_DIMS],
-            strides: [0; MAX_DIMS],
-            ndims: piece.ndims,
-        };
-        for k in 0..piece.ndims {
-            shaped.extents[k] = piece.extents[k] as usize;
-            shaped.strides[k] = storage.strides()[k] as usize;
-        }
-        shaped
-    }
-
-    /// Only the axes longer than one, so that two pieces of the same elements in
-    /// the same order compare equal whatever their unit axes.
-    fn squeezed(piece: &Piece, storage: &Storage) -> Shaped {
-        let all = Shaped::of(piece, storage);
-        let mut shaped = Shaped {
-            extents: [1; MAX_DIMS],
-            strides: [0; MAX_DIMS],
-            ndims: 0,
-        };
-        for k in (0..all.ndims).filter(|&k| all.extents[k] > 1) {
-            shaped.extents[shaped.ndims] = all.extents[k];
-            shaped.strides[shaped.ndims] = all.strides[k];
-            shaped.ndims += 1;
-        }
-        shaped
-    }
-
-    fn extents(&self) -> &[usize] {
-        &self.extents[..self.ndims]
-    }
-
-    fn strides(&self) -> &[usize] {
-        &self.strides[..self.ndims]
-    }
-}
-
-/// Which way a run moves between a storage and contiguous bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// From the storage into the bytes (packing a send).
-    Gather,
-    /// From the bytes into the storage (unpacking a receive).
-    Scatter,
-}
-
-/// Moves the `len` elements from C-order position `start` of the box that
-/// `storage` places at `base` between there and `bytes` (back to back), as
-/// `direction` says.
-///
-/// # Safety
-/// The storage's span at `base` must be valid (readable for a gather, writable
-/// for a scatter), `bytes` valid for `len` elements the other way, the two
-/// disjoint.
-pub unsafe fn move_run(
-    space: &impl MemorySpace,
-    elem_size: usize,
-    storage: &Storage,
-    base: *mut u8,
-    run: RunAt,
-    bytes: *mut u8,
-    direction: Direction,
-) {
-    let mut at = 0;
-    for piece in storage.pieces(run.start, run.len) {
-        let shaped = Shaped::of(&piece, storage);
-        let mut contiguous = [0; MAX_DIMS];
-        packed_strides(shaped.extents(), &mut contiguous);
-        let stored = base.wrapping_add(piece.offset as usize * elem_size);
-        let packed = bytes.wrapping_add(at * elem_size);
-        let (src, dst, src_strides, dst_strides) = match direction {
-            Direction::Gather => (
-                stored,
-                packed,
-                shaped.strides(),
-                &contiguous[..shaped.ndims],
-            ),
-            Direction::Scatter => (
-                packed,
-                stored,
-                &contiguous[..shaped.ndims],
-                shaped.strides(),
-            ),
-        };
-        let copy = BoxCopy {
-            extents: shaped.extents(),
-            src_strides,
-            dst_strides,
-        };
-        // SAFETY: the piece lies inside the storage's span (a sub-box of the box)
-        // and `at` stays below `len` elements (caller's contract).
-        unsafe { space.copy_box(elem_size, copy, src, dst) };
-        at += piece.elements() as usize;
-    }
-}
 
 /// A run of a box: `len` elements from C-order position `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,111 +22,290 @@ pub struct RunAt {
     pub len: u64,
 }
 
-/// One run copied from one storage to another.
-#[derive(Clone, Copy, Debug)]
-pub struct StoredRun<'a> {
-    /// The storage of the box it lies in.
-    pub storage: &'a Storage,
-    /// Where that box's first element lies.
-    pub base: *mut u8,
-    /// Its C-order position in that box.
-    pub start: u64,
+/// Which way runs move between a storage and contiguous bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// From the storage into the bytes (packing a send).
+    Gather,
+    /// From the bytes into the storage (unpacking a receive).
+    Scatter,
 }
 
-/// Copies `len` elements from `from` to `to`: sub-box by sub-box when both
-/// boxes cut the run into pieces of the same extents (apart from unit axes),
-/// else through `bounce` (at least one element) a chunk at a time.
-///
-/// # Safety
-/// Both spans valid (`from` readable, `to` writable) and disjoint from each
-/// other and from `bounce`.
-pub unsafe fn copy_run(
-    space: &impl MemorySpace,
-    elem_size: usize,
-    from: StoredRun<'_>,
-    to: StoredRun<'_>,
-    len: u64,
-    bounce: &mut [u8],
-) {
-    let mut sources = from.storage.pieces(from.start, len);
-    let mut targets = to.storage.pieces(to.start, len);
-    let matched = sources.clone().zip(targets.clone()).all(|(a, b)| {
-        let (a, b) = (
-            Shaped::squeezed(&a, from.storage),
-            Shaped::squeezed(&b, to.storage),
-        );
-        a.extents() == b.extents()
-    }) && sources.clone().count() == targets.clone().count();
-    if !matched {
-        // SAFETY: forwarded from the caller.
-        return unsafe { copy_bounced(space, elem_size, from, to, len, bounce) };
-    }
-    while let (Some(a), Some(b)) = (sources.next(), targets.next()) {
-        let (sa, sb) = (
-            Shaped::squeezed(&a, from.storage),
-            Shaped::squeezed(&b, to.storage),
-        );
-        let copy = BoxCopy {
-            extents: sa.extents(),
-            src_strides: sa.strides(),
-            dst_strides: sb.strides(),
-        };
-        let src = from.base.wrapping_add(a.offset as usize * elem_size);
-        let dst = to.base.wrapping_add(b.offset as usize * elem_size);
-        // SAFETY: both pieces lie inside their spans (caller's contract) and hold
-        // the same elements in the same order.
-        unsafe { space.copy_box(elem_size, copy, src, dst) };
-    }
+/// One sub-box copy: its axes longer than one, their strides on both sides, and
+/// where it starts on both sides (in elements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    extents: [usize; MAX_DIMS],
+    src_strides: [usize; MAX_DIMS],
+    dst_strides: [usize; MAX_DIMS],
+    ndims: usize,
+    src_at: usize,
+    dst_at: usize,
 }
 
-/// [`copy_run`] through `bounce`: gathers a chunk, scatters it.
-///
-/// # Safety
-/// As [`copy_run`].
-unsafe fn copy_bounced(
-    space: &impl MemorySpace,
-    elem_size: usize,
-    from: StoredRun<'_>,
-    to: StoredRun<'_>,
-    len: u64,
-    bounce: &mut [u8],
-) {
-    let chunk = (bounce.len() / elem_size).max(1) as u64;
-    let mut done = 0;
-    while done < len {
-        let n = chunk.min(len - done);
-        let (source, target) = (
-            RunAt {
-                start: from.start + done,
-                len: n,
-            },
-            RunAt {
-                start: to.start + done,
-                len: n,
-            },
-        );
-        let at = bounce.as_mut_ptr();
-        // SAFETY: forwarded from the caller; the bounce holds `n` elements.
-        unsafe {
-            move_run(
-                space,
-                elem_size,
-                from.storage,
-                from.base,
-                source,
-                at,
-                Direction::Gather,
-            );
-            move_run(
-                space,
-                elem_size,
-                to.storage,
-                to.base,
-                target,
-                at,
-                Direction::Scatter,
-            );
+impl Block {
+    /// `piece` of `storage` (its axes longer than one) against the same
+    /// elements back to back: their C-order strides.
+    fn against_packed(piece: &Piece, storage: &Storage) -> Block {
+        let mut block = Block::squeezed(piece, storage);
+        let mut weight = 1;
+        for k in (0..block.ndims).rev() {
+            block.dst_strides[k] = weight;
+            weight *= block.extents[k];
         }
-        done += n;
+        block
+    }
+
+    /// `piece`'s axes longer than one, at `storage`'s strides on the source side.
+    fn squeezed(piece: &Piece, storage: &Storage) -> Block {
+        let mut block = Block {
+            extents: [1; MAX_DIMS],
+            src_strides: [0; MAX_DIMS],
+            dst_strides: [0; MAX_DIMS],
+            ndims: 0,
+            src_at: piece.offset as usize,
+            dst_at: 0,
+        };
+        for k in (0..piece.ndims).filter(|&k| piece.extents[k] > 1) {
+            block.extents[block.ndims] = piece.extents[k] as usize;
+            block.src_strides[block.ndims] = storage.strides()[k] as usize;
+            block.ndims += 1;
+        }
+        block
+    }
+
+    /// The same copy the other way.
+    fn swapped(self) -> Block {
+        Block {
+            src_strides: self.dst_strides,
+            dst_strides: self.src_strides,
+            src_at: self.dst_at,
+            dst_at: self.src_at,
+            ..self
+        }
+    }
+
+    /// True when `other` copies elements of the same shape at the same strides.
+    fn same_shape(&self, other: &Block) -> bool {
+        let n = self.ndims;
+        n == other.ndims
+            && self.extents[..n] == other.extents[..n]
+            && self.src_strides[..n] == other.src_strides[..n]
+            && self.dst_strides[..n] == other.dst_strides[..n]
+    }
+}
+
+/// Copies blocks from `src` to `dst`, joining consecutive blocks of one shape
+/// at one positive step on both sides into one kernel call with a leading axis.
+pub struct Copier<'a, S: MemorySpace> {
+    space: &'a S,
+    elem_size: usize,
+    src: *const u8,
+    dst: *mut u8,
+    /// The first block of the joined ones, how many, and their steps.
+    pending: Option<(Block, usize, Option<(usize, usize)>)>,
+}
+
+impl<'a, S: MemorySpace> Copier<'a, S> {
+    /// A copier of elements of `elem_size` bytes from `src` to `dst`.
+    pub fn new(space: &'a S, elem_size: usize, src: *const u8, dst: *mut u8) -> Copier<'a, S> {
+        Copier {
+            space,
+            elem_size,
+            src,
+            dst,
+            pending: None,
+        }
+    }
+
+    /// Moves the run `run` of the box that `storage` places at this copier's
+    /// storage side (the source for a gather, the destination for a scatter)
+    /// to or from position `packed_at` (in elements) of its bytes side.
+    ///
+    /// # Safety
+    /// The run inside the box, the storage's span valid on its side, the bytes
+    /// valid for the run on theirs, the two disjoint; they stay so until
+    /// [`Copier::finish`].
+    pub unsafe fn run(
+        &mut self,
+        storage: &Storage,
+        run: RunAt,
+        packed_at: usize,
+        direction: Direction,
+    ) {
+        let mut at = packed_at;
+        for piece in storage.pieces(run.start, run.len) {
+            let mut block = Block::against_packed(&piece, storage);
+            block.dst_at = at;
+            at += piece.elements() as usize;
+            let block = match direction {
+                Direction::Gather => block,
+                Direction::Scatter => block.swapped(),
+            };
+            // SAFETY: forwarded from the caller.
+            unsafe { self.push(block) };
+        }
+    }
+
+    /// Copies the run of `len` elements from position `from.1` of the box that
+    /// `from.0` places at the source to position `to.1` of the box that `to.0`
+    /// places at the destination: sub-box by sub-box when both cut it alike,
+    /// else through `bounce` (at least one element) a chunk at a time.
+    ///
+    /// # Safety
+    /// Both runs inside their boxes, both spans valid (the source readable, the
+    /// destination writable) and disjoint from each other and from `bounce`.
+    pub unsafe fn copy_run(
+        &mut self,
+        from: (&Storage, u64),
+        to: (&Storage, u64),
+        len: u64,
+        bounce: &mut [u8],
+    ) {
+        let (sources, targets) = (from.0.pieces(from.1, len), to.0.pieces(to.1, len));
+        let pairs = sources.clone().zip(targets.clone());
+        let alike = sources.count() == targets.count()
+            && pairs.clone().all(|(a, b)| {
+                let (a, b) = (Block::squeezed(&a, from.0), Block::squeezed(&b, to.0));
+                a.extents[..a.ndims] == b.extents[..b.ndims]
+            });
+        if !alike {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.bounced(from, to, len, bounce) };
+        }
+        for (a, b) in pairs {
+            let (source, target) = (Block::squeezed(&a, from.0), Block::squeezed(&b, to.0));
+            let block = Block {
+                dst_strides: target.src_strides,
+                dst_at: target.src_at,
+                ..source
+            };
+            // SAFETY: forwarded from the caller; both pieces hold the same
+            // elements in the same order.
+            unsafe { self.push(block) };
+        }
+    }
+
+    /// [`Copier::copy_run`] through `bounce`: gathers a chunk, scatters it.
+    ///
+    /// # Safety
+    /// As [`Copier::copy_run`].
+    unsafe fn bounced(
+        &mut self,
+        from: (&Storage, u64),
+        to: (&Storage, u64),
+        len: u64,
+        bounce: &mut [u8],
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.flush() };
+        let chunk = (bounce.len() / self.elem_size).max(1) as u64;
+        let at = bounce.as_mut_ptr();
+        let mut done = 0;
+        while done < len {
+            let n = chunk.min(len - done);
+            let mut gather = Copier::new(self.space, self.elem_size, self.src, at);
+            let mut scatter = Copier::new(self.space, self.elem_size, at, self.dst);
+            // SAFETY: forwarded from the caller; the bounce holds `n` elements.
+            unsafe {
+                gather.run(
+                    from.0,
+                    RunAt {
+                        start: from.1 + done,
+                        len: n,
+                    },
+                    0,
+                    Direction::Gather,
+                );
+                gather.finish();
+                scatter.run(
+                    to.0,
+                    RunAt {
+                        start: to.1 + done,
+                        len: n,
+                    },
+                    0,
+                    Direction::Scatter,
+                );
+                scatter.finish();
+            }
+            done += n;
+        }
+    }
+
+    /// Joins `block` to the pending ones when it has their shape and follows at
+    /// their step, else copies those and keeps it pending.
+    ///
+    /// # Safety
+    /// As [`Copier::run`].
+    unsafe fn push(&mut self, block: Block) {
+        if let Some((first, count, steps)) = &mut self.pending {
+            let last = (
+                first.src_at + steps.map_or(0, |s| s.0) * (*count - 1),
+                first.dst_at + steps.map_or(0, |s| s.1) * (*count - 1),
+            );
+            let step = (
+                block.src_at.checked_sub(last.0),
+                block.dst_at.checked_sub(last.1),
+            );
+            let joins = match (step, *steps) {
+                ((Some(a), Some(b)), None) => a > 0 && b > 0,
+                ((Some(a), Some(b)), Some(s)) => (a, b) == s,
+                _ => false,
+            };
+            let room = first.ndims < MAX_DIMS;
+            if room && first.same_shape(&block) && joins {
+                if let (Some(a), Some(b)) = step {
+                    *steps = Some((a, b));
+                }
+                *count += 1;
+                return;
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.flush() };
+        self.pending = Some((block, 1, None));
+    }
+
+    /// Copies the pending blocks in one kernel call.
+    ///
+    /// # Safety
+    /// As [`Copier::run`].
+    unsafe fn flush(&mut self) {
+        let Some((first, count, steps)) = self.pending.take() else {
+            return;
+        };
+        let n = first.ndims;
+        let (mut extents, mut src_strides, mut dst_strides) =
+            ([0; MAX_DIMS], [0; MAX_DIMS], [0; MAX_DIMS]);
+        // A leading axis for the joined blocks (none joins a block of MAX_DIMS axes).
+        let lead = usize::from(n < MAX_DIMS);
+        extents[0] = count;
+        (src_strides[0], dst_strides[0]) = steps.unwrap_or((0, 0));
+        extents[lead..n + lead].copy_from_slice(&first.extents[..n]);
+        src_strides[lead..n + lead].copy_from_slice(&first.src_strides[..n]);
+        dst_strides[lead..n + lead].copy_from_slice(&first.dst_strides[..n]);
+        let axes = n + lead;
+        let copy = BoxCopy {
+            extents: &extents[..axes],
+            src_strides: &src_strides[..axes],
+            dst_strides: &dst_strides[..axes],
+        };
+        let size = self.elem_size;
+        let (src, dst) = (
+            self.src.wrapping_add(first.src_at * size),
+            self.dst.wrapping_add(first.dst_at * size),
+        );
+        // SAFETY: every joined block lies inside its side (caller's contract).
+        unsafe { self.space.copy_box(size, copy, src, dst) };
+    }
+
+    /// Copies what is pending.
+    ///
+    /// # Safety
+    /// As [`Copier::run`].
+    pub unsafe fn finish(mut self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.flush() };
     }
 }

@@ -8,7 +8,7 @@ use crate::core::fallible::{try_push, try_vec};
 use crate::distribution::region::RegionRuns;
 use crate::distribution::storage::Storages;
 use crate::memory::Host;
-use crate::memory::strided::{StoredRun, copy_run};
+use crate::memory::strided::Copier;
 use crate::planning::planner::{KeptCopy, RankPlan};
 
 use super::stream::Stream;
@@ -140,35 +140,39 @@ impl LocalCopies {
     /// As [`Exchange::run`](super::Exchange::run), out of place.
     pub(super) unsafe fn copy(&mut self, plan: &RankPlan, input: *const u8, output: *mut u8) {
         let size = plan.elem_size;
-        let mut copy = |c: &KeptCopy| match &mut self.strided {
-            Some(StridedKept { storages, bounce }) => {
-                let from = StoredRun {
-                    storage: &storages.input,
-                    base: input.cast_mut(),
-                    start: (c.from.start / size) as u64,
-                };
-                let to = StoredRun {
-                    storage: &storages.output,
-                    base: output,
-                    start: (c.to / size) as u64,
-                };
-                let len = (c.from.len() / size) as u64;
-                // SAFETY: every kept run lies inside both boxes (planner
-                // invariant), so inside both spans, which do not overlap; no
-                // message touches the elements it writes.
-                unsafe { copy_run(&Host, size, from, to, len, bounce) }
-            }
-            // SAFETY: every kept copy lies inside both buffers (planner invariant),
-            // which do not overlap, and no message touches the bytes it writes.
-            None => unsafe {
-                std::ptr::copy_nonoverlapping(
-                    input.add(c.from.start),
-                    output.add(c.to),
-                    c.from.len(),
-                )
-            },
+        let Some(StridedKept { storages, bounce }) = &mut self.strided else {
+            return self.list.for_each(plan, |c| {
+                // SAFETY: every kept copy lies inside both buffers (planner
+                // invariant), which do not overlap, and no message touches the
+                // bytes it writes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        input.add(c.from.start),
+                        output.add(c.to),
+                        c.from.len(),
+                    )
+                }
+            });
         };
-        match &mut self.list {
+        let mut copier = Copier::new(&Host, size, input, output);
+        self.list.for_each(plan, |c| {
+            let from = (&storages.input, (c.from.start / size) as u64);
+            let to = (&storages.output, (c.to / size) as u64);
+            let len = (c.from.len() / size) as u64;
+            // SAFETY: every kept run lies inside both boxes (planner invariant),
+            // so inside both spans, which do not overlap; no message touches the
+            // elements it writes.
+            unsafe { copier.copy_run(from, to, len, bounce) }
+        });
+        // SAFETY: as above.
+        unsafe { copier.finish() };
+    }
+}
+
+impl KeptList {
+    /// Hands every kept copy of `plan` to `copy`, in order, allocating nothing.
+    fn for_each(&mut self, plan: &RankPlan, mut copy: impl FnMut(&KeptCopy)) {
+        match self {
             KeptList::Listed(kept) => kept.iter().for_each(copy),
             KeptList::Cut(runs) => {
                 runs.rewind();

@@ -9,7 +9,7 @@ use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
 use crate::distribution::storage::Storage;
 use crate::memory::Host;
-use crate::memory::strided::{Direction, RunAt, move_run};
+use crate::memory::strided::{Copier, Direction, RunAt};
 use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, Transport};
 use crate::planning::messages::{
     CutMessages, MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
@@ -249,30 +249,39 @@ impl Memory<'_> {
     /// The segments must lie inside the buffer (as runs of its box when strided),
     /// and `packed` must hold their total length without overlapping it.
     unsafe fn transfer(&self, segments: &[Segment], packed: *mut u8, direction: Direction) {
-        let mut at = 0;
-        for s in segments {
-            let bytes = packed.wrapping_add(at);
-            match self.strided {
-                Some(storage) => {
-                    let size = self.elem_size;
-                    let run = RunAt {
-                        start: (s.offset / size) as u64,
-                        len: (s.len / size) as u64,
-                    };
-                    // SAFETY: as documented.
-                    unsafe { move_run(&Host, size, storage, self.base, run, bytes, direction) };
-                }
+        let (base, size) = (self.base, self.elem_size);
+        let Some(storage) = self.strided else {
+            let mut at = 0;
+            for s in segments {
                 // SAFETY: as documented.
-                None => unsafe {
-                    let stored = self.base.add(s.offset);
+                unsafe {
+                    let (stored, bytes) = (base.add(s.offset), packed.add(at));
                     match direction {
                         Direction::Gather => std::ptr::copy_nonoverlapping(stored, bytes, s.len),
                         Direction::Scatter => std::ptr::copy_nonoverlapping(bytes, stored, s.len),
                     }
-                },
+                }
+                at += s.len;
             }
+            return;
+        };
+        let (src, dst) = match direction {
+            Direction::Gather => (base.cast_const(), packed),
+            Direction::Scatter => (packed.cast_const(), base),
+        };
+        let mut copier = Copier::new(&Host, size, src, dst);
+        let mut at = 0;
+        for s in segments {
+            let run = RunAt {
+                start: (s.offset / size) as u64,
+                len: (s.len / size) as u64,
+            };
+            // SAFETY: as documented.
+            unsafe { copier.run(storage, run, at / size, direction) };
             at += s.len;
         }
+        // SAFETY: as documented.
+        unsafe { copier.finish() };
     }
 }
 
