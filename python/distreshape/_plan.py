@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 from . import _native
 from ._arguments import ArgumentError, Problem, Shape, communicator, integer, integers
-from ._errors import STATUS, Error
+from ._errors import STATUS
 from ._layout import Layout
 from ._storage import allocate, element_strides, negative
 
