@@ -38,6 +38,8 @@ class NativePlan:
         input: Optional[_LayoutSpec],
         output: Optional[_LayoutSpec],
         dtype: np.dtype,
+        input_strides: Optional[list[int]],
+        output_strides: Optional[list[int]],
         problem: _Problem,
         options: list[tuple[str, int]],
     ) -> NativePlan: ...
@@ -49,6 +51,9 @@ class NativePlan:
     input_box: list[tuple[int, int]]
     output_box: list[tuple[int, int]]
     output_elems: int
+    input_strides: list[int]
+    output_strides: list[int]
+    strided: tuple[bool, bool]
     stats: tuple[str, int, int, int, int, int]
     is_collective: bool
     def describe(self) -> str: ...

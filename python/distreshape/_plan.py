@@ -13,6 +13,7 @@ from . import _native
 from ._arguments import ArgumentError, Problem, Shape, communicator, integer, integers
 from ._errors import STATUS
 from ._layout import Layout
+from ._storage import allocate, element_strides, negative
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,27 @@ def _length(name: str, value: Optional[int]) -> Optional[int]:
     return None if value is None else integer(name, value, "DR_ERROR_INVALID_DISTRIBUTION")
 
 
-def _as_block(local: Any) -> tuple[Optional[np.ndarray], Problem]:
+def _as_block(local: Any, order: Optional[str] = "C") -> tuple[Optional[np.ndarray], Problem]:
     """``local`` as a C-contiguous array: itself when it is one, else a copy (made
-    once, here); ``None`` with the problem when it cannot be made."""
+    once, here); with ``order=None``, as an array at whatever strides it has (never
+    copied when it is one). ``None`` with the problem when it cannot be made."""
     try:
-        return np.asarray(local, order="C"), None
+        return np.asarray(local, order=order), None
     except MemoryError:
         return None, (STATUS["DR_ERROR_OUT_OF_MEMORY"], "no memory for a C-contiguous copy of the input")
     except (TypeError, ValueError) as e:
         return None, (STATUS["DR_ERROR_INVALID_SHAPE"], f"the input is not an array: {e}")
+
+
+def _strides_argument(name: str, value: Any, problem: Problem) -> tuple[Optional[list[int]], Problem]:
+    """``value`` (``None``, or one stride in elements per axis) as the extension's
+    list, or ``None`` and the first problem (``DR_ERROR_INVALID_STRIDES``)."""
+    if value is None:
+        return None, problem
+    try:
+        return integers(name, value, "DR_ERROR_INVALID_STRIDES"), problem
+    except ArgumentError as e:
+        return None, problem or e.problem
 
 
 #: The names of a plan's options, from the library's one option table.
@@ -171,7 +184,15 @@ class Plan:
 
     @classmethod
     def from_layouts(
-        cls, in_layout: Layout, out_layout: Layout, dtype: Any, comm: Optional[MPI.Comm] = None, *, options: Options = None
+        cls,
+        in_layout: Layout,
+        out_layout: Layout,
+        dtype: Any,
+        comm: Optional[MPI.Comm] = None,
+        *,
+        input_strides: Optional[Shape] = None,
+        output_strides: Optional[Shape] = None,
+        options: Options = None,
     ) -> "Plan":
         """Plans the redistribution of an array from the :class:`Layout`
         ``in_layout`` to ``out_layout`` on every rank of ``comm`` (collective;
@@ -190,14 +211,30 @@ class Plan:
         This rank's blocks are its :attr:`input_box` and :attr:`output_box`; the
         plan executes as any other (:meth:`execute`, :meth:`execute_begin`,
         :meth:`execute_in_place`).
+
+        ``input_strides`` and ``output_strides`` give this rank's local storage of
+        each side: ``None`` (C order, as by default), or one stride per axis of
+        that side's box, **in elements** (NumPy's ``a.strides`` divided by
+        ``a.itemsize``): the interior of an array with halos, a transposed or
+        padded one, any view with positive strides. Each rank passes its own.
+        Strides that put two elements at one address, or are not positive on an
+        axis longer than one, raise ``DR_ERROR_INVALID_STRIDES`` on every rank.
+        The arrays of a side planned with strides must lie at exactly those
+        strides (:attr:`input_strides`, :attr:`output_strides`; any stride on an
+        axis of extent 1): they are never copied, only their box elements are
+        read or written, and the input is never written. In place is refused on
+        such a plan (``DR_ERROR_INVALID_STRIDES``).
         """
         plan = cls.__new__(cls)
-        plan._create_from_layouts(in_layout, out_layout, dtype, comm, None, options)
+        plan._create_from_layouts(in_layout, out_layout, dtype, comm, None, options, input_strides, output_strides)
         return plan
 
-    def _create_from_layouts(self, in_layout, out_layout, dtype, comm, problem: Problem, options: Options = None) -> None:
+    def _create_from_layouts(self, in_layout, out_layout, dtype, comm, problem: Problem, options: Options = None,
+                             input_strides: Any = None, output_strides: Any = None) -> None:
         self._comm = communicator(comm)
         self._dtype, problem = _dtype(dtype, problem)
+        input_strides, problem = _strides_argument("input_strides", input_strides, problem)
+        output_strides, problem = _strides_argument("output_strides", output_strides, problem)
         specs = []
         for name, which, layout in (("in_layout", "input layout", in_layout), ("out_layout", "output layout", out_layout)):
             if not isinstance(layout, Layout):
@@ -208,7 +245,9 @@ class Plan:
                 problem = problem or layout._problem_in(which)
                 specs.append(layout._spec())
         pairs, problem = _options(options, problem)
-        self._native = _native.NativePlan.from_layouts(self._comm.py2f(), *specs, self._dtype, problem, pairs)
+        self._native = _native.NativePlan.from_layouts(
+            self._comm.py2f(), *specs, self._dtype, input_strides, output_strides, problem, pairs
+        )
 
     def _arguments(self, gshape, split, new_shape, new_split, local_len, new_local_len) -> tuple:
         """The library's arguments: shapes as lists, axes non-negative, lengths."""
@@ -298,6 +337,17 @@ class Plan:
         return _slices(self._native.output_box)
 
     @property
+    def input_strides(self) -> tuple[int, ...]:
+        """This rank's input strides in elements: those the plan was made with, else
+        C order's."""
+        return tuple(self._native.input_strides)
+
+    @property
+    def output_strides(self) -> tuple[int, ...]:
+        """This rank's output strides in elements (as :attr:`input_strides`)."""
+        return tuple(self._native.output_strides)
+
+    @property
     def stats(self) -> Stats:
         """What this rank sends, receives and copies."""
         return Stats(*self._native.stats)
@@ -316,21 +366,44 @@ class Plan:
         not C-contiguous is copied once into one that is. ``out`` (default: a new
         array) must be a writable C-contiguous array of this rank's output block
         shape and the plan's dtype; it is written in place, with no other copy.
+
+        On a side planned with strides (:meth:`from_layouts`), the array must lie
+        at the plan's strides instead, and is never copied: other strides raise
+        ``DR_ERROR_INVALID_STRIDES`` on every rank. The default ``out`` is then a
+        new array at the plan's output strides.
         """
-        block, problem = _as_block(local)
+        block, problem = self._input(local)
         if out is None:
-            out, _ = _allocate(self.local_output_shape, self._dtype)
+            out = self._new_output()
         self._native.execute(block, out, problem)
         return out
+
+    def _input(self, local: Any) -> tuple[Optional[np.ndarray], Problem]:
+        """``local`` as the extension takes it: as it lies on a side planned with
+        strides (checked there, never copied), else C-contiguous (copied once when
+        it is not)."""
+        input_strided, _ = self._native.strided
+        return _as_block(local, None if input_strided else "C")
+
+    def _new_output(self) -> Optional[np.ndarray]:
+        """A new output block, at the plan's output strides when planned with them;
+        ``None`` without memory (the extension reports it on every rank)."""
+        _, output_strided = self._native.strided
+        if not output_strided:
+            return _allocate(self.local_output_shape, self._dtype)[0]
+        try:
+            return allocate(self.local_output_shape, self.output_strides, self._dtype)
+        except MemoryError:
+            return None
 
     def execute_begin(self, local: Any, out: Optional[np.ndarray] = None) -> "Request":
         """Starts :meth:`execute` without waiting (collective); the arrays must not
         be touched until the returned request completes (:meth:`Request.wait`). The
         request keeps the plan and both arrays alive until then. Starting another
         execution of this plan before raises ``DR_ERROR_EXECUTION_IN_PROGRESS``."""
-        block, problem = _as_block(local)
+        block, problem = self._input(local)
         if out is None:
-            out, _ = _allocate(self.local_output_shape, self._dtype)
+            out = self._new_output()
         return Request(self, self._native.begin(block, out, problem))
 
     def execute_in_place(self, buf: np.ndarray) -> np.ndarray:
@@ -338,7 +411,8 @@ class Plan:
         the plan's dtype (any shape, e.g. 1-d) holding at least as many elements as
         the larger of this rank's input and output blocks, has the input block in C
         order at its start on entry; returns a view of ``buf`` with the output
-        block."""
+        block. Refused (``DR_ERROR_INVALID_STRIDES``) on a plan made with strides
+        on some rank."""
         self._native.execute_in_place(buf)
         count = self._native.output_elems
         return buf.reshape(-1)[:count].reshape(self.local_output_shape)
@@ -439,14 +513,60 @@ def redistribute(
 
     ``local`` is this rank's block of the array laid out as ``in_layout`` (its
     box, ``in_layout.box(comm)``; its dtype is the element type). The other
-    arguments are those of :meth:`Plan.from_layouts` (``options`` too); ``out``
-    as in :meth:`Plan.execute`.
+    arguments are those of :meth:`Plan.from_layouts` (``options`` too).
+
+    ``local`` and ``out`` may be any NumPy views with positive strides (the
+    interior of an array with halos, a transpose, a padded array): the plan is
+    made with their strides and they are read and written where they lie, with
+    no copy; memory around their elements is never touched. ``out`` defaults to
+    a new C-order array. An array with negative strides (``a[::-1]``) or
+    overlapping elements (a broadcast) as ``local`` is copied once into C order;
+    an ``out`` with negative strides is filled through one C-order array, then
+    copied into. An ``out`` with overlapping elements raises
+    ``DR_ERROR_INVALID_STRIDES`` on every rank.
     """
-    block, problem = _as_block(local)
+    block, problem = _as_block(local, None)
+    input_strides = None
+    if block is not None and not block.flags.c_contiguous:
+        input_strides = _view_strides(block, in_layout, comm)
+        if input_strides is None:
+            block, problem = _as_block(block)
+    output, output_strides = out, None
+    if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
+        if negative(out):
+            output, _ = _allocate(out.shape, out.dtype)
+        else:
+            output_strides = _view_strides(out, out_layout, comm, strict=False)
     dtype = block.dtype if block is not None else np.uint8
     plan = Plan.__new__(Plan)
-    plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem, options)
-    return plan.execute(block, out)
+    plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem, options, input_strides, output_strides)
+    result = plan.execute(block, output)
+    if out is not None and result is not out:
+        np.copyto(out, result)
+        return out
+    return result
+
+
+def _view_strides(array: np.ndarray, layout: Layout, comm: Optional[MPI.Comm], strict: bool = True) -> Optional[tuple[int, ...]]:
+    """The strides in elements to plan ``array``'s side of ``layout`` with, when
+    it is this rank's block there (its shape is the box's: a wrong one is left to
+    the execution, which names it); ``None`` otherwise, and, when ``strict``, for
+    strides the library cannot use (the caller copies the array then). With
+    ``strict=False`` unusable strides are passed on as they are, for the plan to
+    refuse on every rank (an output is written, so it is never copied)."""
+    if not isinstance(layout, Layout) or layout._problem is not None:
+        return None  # the plan reports the layout
+    try:
+        box: Optional[tuple[int, ...]] = layout.local_shape(comm)
+    except Exception:  # noqa: BLE001 - a -1 in the shape, or a layout not of comm (the plan reports it)
+        box = None
+    if len(array.shape) != len(layout.shape) or (box is not None and tuple(array.shape) != box):
+        return None
+    strides = element_strides(array)
+    if strides is None and not strict:
+        size = array.dtype.itemsize
+        return tuple(s // size if s % size == 0 else 0 for s in array.strides)
+    return strides
 
 
 def balanced_slab(extent: int, nranks: int, rank: int) -> slice:

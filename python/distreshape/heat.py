@@ -4,7 +4,9 @@
 ``heat.reshape`` takes and returns what it returns: the same global shape,
 split, local shapes (``lshape_map``), dtype, device and values, and the same
 ``ValueError`` or ``TypeError`` for a bad shape or ``new_split``. It moves each
-element once, straight to its owner, in the torch tensors' memory on the CPU.
+element once, straight to its owner, in the torch tensors' memory on the CPU:
+a non-contiguous local tensor (a transpose, a slice) is read where it lies, at
+its strides, not copied.
 
 :func:`install` makes ``heat.reshape``, ``heat.core.manipulations.reshape`` and
 ``DNDarray.reshape`` this function for the process; :func:`uninstall` restores
@@ -22,7 +24,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 from mpi4py import MPI
 
+from ._layout import Layout
 from ._plan import Plan
+from ._storage import element_strides
 
 #: The torch dtypes the library moves (those with a NumPy and a C counterpart).
 _TORCH_DTYPES = (
@@ -51,7 +55,8 @@ def reshape(a: Any, *shape: Any, **kwargs: Any) -> Any:
     The output is balanced by Heat's formula (``balanced`` is ``True``). Unlike
     Heat 1.8's, ``a`` keeps its split (Heat resplits it to 0 in place). When no
     rank sends or receives anything the output's local tensor is ``a.larray``
-    reshaped (a view when contiguous), as in Heat. GPU arrays and dtypes with no C
+    reshaped (a view when contiguous), as in Heat. A non-contiguous local tensor
+    is read at its strides, with no copy. GPU arrays and dtypes with no C
     element type (float16, bfloat16) are handed to Heat's own reshape.
 
     Raises:
@@ -70,8 +75,11 @@ def reshape(a: Any, *shape: Any, **kwargs: Any) -> Any:
         raise TypeError(f"'a' must be a DNDarray, currently {type(a)}")
     if not _movable(a):
         return _heat_reshape()(a, *shape, **kwargs)
-    new_shape, new_split = _agreed(a.comm.handle, lambda: _arguments(a, shape, kwargs.get("new_split")))
-    return _reshaped(a, new_shape, new_split)
+    view = a.larray.detach().resolve_conj().numpy()
+    storage = _Storage.of(view, a.split)
+    compute = lambda: _arguments(a, shape, kwargs.get("new_split"))  # noqa: E731
+    (new_shape, new_split), storages = _agreed(a.comm.handle, compute, storage)
+    return _reshaped(a, view, new_shape, new_split, storage, storages)
 
 
 def install() -> None:
@@ -130,16 +138,37 @@ def _movable(a: Any) -> bool:
     return local.device.type == "cpu" and str(local.dtype).removeprefix("torch.") in _TORCH_DTYPES
 
 
-def _agreed(comm: MPI.Comm, compute: Callable[[], Any]) -> Any:
-    """``compute()``, or on every rank the exception the lowest failing rank raised
-    (collective), so that a rank's bad argument leaves no rank waiting."""
+class _Storage:
+    """How this rank's local tensor lies, gathered from every rank by
+    :func:`_agreed`: its length along the split axis (0 when not split), and its
+    strides in elements when it is not C-contiguous but the library can read it
+    where it lies (``None`` otherwise: C order, or copied once)."""
+
+    def __init__(self, length: int, strides: Optional[tuple[int, ...]]) -> None:
+        self.length = length
+        self.strides = strides
+
+    @classmethod
+    def of(cls, view: np.ndarray, split: Optional[int]) -> "_Storage":
+        """The storage of ``view``, a NumPy view of the local tensor split along ``split``."""
+        length = view.shape[split] if split is not None else 0
+        strides = None if view.flags.c_contiguous else element_strides(view)
+        return cls(length, strides)
+
+
+def _agreed(comm: MPI.Comm, compute: Callable[[], Any], mine: Any) -> tuple[Any, list[Any]]:
+    """``compute()`` and every rank's ``mine`` (collective: one allgather), or on
+    every rank the exception the lowest failing rank raised, so that a rank's bad
+    argument leaves no rank waiting."""
     try:
         result, error = compute(), None
     except Exception as e:  # noqa: BLE001 - raised on every rank below
         result, error = None, e
-    first = comm.allreduce(comm.rank if error is not None else comm.size, op=MPI.MIN)
-    if first == comm.size:
-        return result
+    gathered = comm.allgather((error is not None, mine))
+    failing = [rank for rank, (failed, _) in enumerate(gathered) if failed]
+    if not failing:
+        return result, [theirs for _, theirs in gathered]
+    first = failing[0]
     agreed = comm.bcast(error, root=first)
     raise error if comm.rank == first else agreed
 
@@ -199,14 +228,38 @@ def _heat_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _reshaped(a: Any, new_shape: tuple[int, ...], new_split: Optional[int]) -> Any:
-    """``a`` reshaped to ``new_shape`` split along ``new_split`` (collective)."""
+def _plan(view: np.ndarray, gshape: tuple[int, ...], split: Optional[int], new_shape: tuple[int, ...],
+          new_split: Optional[int], comm: MPI.Comm, storage: _Storage, storages: list[_Storage]) -> tuple[Plan, Any]:
+    """The plan reshaping this rank's block ``view`` (collective), and the block
+    to execute it on. When every rank's block is C-contiguous, a slab plan (as
+    ``dr.reshape``); otherwise the same reshape between two layouts on a 1-d grid
+    (the input in every rank's slab lengths, the output balanced), planned with
+    the strides of the ranks whose blocks are not, which are read where they lie."""
+    if all(theirs.strides is None for theirs in storages):
+        return Plan._for_block(view, gshape, split, new_shape, new_split, comm, None)
+    size = comm.Get_size()
+    lengths = {split: [theirs.length for theirs in storages]} if split is not None else None
+    source = Layout(gshape, (size,), _grid_axes(len(gshape), split), lengths)
+    target = Layout(new_shape, (size,), _grid_axes(len(new_shape), new_split))
+    plan = Plan.from_layouts(source, target, view.dtype, comm, input_strides=storage.strides)
+    return plan, view
+
+
+def _grid_axes(ndim: int, split: Optional[int]) -> list[Optional[int]]:
+    """The axes of a slab layout: ``split`` on the 1-d grid's axis, the others
+    whole (every axis whole, replicated, when ``split`` is ``None``)."""
+    return [0 if axis == split else None for axis in range(ndim)]
+
+
+def _reshaped(a: Any, view: np.ndarray, new_shape: tuple[int, ...], new_split: Optional[int],
+              storage: _Storage, storages: list[_Storage]) -> Any:
+    """``a`` (whose local tensor's NumPy view is ``view``) reshaped to
+    ``new_shape`` split along ``new_split`` (collective)."""
     import heat as ht
     import torch
 
     local = a.larray
-    view = local.detach().resolve_conj().numpy()
-    plan, block = Plan._for_block(view, a.gshape, a.split, new_shape, new_split, a.comm.handle, None)
+    plan, block = _plan(view, a.gshape, a.split, new_shape, new_split, a.comm.handle, storage, storages)
     # With a split input (or replicated input and output) and no rank sending or
     # receiving anything, every rank's output block holds exactly its input
     # elements, in the same order (both in global flat index order): the local

@@ -1,5 +1,6 @@
 //! NumPy arrays as the library's buffers: the element types the library moves,
-//! and the checks that an array is the block a plan expects.
+//! and the checks that an array is the block a plan expects, C-contiguous or at
+//! the plan's strides.
 
 use distreshape::{Element, Error, Layout, LayoutArgs, ReshapeArgs, Result};
 use num_complex::Complex;
@@ -96,6 +97,10 @@ pub struct Expected<'a, 'py> {
     pub dtype: &'a Bound<'py, PyArrayDescr>,
     /// The exact shape, or `None` for any shape holding `min_elems` elements.
     pub shape: Option<&'a [u64]>,
+    /// The storage: `None` for C-contiguous, or the plan's strides in elements (one
+    /// per axis of `shape`) and its span, the elements from the first to one past
+    /// the last.
+    pub storage: Option<(&'a [u64], u64)>,
     /// Fewest elements the array must hold.
     pub min_elems: u64,
     /// Whether the library writes into it.
@@ -104,8 +109,8 @@ pub struct Expected<'a, 'py> {
     pub rank: usize,
 }
 
-/// Checks that `array` is a C-contiguous NumPy array as `expected` says; returns
-/// where its elements are.
+/// Checks that `array` is a NumPy array as `expected` says (C-contiguous, or at
+/// the expected strides); returns where its elements are, from its first element.
 pub fn check(array: &Bound<'_, PyAny>, expected: &Expected<'_, '_>) -> Result<Memory> {
     let Expected { role, rank, .. } = *expected;
     let Ok(array) = array.cast::<PyUntypedArray>() else {
@@ -136,11 +141,18 @@ pub fn check(array: &Bound<'_, PyAny>, expected: &Expected<'_, '_>) -> Result<Me
             expected.min_elems
         )));
     }
-    if !array.is_c_contiguous() {
-        return Err(Error::InvalidShape(format!(
-            "{role} is not C-contiguous (rank {rank}); pass numpy.ascontiguousarray(...) of it"
-        )));
-    }
+    let span = match expected.storage {
+        Some((strides, span)) => {
+            check_strides(array, &shape, strides, expected)?;
+            span
+        }
+        None if array.is_c_contiguous() => elems,
+        None => {
+            return Err(Error::InvalidShape(format!(
+                "{role} is not C-contiguous (rank {rank}); pass numpy.ascontiguousarray(...) of it, or plan with its strides (Plan.from_layouts(..., input_strides=, output_strides=))"
+            )));
+        }
+    };
     // SAFETY: `array` is a live NumPy array (checked above, and borrowed for this
     // call), so its object holds the array fields.
     let fields = unsafe { &*_PyArray_GET_ITEM_DATA(array.as_array_ptr()) };
@@ -151,8 +163,37 @@ pub fn check(array: &Bound<'_, PyAny>, expected: &Expected<'_, '_>) -> Result<Me
     }
     Ok(Memory {
         address: fields.data as usize,
-        bytes: elems as usize * dtype.itemsize(),
+        bytes: span as usize * dtype.itemsize(),
     })
+}
+
+/// Checks that `array` (of `shape`, the expected one) lies at the plan's `strides`
+/// (in elements): NumPy's strides in bytes, divided by the element size, equal
+/// them on every axis longer than one (an empty array's strides place nothing).
+fn check_strides(
+    array: &Bound<'_, PyUntypedArray>,
+    shape: &[u64],
+    strides: &[u64],
+    expected: &Expected<'_, '_>,
+) -> Result<()> {
+    let Expected { role, rank, .. } = *expected;
+    if shape.contains(&0) {
+        return Ok(());
+    }
+    let size = array.dtype().itemsize() as isize;
+    let given = array.strides().iter().zip(strides).zip(shape);
+    for (axis, ((&bytes, &want), &extent)) in given.enumerate() {
+        if extent > 1 && bytes != want as isize * size {
+            let elements = match bytes % size {
+                0 => format!("{} elements", bytes / size),
+                _ => "not a whole number of elements".to_owned(),
+            };
+            return Err(Error::InvalidStrides(format!(
+                "{role} has stride {bytes} bytes ({elements}) on axis {axis} but the plan's is {want} elements (rank {rank}); the package never copies an array planned with strides"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `shape` as Python shows a tuple: `(2, 3)`, `(5,)`, `()`.

@@ -1,5 +1,6 @@
 //! `NativePlan` (a library plan over an mpi4py communicator, between slabs or
-//! between grid layouts) and `NativeRequest` (one non-blocking execution of it).
+//! between grid layouts, the latter with each side's local storage at any
+//! strides) and `NativeRequest` (one non-blocking execution of it).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -52,15 +53,45 @@ struct Shapes {
     input_elems: u64,
     /// Elements of this rank's output block.
     output_elems: u64,
+    /// This rank's input strides, in elements (C order unless planned with strides).
+    input_strides: Vec<u64>,
+    /// This rank's output strides, in elements.
+    output_strides: Vec<u64>,
+    /// The input's storage when the plan was made with input strides (arrays are
+    /// then checked against them), `None` for C-contiguous arrays.
+    input_storage: Option<Storage>,
+    /// The output's storage when the plan was made with output strides.
+    output_storage: Option<Storage>,
+    /// Whether some rank stores a side strided (in place is then refused).
+    strided_anywhere: bool,
     /// `(path, bytes_sent, bytes_received, bytes_copied_locally, peers_sent, peers_received)`.
     stats: (&'static str, u64, u64, u64, usize, usize),
     /// Whether some rank sends or receives.
     collective: bool,
 }
 
+/// A side's strides in elements and its span (elements from the box's first to
+/// one past its last), which an array planned with strides must match.
+struct Storage {
+    /// One stride per axis, in elements.
+    strides: Vec<u64>,
+    /// The span, in elements.
+    span: u64,
+}
+
+impl Storage {
+    /// The storage as [`Expected`] takes it.
+    fn expected(&self) -> (&[u64], u64) {
+        (&self.strides, self.span)
+    }
+}
+
+/// Which sides of a plan were made with strides (input, output).
+type Strided = (bool, bool);
+
 impl Shapes {
-    /// What `plan` was made for.
-    fn of(plan: &Plan) -> Shapes {
+    /// What `plan` was made for; `strided` tells which sides were given strides.
+    fn of(plan: &Plan, (input_strided, output_strided): Strided) -> Shapes {
         let stats = plan.stats();
         let path = match stats.path {
             Route::Local => "local",
@@ -76,6 +107,17 @@ impl Shapes {
             output_box: spans(&plan.output_box()),
             input_elems: plan.input_elems() as u64,
             output_elems: plan.output_elems() as u64,
+            input_strides: plan.input_strides().to_vec(),
+            output_strides: plan.output_strides().to_vec(),
+            input_storage: input_strided.then(|| Storage {
+                strides: plan.input_strides().to_vec(),
+                span: plan.input_span() as u64,
+            }),
+            output_storage: output_strided.then(|| Storage {
+                strides: plan.output_strides().to_vec(),
+                span: plan.output_span() as u64,
+            }),
+            strided_anywhere: plan.is_strided(),
             stats: (
                 path,
                 stats.bytes_sent,
@@ -166,32 +208,64 @@ impl NativePlan {
             }),
         };
         let (args, options) = with_options(args, &options);
-        NativePlan::planned(py, comm, dtype, |raw| Plan::create(raw, args, options))
+        NativePlan::planned(py, comm, dtype, (false, false), |raw| {
+            Plan::create(raw, args, options)
+        })
     }
 
     /// Plans the redistribution from the layout `input` to the layout `output` (the
     /// specs of `Layout._spec()`) on every rank of the communicator whose Fortran
-    /// handle is `comm` (collective); `problem` and `options` as for the
-    /// constructor.
+    /// handle is `comm` (collective), with this rank's storage of each side:
+    /// `None` for C order, or one stride per axis of that side's box, in elements
+    /// (refused strides are `DR_ERROR_INVALID_STRIDES` on every rank); `problem`
+    /// and `options` as for the constructor.
     #[staticmethod]
-    #[pyo3(signature = (comm, input, output, dtype, problem, options))]
+    #[pyo3(signature = (comm, input, output, dtype, input_strides, output_strides, problem, options))]
+    #[allow(clippy::too_many_arguments)] // the plan's arguments, as Python passes them
     fn from_layouts(
         py: Python<'_>,
         comm: RSMPI_Fint,
         input: Bound<'_, PyAny>,
         output: Bound<'_, PyAny>,
         dtype: Bound<'_, PyArrayDescr>,
+        input_strides: Option<Vec<i64>>,
+        output_strides: Option<Vec<i64>>,
         problem: Problem,
         options: Options,
     ) -> PyResult<NativePlan> {
+        let strided = (input_strides.is_some(), output_strides.is_some());
         let args = match problem_error(problem) {
             Some(error) => Err(error),
-            None => layout_args(&input, &output, &dtype),
+            None => layout_args(&input, &output, &dtype)
+                .map(|args| args.with_strides(input_strides.as_deref(), output_strides.as_deref())),
         };
         let (args, options) = with_options(args, &options);
-        NativePlan::planned(py, comm, dtype, |raw| {
+        NativePlan::planned(py, comm, dtype, strided, |raw| {
             Plan::create_from_layouts(raw, args, options)
         })
+    }
+
+    /// This rank's input strides, in elements (C order unless planned with input
+    /// strides).
+    #[getter]
+    fn input_strides(&self) -> Vec<u64> {
+        self.shapes.input_strides.clone()
+    }
+
+    /// This rank's output strides, in elements.
+    #[getter]
+    fn output_strides(&self) -> Vec<u64> {
+        self.shapes.output_strides.clone()
+    }
+
+    /// `(input, output)`: whether each side was planned with strides (its arrays
+    /// are then checked against them, never copied).
+    #[getter]
+    fn strided(&self) -> Strided {
+        (
+            self.shapes.input_storage.is_some(),
+            self.shapes.output_storage.is_some(),
+        )
     }
 
     /// The resolved global output shape.
@@ -279,8 +353,10 @@ impl NativePlan {
         py.detach(|| {
             let plan = self.lock();
             // SAFETY: `check_pair` checked that the input holds `input.bytes` and the
-            // output `output.bytes` writable bytes (both null and empty after a
-            // local error, which the library then agrees on without touching them);
+            // output `output.bytes` writable bytes from their first elements (C-
+            // contiguous, or at the plan's strides over its span; both null and empty
+            // after a local error, which the library then agrees on without touching
+            // them);
             // the arrays stay alive (borrowed by this call) until the execution has
             // completed.
             unsafe {
@@ -298,17 +374,27 @@ impl NativePlan {
 
     /// Executes in place in `buffer` (collective): it holds the input on entry and
     /// the output on return, and at least as many elements as the larger of the two.
+    /// Refused on a plan with strided storage on some rank (the same on every rank).
     fn execute_in_place(&self, py: Python<'_>, buffer: Bound<'_, PyAny>) -> PyResult<()> {
         let dtype = self.dtype.bind(py);
         let expected = Expected {
             role: "the in-place buffer",
             dtype,
             shape: None,
+            storage: None,
             min_elems: self.shapes.input_elems.max(self.shapes.output_elems),
             writable: true,
             rank: self.rank,
         };
-        let (buffer, local) = memory_or_error(check(&buffer, &expected), NO_MEMORY);
+        let checked = if self.shapes.strided_anywhere {
+            Err(Error::InvalidStrides(format!(
+                "in place on a plan with strided storage: pass separate input and output arrays (rank {})",
+                self.rank
+            )))
+        } else {
+            check(&buffer, &expected)
+        };
+        let (buffer, local) = memory_or_error(checked, NO_MEMORY);
         py.detach(|| {
             let plan = self.lock();
             let address = buffer.address as *mut u8;
@@ -403,16 +489,18 @@ fn from_fortran(handle: RSMPI_Fint) -> RawComm {
 
 impl NativePlan {
     /// The plan `create` makes on the communicator whose Fortran handle is `comm`
-    /// (collective, without the GIL), for elements of `dtype`.
+    /// (collective, without the GIL), for elements of `dtype`, `strided` on the
+    /// sides given strides.
     fn planned(
         py: Python<'_>,
         comm: RSMPI_Fint,
         dtype: Bound<'_, PyArrayDescr>,
+        strided: Strided,
         create: impl FnOnce(RawComm) -> Result<Plan> + Send,
     ) -> PyResult<NativePlan> {
         let created = py.detach(|| create(from_fortran(comm)));
         let plan = created.map_err(|e: Error| to_py_err(py, e))?;
-        let shapes = Shapes::of(&plan);
+        let shapes = Shapes::of(&plan, strided);
         Ok(NativePlan {
             rank: plan.rank(),
             plan: Mutex::new(plan),
@@ -427,7 +515,8 @@ impl NativePlan {
         self.plan.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Checks an input and an output array against the plan.
+    /// Checks an input and an output array against the plan (C-contiguous, or at
+    /// the strides of a side planned with strides).
     fn check_pair(
         &self,
         input: Option<&Bound<'_, PyAny>>,
@@ -444,10 +533,11 @@ impl NativePlan {
             )));
         };
         let dtype = self.dtype.bind(input.py());
-        let block = |role, shape, min_elems, writable| Expected {
+        let block = |role, shape, storage, min_elems, writable| Expected {
             role,
             dtype,
             shape: Some(shape),
+            storage,
             min_elems,
             writable,
             rank: self.rank,
@@ -458,6 +548,7 @@ impl NativePlan {
             &block(
                 "the input array",
                 &shapes.local_input_shape,
+                shapes.input_storage.as_ref().map(Storage::expected),
                 shapes.input_elems,
                 false,
             ),
@@ -467,6 +558,7 @@ impl NativePlan {
             &block(
                 "the output array",
                 &shapes.local_output_shape,
+                shapes.output_storage.as_ref().map(Storage::expected),
                 shapes.output_elems,
                 true,
             ),

@@ -1,0 +1,56 @@
+"""Local storage of NumPy arrays for plans with strides: an array's strides in
+elements when the library can move it where it lies (positive, whole elements, no
+two elements at one address), and arrays allocated at a plan's strides."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+def element_strides(array: np.ndarray) -> Optional[tuple[int, ...]]:
+    """``array``'s strides in elements when the library can read or write it in
+    place: every axis longer than one has a positive stride of whole elements, and
+    no two elements share an address. ``None`` otherwise (negative strides, a
+    broadcast's zero strides, strides that are not whole elements): the caller then
+    copies once. An empty array's strides place nothing: C order is returned."""
+    size = array.dtype.itemsize
+    if array.size == 0:
+        return c_strides(array.shape)
+    long_axes = [k for k, n in enumerate(array.shape) if n > 1]
+    if any(array.strides[k] <= 0 or array.strides[k] % size for k in long_axes):
+        return None
+    strides = tuple(s // size if n > 1 else 0 for s, n in zip(array.strides, array.shape))
+    span = 1
+    for k in sorted(long_axes, key=lambda k: strides[k]):
+        if strides[k] < span:
+            return None
+        span += (array.shape[k] - 1) * strides[k]
+    return strides
+
+
+def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides in elements of C order without gaps."""
+    strides, weight = [], 1
+    for extent in reversed(shape):
+        strides.append(weight)
+        weight *= extent
+    return tuple(reversed(strides))
+
+
+def negative(array: np.ndarray) -> bool:
+    """Whether some axis longer than one of ``array`` runs backwards in memory."""
+    return any(s < 0 and n > 1 for s, n in zip(array.strides, array.shape))
+
+
+def allocate(shape: Sequence[int], strides: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """A new writable array of ``shape`` at ``strides`` (in elements): one block of
+    the span's elements (from the first element to one past the last), viewed."""
+    shape = tuple(shape)
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    base = np.empty(span, dtype)
+    itemsize = base.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(base, shape, [s * itemsize for s in strides])
