@@ -102,8 +102,58 @@ pub struct Copier<'a, S: MemorySpace> {
     elem_size: usize,
     src: *const u8,
     dst: *mut u8,
-    /// The first block of the joined ones, how many, and their steps.
-    pending: Option<(Block, usize, Option<(usize, usize)>)>,
+    /// The blocks joined so far, not yet copied.
+    pending: Option<Joined>,
+}
+
+/// Consecutive blocks of one shape joined into one copy.
+#[derive(Clone, Copy, Debug)]
+struct Joined {
+    /// The first block.
+    first: Block,
+    /// How many blocks.
+    count: usize,
+    /// The step from one block to the next on both sides, once a second joined.
+    steps: Option<Steps>,
+}
+
+/// How far apart consecutive joined blocks start, in elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Steps {
+    src: usize,
+    dst: usize,
+}
+
+impl Joined {
+    /// Where the last joined block starts on both sides.
+    fn last(&self) -> (usize, usize) {
+        let (src, dst) = self.steps.map_or((0, 0), |s| (s.src, s.dst));
+        let k = self.count - 1;
+        (self.first.src_at + src * k, self.first.dst_at + dst * k)
+    }
+
+    /// Joins `block` when it has the blocks' shape and follows the last one at
+    /// their step (any positive step on both sides for the second); returns
+    /// whether it did.
+    fn join(&mut self, block: &Block) -> bool {
+        let (src, dst) = self.last();
+        let (Some(a), Some(b)) = (block.src_at.checked_sub(src), block.dst_at.checked_sub(dst))
+        else {
+            return false;
+        };
+        let step = Steps { src: a, dst: b };
+        let follows = match self.steps {
+            None => a > 0 && b > 0,
+            Some(steps) => steps == step,
+        };
+        let room = self.first.ndims < MAX_DIMS;
+        if !(room && follows && self.first.same_shape(block)) {
+            return false;
+        }
+        self.steps = Some(step);
+        self.count += 1;
+        true
+    }
 }
 
 impl<'a, S: MemorySpace> Copier<'a, S> {
@@ -239,32 +289,20 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
     /// # Safety
     /// As [`Copier::run`].
     unsafe fn push(&mut self, block: Block) {
-        if let Some((first, count, steps)) = &mut self.pending {
-            let last = (
-                first.src_at + steps.map_or(0, |s| s.0) * (*count - 1),
-                first.dst_at + steps.map_or(0, |s| s.1) * (*count - 1),
-            );
-            let step = (
-                block.src_at.checked_sub(last.0),
-                block.dst_at.checked_sub(last.1),
-            );
-            let joins = match (step, *steps) {
-                ((Some(a), Some(b)), None) => a > 0 && b > 0,
-                ((Some(a), Some(b)), Some(s)) => (a, b) == s,
-                _ => false,
-            };
-            let room = first.ndims < MAX_DIMS;
-            if room && first.same_shape(&block) && joins {
-                if let (Some(a), Some(b)) = step {
-                    *steps = Some((a, b));
-                }
-                *count += 1;
-                return;
-            }
+        if self
+            .pending
+            .as_mut()
+            .is_some_and(|joined| joined.join(&block))
+        {
+            return;
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.flush() };
-        self.pending = Some((block, 1, None));
+        self.pending = Some(Joined {
+            first: block,
+            count: 1,
+            steps: None,
+        });
     }
 
     /// Copies the pending blocks in one kernel call.
@@ -272,7 +310,12 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
     /// # Safety
     /// As [`Copier::run`].
     unsafe fn flush(&mut self) {
-        let Some((first, count, steps)) = self.pending.take() else {
+        let Some(Joined {
+            first,
+            count,
+            steps,
+        }) = self.pending.take()
+        else {
             return;
         };
         let n = first.ndims;
@@ -281,7 +324,7 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
         // A leading axis for the joined blocks (none joins a block of MAX_DIMS axes).
         let lead = usize::from(n < MAX_DIMS);
         extents[0] = count;
-        (src_strides[0], dst_strides[0]) = steps.unwrap_or((0, 0));
+        (src_strides[0], dst_strides[0]) = steps.map_or((0, 0), |s| (s.src, s.dst));
         extents[lead..n + lead].copy_from_slice(&first.extents[..n]);
         src_strides[lead..n + lead].copy_from_slice(&first.src_strides[..n]);
         dst_strides[lead..n + lead].copy_from_slice(&first.dst_strides[..n]);
@@ -317,9 +360,12 @@ mod tests {
     use crate::memory::Host;
     use proptest::prelude::*;
 
+    /// A box's extents, two storages' strides, and runs as (start, length).
+    type Case = (Vec<u64>, [Vec<i64>; 2], Vec<(u64, u64)>);
+
     /// A box of 1–4 axes, two random storages of it (axis order and padding),
     /// and increasing disjoint runs of it.
-    fn case() -> impl Strategy<Value = (Vec<u64>, [Vec<i64>; 2], Vec<(u64, u64)>)> {
+    fn case() -> impl Strategy<Value = Case> {
         let axes = prop::collection::vec(1u64..6, 1..5);
         axes.prop_flat_map(|extents| {
             let storage = || {
