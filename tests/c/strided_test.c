@@ -549,8 +549,10 @@ static void refusals(void)
     int64_t in_elems = test_rank == 0 ? in_span - 1 : in_span;
     want = collective || test_rank == 0 ? DR_ERROR_BUFFER_TOO_SMALL : DR_SUCCESS;
     if (CHECK_STATUS(dr_plan_execute_sized(plan, buf, in_elems, other, out_span), want) &&
-        want != DR_SUCCESS)
+        want != DR_SUCCESS) {
         CHECK_NAMES_RANK(0);
+        CHECK(strstr(dr_last_error_message(), "rank 0's input spans") != NULL);
+    }
     /* The exact spans are enough. */
     CHECK_STATUS(dr_plan_execute_sized(plan, buf, in_span, other, out_span), DR_SUCCESS);
     dr_plan_destroy(plan);
