@@ -52,10 +52,19 @@ pub(super) fn check_buffers(
         return Err(null("the output buffer", plan.output_elems()));
     }
     if input_len < in_bytes {
-        return Err(Error::BufferTooSmall(format!(
-            "the input buffer holds {} elements but rank {rank}'s input spans {in_span}",
-            input_len / size,
-        )));
+        // A dense input's span is its element count: the message says so, as
+        // before strides (callers and tests match it).
+        return Err(Error::BufferTooSmall(if storages.input.is_dense() {
+            format!(
+                "the input buffer holds {} elements but rank {rank} holds {in_span} input elements",
+                input_len / size,
+            )
+        } else {
+            format!(
+                "the input buffer holds {} elements but rank {rank}'s input spans {in_span}",
+                input_len / size,
+            )
+        }));
     }
     let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
     if in_place && expected.strided {
