@@ -176,6 +176,9 @@ fn main() {
         Plan::from_layouts_strided::<f64, _>(&world, &x, None, &y, Some(&permuted_storage.strides))
             .expect("plan");
     let mut permuted_out = vec![0.0; permuted_storage.len];
+    if std::env::var_os("STRIDED_BENCH_DESCRIBE").is_some() {
+        println!("{permuted}\n{contiguous}");
+    }
     let t_permuted = timed(
         &world,
         runs(),

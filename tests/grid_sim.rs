@@ -327,6 +327,7 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
         packed_bytes: max_bytes,
         max_runs: 1 + rng.below(4) as usize,
         strided_runs: STRIDED_RUNS[rng.below(STRIDED_RUNS.len() as u64) as usize],
+        packs_all: false,
     }
 }
 
@@ -414,15 +415,14 @@ fn real_exchange_delivers_random_grid_redistributions() {
 /// transpose sends nothing), blocking or not, lists kept or cut.
 #[test]
 fn real_exchange_delivers_random_redistributions_on_strided_storage() {
-    let mut rng = Rng(0x57d1);
+    let (mut rng, mut strided_reads) = (Rng(0x57d1), 0);
     for case in 0..ENGINE_CASES {
         let c = random_plans(&mut rng, case);
         let p = c.plans.len();
+        let dense_inputs = rng.chance(2);
         let mut below = |n| rng.below(n);
-        let storages: Vec<_> = c
-            .plans
-            .iter()
-            .map(|plan| random_storages(&mut below, plan))
+        let storages: Vec<_> = (c.plans.iter())
+            .map(|plan| random_storages(&mut below, plan, dense_inputs))
             .collect();
         let nonblocking: Vec<bool> = (0..p).map(|_| rng.chance(2)).collect();
         let (limits, keep) = (
@@ -435,9 +435,20 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
             inputs: &c.inputs,
             outputs: &c.outputs,
         };
-        let context = || format!("{} storages {storages:?}", c.context);
-        run_strided_exchange(&strided, limits, &nonblocking, keep, &context);
+        let direct_pairs = [0, u64::MAX, rng.below(u64::MAX)][rng.below(3) as usize];
+        let context = || {
+            format!(
+                "{} storages {storages:?} direct {direct_pairs:#x}",
+                c.context
+            )
+        };
+        strided_reads +=
+            run_strided_exchange(&strided, limits, &nonblocking, keep, direct_pairs, &context);
     }
+    assert!(
+        strided_reads > 100,
+        "{strided_reads} streams read into strided outputs"
+    );
 }
 
 /// A panic inside every rank's message loop, once its first messages are posted,
@@ -613,6 +624,7 @@ fn pencil_transpose_travels_as_one_strided_message_per_peer() {
         packed_bytes: 1 << 20,
         max_runs: 1 << 10,
         strided_runs,
+        packs_all: false,
     };
     // Runs shorter than `direct_bytes` at a stride in the receiver's pencil only:
     // packed, as short strided runs join only at a stride in the sender's buffer.
@@ -698,6 +710,7 @@ fn bricks_to_pencils_travel_as_one_strided_send_per_peer() {
         packed_bytes,
         max_runs: 1 << 10,
         strided_runs,
+        packs_all: false,
     };
     // The runs shorter than `direct_bytes`, but joined as short strided runs.
     let short = |strided_runs| MessageLimits {

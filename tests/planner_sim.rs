@@ -152,6 +152,7 @@ fn case() -> impl Strategy<Value = Case> {
                         packed_bytes: max_bytes * 8,
                         max_runs,
                         strided_runs: STRIDED_RUNS[max_runs % STRIDED_RUNS.len()],
+                        packs_all: false,
                     },
                 })
             },
@@ -433,6 +434,7 @@ fn seed_case(n: u64, p: u64) -> Case {
             packed_bytes: 1 << 10,
             max_runs: 1 << 10,
             strided_runs: StridedRuns::StridedReceives,
+            packs_all: false,
         },
     }
 }
@@ -478,6 +480,7 @@ fn non_divisible_same_split_falls_back_to_exchange() {
             packed_bytes: 32,
             max_runs: 2,
             strided_runs: StridedRuns::StridedDatatypes,
+            packs_all: false,
         },
     };
     check_case(&case);

@@ -206,6 +206,7 @@ impl PlanOptions {
             packed_bytes,
             max_runs: (self.run_budget / peers).max(1),
             strided_runs,
+            packs_all: false,
         }
     }
 

@@ -44,6 +44,10 @@ pub struct MessageLimits {
     /// How long runs back to back in one buffer and at one stride in the other
     /// travel together.
     pub strided_runs: StridedRuns,
+    /// Every message packed, whatever its runs' length (a plan with strided
+    /// storage on some rank, [`MessageLimits::all_packed`]); `direct_bytes` then
+    /// only says which streams have runs long enough to be read directly.
+    pub packs_all: bool,
 }
 
 impl MessageLimits {
@@ -53,9 +57,18 @@ impl MessageLimits {
     /// moves every message through its slot.
     pub fn all_packed(self) -> MessageLimits {
         MessageLimits {
-            direct_bytes: usize::MAX,
+            packs_all: true,
             strided_runs: StridedRuns::Slots,
             ..self
+        }
+    }
+
+    /// Bytes from which a joint run travels straight between the buffers: never
+    /// when every message is packed.
+    fn direct_from(&self) -> u64 {
+        match self.packs_all {
+            true => u64::MAX,
+            false => self.direct_bytes as u64,
         }
     }
 }
@@ -304,7 +317,7 @@ impl Messages for MessageCutter {
         segments.clear();
         let first = self.take()?;
         let size = self.elem_size as u64;
-        if first.len * size >= self.limits.direct_bytes as u64 {
+        if first.len * size >= self.limits.direct_from() {
             let most = (self.limits.max_bytes as u64 / size).max(1);
             let piece = self.split(first, most);
             self.push(segments, piece);
@@ -330,7 +343,7 @@ impl Messages for MessageCutter {
         for _ in 1..self.limits.max_runs {
             let Some(run) = self.take() else { break };
             let run_bytes = run.len * size;
-            if run_bytes >= self.limits.direct_bytes as u64
+            if run_bytes >= self.limits.direct_from()
                 || bytes + run_bytes > self.limits.packed_bytes as u64
             {
                 self.pending = Some(run);
@@ -473,7 +486,7 @@ mod tests {
             strided_short_bytes in 1usize..16
         ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes, packed_bytes: 24, max_runs: 3, strided_runs };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes, packed_bytes: 24, max_runs: 3, strided_runs, packs_all: false };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -502,7 +515,7 @@ mod tests {
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = packed.min(max_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
@@ -530,7 +543,7 @@ mod tests {
         ) {
             let RegionPair { a, b, .. } = pair;
             let packed_bytes = packed.clamp(direct, max_bytes.max(direct));
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, strided_short_bytes, packed_bytes, max_runs, strided_runs };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());

@@ -37,8 +37,12 @@ pub fn random_strides(below: &mut dyn FnMut(u64) -> u64, extents: &[u64]) -> Opt
     Some(strides)
 }
 
-/// A rank's storages from random strides.
-pub fn random_storages(below: &mut dyn FnMut(u64) -> u64, plan: &RankPlan) -> Storages {
+/// A rank's storages from random strides (its input dense with `dense_input`).
+pub fn random_storages(
+    below: &mut dyn FnMut(u64) -> u64,
+    plan: &RankPlan,
+    dense_input: bool,
+) -> Storages {
     let side = |extents: Vec<u64>, side, below: &mut dyn FnMut(u64) -> u64| match random_strides(
         below, &extents,
     ) {
@@ -47,7 +51,10 @@ pub fn random_storages(below: &mut dyn FnMut(u64) -> u64, plan: &RankPlan) -> St
     };
     use distreshape::testing::ReshapeSide::{Input, Output};
     Storages {
-        input: side(plan.local_input_shape(), Input, below),
+        input: match dense_input {
+            true => Storage::dense(&plan.local_input_shape()),
+            false => side(plan.local_input_shape(), Input, below),
+        },
         output: side(plan.local_output_shape(), Output, below),
     }
 }
@@ -108,18 +115,28 @@ pub struct StridedCase<'a> {
 }
 
 /// Runs every rank's real exchange engine out of place on its strided buffers
-/// (each rank blocking or not as `nonblocking` says), `executions` times, with
-/// `limits` made all-packed as a strided plan makes them, and checks every
-/// output element, every gap and the input.
+/// (each rank blocking or not as `nonblocking` says), twice, with `limits` made
+/// all-packed as a strided plan makes them, and checks every output element,
+/// every gap and the input. When every rank's input is dense, the pairs that
+/// `direct_pairs` names (bit `(7 a + 13 b) % 64` for ranks `a < b`) read each
+/// other directly, as a plan lets them; the network then sees exactly the
+/// bytes of the other streams, plus 8 per control message. Returns how many
+/// streams read directly into a strided output.
 pub fn run_strided_exchange(
     case: &StridedCase<'_>,
     limits: MessageLimits,
     nonblocking: &[bool],
     keep_budget: usize,
+    direct_pairs: u64,
     context: &dyn Fn() -> String,
-) {
+) -> usize {
     let p = case.plans.len();
-    let network = Network::new(p);
+    let inputs_dense = case.storages.iter().all(|s| s.input.is_dense());
+    let reads = move |a: usize, b: usize| {
+        let (a, b) = (a.min(b), a.max(b));
+        inputs_dense && a != b && direct_pairs >> ((7 * a + 13 * b) % 64) & 1 == 1
+    };
+    let network = Network::with_direct_reads(p, reads);
     let width = (case.plans.iter())
         .map(|plan| proposed_window_width(plan, p, 2).expect("distances"))
         .min()
@@ -136,7 +153,7 @@ pub fn run_strided_exchange(
                 2,
                 progress,
                 keep_budget,
-                |_| false,
+                |peer| reads(plan.rank, peer),
                 storages,
             )
             .expect("exchange")
@@ -148,15 +165,22 @@ pub fn run_strided_exchange(
     for _ in 0..2 {
         let report = execute_all(&network, &mut exchanges, case.outputs, rank_run, context);
         for (r, plan) in case.plans.iter().enumerate() {
-            let stats = plan.stats();
+            let direct = exchanges[r].direct_streams();
+            let moved = report.received[r] + report.read[r];
+            let expected = plan.stats().bytes_received + 8 * direct.count as u64;
             assert_eq!(
-                report.received[r],
-                stats.bytes_received,
-                "rank {r}: {}",
+                report.read[r],
+                direct.bytes_read,
+                "rank {r} read: {}",
                 context()
             );
+            assert_eq!(moved, expected, "rank {r}: {}", context());
         }
     }
+    (exchanges.iter().zip(case.storages))
+        .filter(|(_, s)| !s.output.is_dense())
+        .map(|(e, _)| e.direct_streams().count)
+        .sum()
 }
 
 /// Rank `r`'s out-of-place execution of its exchange on its strided buffers;
@@ -185,9 +209,9 @@ fn execute_strided<'n>(
     // before this returns.
     let result = unsafe {
         match nonblocking {
-            false => exchange.run(on, Mode::OutOfPlace, Vec::new(), src, dst),
+            false => exchange.run(on, Mode::AllOutOfPlace, Vec::new(), src, dst),
             true => exchange
-                .begin(on, Mode::OutOfPlace, Vec::new(), src, dst)
+                .begin(on, Mode::AllOutOfPlace, Vec::new(), src, dst)
                 .and_then(|mut done| {
                     while !done {
                         endpoint.wait_for_progress()?;

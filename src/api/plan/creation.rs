@@ -67,8 +67,9 @@ pub(super) struct AgreedPlan {
     /// ([`Switches::proposed_direct_reads`]; each node then decides).
     pub(super) direct_reads: bool,
     /// True when some rank stores a box strided: every message is then packed
-    /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed))
-    /// and nothing is read directly.
+    /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed)).
+    /// Direct reads need every input dense (a reader finds the runs in the
+    /// sender's input by C order); a strided output reads through a bounce.
     pub(super) strided: bool,
 }
 
@@ -86,7 +87,7 @@ pub(super) struct Agreed {
 /// `peers_per_window` peers per window (agreed as the maximum of its
 /// complement), the most cautious way for strided runs any rank proposes,
 /// whether any rank proposes direct reads, and whether any rank's `storages` are
-/// strided.
+/// strided (and its input).
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
@@ -107,6 +108,7 @@ pub(super) fn agree_on_plan(
         caution(switches.proposed_strided_runs()),
         i64::from(switches.proposed_direct_reads()),
         i64::from(!storages.are_dense()),
+        i64::from(!storages.input.is_dense()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -116,7 +118,7 @@ pub(super) fn agree_on_plan(
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
         strided_runs: strided_runs_of_caution(piggyback[2]),
-        direct_reads: piggyback[3] != 0 && piggyback[4] == 0,
+        direct_reads: piggyback[3] != 0 && piggyback[5] == 0,
         strided: piggyback[4] != 0,
         plan,
     })

@@ -17,10 +17,13 @@
 
 use std::os::raw::c_int;
 
-use super::stream::Stream;
+use super::stream::{Memory, Stream};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{try_push, try_vec};
 use crate::distribution::joint_runs::{JointRun, JointRuns};
+use crate::distribution::storage::Storage;
+use crate::memory::Host;
+use crate::memory::strided::{Copier, Direction, RunAt};
 use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
@@ -34,6 +37,10 @@ const READ_BYTES_DIVISOR: u64 = 2;
 
 /// Most runs read in one call of [`Transport::read`].
 const RUNS_PER_READ: usize = 1024;
+
+/// Bytes read at a time into a strided output's bounce buffer, then scattered:
+/// small enough to stay in cache between the two.
+const BOUNCE_BYTES: usize = 256 << 10;
 
 /// The streams of one rank's plan that move by direct reads, with what their
 /// executions need, allocated when the plan is created.
@@ -52,6 +59,9 @@ pub(super) struct DirectReads<T: Transport> {
     completed: Vec<c_int>,
     /// The runs of one read.
     runs: Vec<ReadRun>,
+    /// Where the runs are read before they are scattered into a strided output
+    /// (empty for a dense one).
+    bounce: Vec<u8>,
     /// The bytes of the direct receive streams.
     bytes_read: u64,
 }
@@ -81,12 +91,13 @@ impl<T: Transport> DirectReads<T> {
     /// Picks the streams of `streams` that move by direct reads when the ranks
     /// allow it (`reads_from`, a property of the pair) and their joint runs average
     /// at least half `limits.direct_bytes` ([`READ_BYTES_DIVISOR`]), and marks
-    /// them.
+    /// them. With a `strided_output`, reads land in a bounce buffer first.
     pub(super) fn new(
         plan: &RankPlan,
         streams: &mut [Stream],
         limits: MessageLimits,
         reads_from: impl Fn(usize) -> bool,
+        strided_output: bool,
     ) -> Result<DirectReads<T>> {
         let (mut direct, mut bytes_read) = (Vec::new(), 0);
         for side in [Side::Receive, Side::Send] {
@@ -117,7 +128,14 @@ impl<T: Transport> DirectReads<T> {
         let mut completed = try_vec(n, "the direct reads' completions", rank)?;
         completed.resize(n, 0);
         let runs = try_vec(if n > 0 { RUNS_PER_READ } else { 0 }, "the read runs", rank)?;
+        let bounce_bytes = match strided_output && receives > 0 {
+            true => BOUNCE_BYTES.max(plan.elem_size),
+            false => 0,
+        };
+        let mut bounce = try_vec(bounce_bytes, "the direct reads' bounce buffer", rank)?;
+        bounce.resize(bounce_bytes, 0);
         Ok(DirectReads {
+            bounce,
             streams: direct,
             receives,
             payloads,
@@ -172,9 +190,9 @@ impl<T: Transport> DirectReads<T> {
         })
     }
 
-    /// Reads every stream whose announcement has arrived into `output` (elements
-    /// of `elem_size` bytes), and acknowledges it: until every stream is read when
-    /// `blocking`. Returns whether every stream is read.
+    /// Reads every stream whose announcement has arrived into `output`, and
+    /// acknowledges it: until every stream is read when `blocking`. Returns
+    /// whether every stream is read.
     ///
     /// # Safety
     /// `output` the execution's output buffer, valid until it completes.
@@ -183,8 +201,7 @@ impl<T: Transport> DirectReads<T> {
         transport: &T,
         execution: u64,
         state: &mut DirectExecution,
-        output: *mut u8,
-        elem_size: usize,
+        output: Memory<'_>,
         blocking: bool,
     ) -> Result<bool> {
         let tag = transport.control_tags(execution).acknowledgement;
@@ -198,7 +215,7 @@ impl<T: Transport> DirectReads<T> {
                 let i = self.completed[k] as usize;
                 // SAFETY: forwarded from the caller; the sender keeps its input
                 // until acknowledged.
-                let read = unsafe { self.read(transport, i, output, elem_size) };
+                let read = unsafe { self.read(transport, i, output) };
                 let n = self.streams.len();
                 self.payloads[n + i] = u64::from(read.is_err());
                 if let Err(e) = read {
@@ -237,26 +254,78 @@ impl<T: Transport> DirectReads<T> {
     ///
     /// # Safety
     /// As [`DirectReads::serve`].
-    unsafe fn read(
-        &mut self,
-        transport: &T,
-        i: usize,
-        output: *mut u8,
-        elem_size: usize,
-    ) -> Result<()> {
-        let remote_base = self.payloads[i] as usize;
+    unsafe fn read(&mut self, transport: &T, i: usize, output: Memory<'_>) -> Result<()> {
+        if let Some(storage) = output.strided {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.read_strided(transport, i, output, storage) };
+        }
+        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
         let stream = &self.streams[i];
         let runs = stream.runs.as_deref().expect("a receive stream has runs");
         for chunk in runs.chunks(RUNS_PER_READ) {
             self.runs.clear();
             self.runs.extend(chunk.iter().map(|run| ReadRun {
-                remote: remote_base + run.source as usize * elem_size,
-                local: output.wrapping_add(run.target as usize * elem_size),
-                len: run.len as usize * elem_size,
+                remote: remote_base + run.source as usize * size,
+                local: output.base.wrapping_add(run.target as usize * size),
+                len: run.len as usize * size,
             }));
             // SAFETY: forwarded from the caller: the runs lie in the output, which
             // nothing else writes there, and in the sender's input.
             unsafe { transport.read(stream.peer, &self.runs) }?;
+        }
+        Ok(())
+    }
+
+    /// Reads direct receive stream `i` into the bounce buffer a bounce at a
+    /// time, each scattered into the output's `storage` once read.
+    ///
+    /// # Safety
+    /// As [`DirectReads::serve`].
+    unsafe fn read_strided(
+        &mut self,
+        transport: &T,
+        i: usize,
+        output: Memory<'_>,
+        storage: &Storage,
+    ) -> Result<()> {
+        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
+        let stream = &self.streams[i];
+        let runs = stream.runs.as_deref().expect("a receive stream has runs");
+        let room = (self.bounce.len() / size) as u64;
+        let bounce = self.bounce.as_mut_ptr();
+        let mut pieces = runs
+            .iter()
+            .flat_map(|&run| bounce_pieces(run, room))
+            .peekable();
+        while pieces.peek().is_some() {
+            let (batch, mut filled, mut taken) = (pieces.clone(), 0, 0);
+            self.runs.clear();
+            while let Some(run) =
+                pieces.next_if(|r| filled + r.len <= room && self.runs.len() < RUNS_PER_READ)
+            {
+                self.runs.push(ReadRun {
+                    remote: remote_base + run.source as usize * size,
+                    local: bounce.wrapping_add(filled as usize * size),
+                    len: run.len as usize * size,
+                });
+                (filled, taken) = (filled + run.len, taken + 1);
+            }
+            // SAFETY: forwarded from the caller: the runs lie in the bounce
+            // buffer and in the sender's input.
+            unsafe { transport.read(stream.peer, &self.runs) }?;
+            let (mut copier, mut at) = (Copier::new(&Host, size, bounce, output.base), 0);
+            for run in batch.take(taken) {
+                let target = RunAt {
+                    start: run.target,
+                    len: run.len,
+                };
+                // SAFETY: the run lies in the output box (planner invariant) and,
+                // read, in the bounce at `at`.
+                unsafe { copier.run(storage, target, at, Direction::Scatter) };
+                at += run.len as usize;
+            }
+            // SAFETY: as above.
+            unsafe { copier.finish() };
         }
         Ok(())
     }
@@ -292,6 +361,16 @@ impl<T: Transport> DirectReads<T> {
     pub(super) fn abandon(&mut self, transport: &T) {
         transport.cancel_all(&mut self.requests);
     }
+}
+
+/// `run` cut into pieces of at most `room` elements (at least one).
+fn bounce_pieces(run: JointRun, room: u64) -> impl Iterator<Item = JointRun> + Clone {
+    let mut rest = Some(run);
+    std::iter::from_fn(move || {
+        let (head, tail) = rest?.split(room.max(1));
+        rest = tail;
+        Some(head)
+    })
 }
 
 /// The joint runs of `stream` when they average at least `limits.direct_bytes /

@@ -54,7 +54,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use self::direct::DirectReads;
 use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
 use self::progress::{Active, Messaging, Sides};
-use self::stream::Stream;
+use self::stream::{Memory, Stream};
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
 use crate::distribution::storage::Storages;
@@ -209,7 +209,8 @@ impl<T: Transport> Exchange<T> {
             streams.push(stream);
         }
         let slots = slots(&streams, slot_bytes, plan.rank)?;
-        let direct = DirectReads::new(plan, &mut streams, limits, reads_from)?;
+        let strided_output = strided.as_ref().is_some_and(|s| !s.output.is_dense());
+        let direct = DirectReads::new(plan, &mut streams, limits, reads_from, strided_output)?;
         let count = streams.len() * per_round;
         let mut requests = try_vec(count, "the message requests", plan.rank)?;
         requests.resize(count, T::null_request());
@@ -415,16 +416,15 @@ impl<T: Transport> Exchange<T> {
             // (contract of begin / run).
             true => unsafe {
                 copy_kept_once(&mut self.kept, plan, active);
-                let (execution, output) = (self.executions, active.output);
-                let direct = &mut active.direct;
-                self.direct.serve(
-                    transport,
-                    execution,
-                    direct,
-                    output,
-                    plan.elem_size,
-                    blocking,
-                )
+                let storage = self.messaging.strided.as_ref().map(|s| &s.output);
+                let output = Memory {
+                    base: active.output,
+                    strided: storage.filter(|s| !s.is_dense()),
+                    elem_size: plan.elem_size,
+                };
+                let (execution, direct) = (self.executions, &mut active.direct);
+                self.direct
+                    .serve(transport, execution, direct, output, blocking)
             }?,
             false => true,
         };
