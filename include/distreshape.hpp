@@ -11,6 +11,11 @@
  *   distreshape::plan<double> t(xp, yp, MPI_COMM_WORLD);   // t.input_box(), t.output_box()
  *   std::vector<double> y = distreshape::reshape(x, xp, yp, MPI_COMM_WORLD); // one-shot
  *
+ * Strided local storage (halos, padding, any axis order), per rank, in elements:
+ *   distreshape::plan<double> h(xp, {(ly + 2) * (lz + 2), lz + 2, 1}, yp, {}, MPI_COMM_WORLD);
+ *   h.execute(&u[1][1][1], out.data(), out.size());   // the halo interior, never copied
+ *   h.execute(in_view, out_view);                     // std::mdspan views, strides checked
+ *
  * Split axes are 0-based and shapes are C order, as in the C API. BEWARE when
  * porting NumPy or Heat code: there a split (axis) of -1 means the LAST axis; here
  * -1 (distreshape::not_split, DR_SPLIT_NONE) means NOT SPLIT: every rank holds the
@@ -46,6 +51,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -54,6 +60,9 @@
 #endif
 #ifdef __cpp_lib_span
 #include <span>
+#endif
+#ifdef __cpp_lib_mdspan
+#include <mdspan>
 #endif
 
 /// The C++ interface of DistReshape (header-only, over the C ABI).
@@ -357,6 +366,52 @@ struct box {
     friend bool operator!=(const box& a, const box& b) { return !(a == b); }
 };
 
+/// The local storage of one side of a plan (`dr_plan_create_strided`): one stride
+/// per axis of that side's box, in elements, this rank's own (box element
+/// `(i0, i1, ...)`, counted from the box's first element, lies at
+/// `i0 * s[0] + i1 * s[1] + ...` from it); or none (`{}`), C order without gaps.
+/// Implicitly made from a braced list, a `std::vector<std::int64_t>` or a
+/// `std::array<std::int64_t, N>`, copied, at most `DR_MAX_DIMS` values.
+class strides {
+public:
+    /// None: C order without gaps (NULL in C).
+    strides() noexcept = default;
+
+    /// The strides of a braced list, e.g. `{(ny + 2) * (nz + 2), nz + 2, 1}`; an
+    /// empty list is none.
+    strides(std::initializer_list<std::int64_t> values) noexcept
+        : strides(values.begin(), values.size())
+    {
+    }
+
+    /// The strides of a vector (an empty one is none).
+    strides(const std::vector<std::int64_t>& values) noexcept
+        : strides(values.data(), values.size())
+    {
+    }
+
+    /// The strides of an array.
+    template <std::size_t N>
+    strides(const std::array<std::int64_t, N>& values) noexcept : strides(values.data(), N)
+    {
+    }
+
+    /// The first stride, NULL when there are none (C order).
+    const std::int64_t* data() const noexcept { return size_ == 0 ? nullptr : values_.data(); }
+
+    /// The number of strides as given (0: none).
+    std::size_t size() const noexcept { return size_; }
+
+private:
+    strides(const std::int64_t* values, std::size_t n) noexcept : size_(n)
+    {
+        std::copy_n(values, std::min(n, values_.size()), values_.begin());
+    }
+
+    std::array<std::int64_t, DR_MAX_DIMS> values_{};
+    std::size_t size_ = 0;
+};
+
 namespace detail {
 
 /// Owns a `dr_layout*` for the time a plan is made.
@@ -654,8 +709,33 @@ public:
 
     /// Plans as above with the options `opts`
     /// (`dr_plan_create_layouts_configured`).
-    plan(const layout& in, const layout& out, MPI_Comm comm, const options& opts) : plan()
+    plan(const layout& in, const layout& out, MPI_Comm comm, const options& opts)
+        : plan(in, ::distreshape::strides(), out, ::distreshape::strides(), comm, opts)
     {
+    }
+
+    /// Plans the redistribution from the layout `in` to the layout `out` with this
+    /// rank's local storage on each side (collective over `comm`,
+    /// `dr_plan_create_strided_configured`): `in_strides` and `out_strides` are
+    /// none (`{}`, C order without gaps) or one stride per axis of the side's box
+    /// (of `out`'s resolved shape), in elements, each rank its own. They express
+    /// halos and padding (the padded array's strides; pass the first interior
+    /// element to `execute`), any axis order and any positive strides. Elements
+    /// outside the boxes are never read or written, and the input is never
+    /// written. Strides that are not positive along an axis longer than 1, or put
+    /// two elements at one address, throw `distreshape::error` with
+    /// `DR_ERROR_INVALID_STRIDES` on every rank. A count of strides that is not the
+    /// side's axis count throws `DR_ERROR_INVALID_STRIDES` on this rank only,
+    /// before anything collective (a programming error: the layouts, and so the
+    /// counts, are the same on every rank). Executions take pointers to each box's
+    /// first element and a capacity of at least the output span (`spans()`); in
+    /// place throws `DR_ERROR_INVALID_STRIDES`.
+    plan(const layout& in, const ::distreshape::strides& in_strides, const layout& out,
+         const ::distreshape::strides& out_strides, MPI_Comm comm, const options& opts = options{})
+        : plan()
+    {
+        check_count("in_strides", in_strides, in.ndims());
+        check_count("out_strides", out_strides, out.ndims());
         // A layout whose C twin cannot be made (only an empty one: the constructor
         // checked the others) goes as NULL, which the library rejects on every rank.
         auto made = [](const layout& l) {
@@ -669,7 +749,8 @@ public:
         in_ndims_ = in.ndims();
         new_ndims_ = out.ndims();
         const detail::options_handle knobs = opts.configured();
-        detail::check(dr_plan_create_layouts_configured(dtype, in_handle.get(), out_handle.get(),
+        detail::check(dr_plan_create_strided_configured(dtype, in_handle.get(), in_strides.data(),
+                                                        out_handle.get(), out_strides.data(),
                                                         comm, knobs.get(), &handle_));
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
@@ -780,6 +861,26 @@ public:
         return static_cast<std::size_t>(elems);
     }
 
+    /// This rank's spans (`dr_plan_spans`), input then output: the elements from
+    /// each box's first element to one past its last, what the input must hold
+    /// and the least output capacity (a box's size without strides, 0 when empty).
+    [[nodiscard]] std::pair<std::size_t, std::size_t> spans() const
+    {
+        std::int64_t in = 0, out = 0;
+        detail::check(dr_plan_spans(handle_, &in, &out));
+        return {static_cast<std::size_t>(in), static_cast<std::size_t>(out)};
+    }
+
+    /// This rank's strides in elements (`dr_plan_strides`), input then output, one
+    /// per axis of each side's box: those the plan was made with, or C order
+    /// without gaps.
+    [[nodiscard]] std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> strides() const
+    {
+        std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> s(in_ndims_, new_ndims_);
+        detail::check(dr_plan_strides(handle_, s.first.data(), s.second.data()));
+        return s;
+    }
+
     /// What the plan does on this rank: path, bytes sent, received and copied, peers.
     [[nodiscard]] dr_plan_stats stats() const
     {
@@ -856,6 +957,35 @@ public:
     void execute_in_place(std::span<T> buf) { execute_in_place(buf.data(), buf.size()); }
 #endif
 
+#ifdef __cpp_lib_mdspan
+    /// Executes the plan (collective, on every plan) from the view `in` into the
+    /// view `out`, any strided mappings (`layout_right`, `layout_left`,
+    /// `layout_stride`): each view's extents must be this rank's box on its side
+    /// and its strides the plan's (`strides()`; any stride along an axis of extent
+    /// 1), else `distreshape::error` with `DR_ERROR_INVALID_SHAPE` or
+    /// `DR_ERROR_INVALID_STRIDES` on every rank (agreed by
+    /// `dr_plan_execute_agreeing`) and nothing moves: never a copy.
+    template <class In, class InExtents, class InLayout, class OutExtents, class OutLayout>
+    void execute(std::mdspan<In, InExtents, InLayout, std::default_accessor<In>> in,
+                 std::mdspan<T, OutExtents, OutLayout, std::default_accessor<T>> out)
+    {
+        static_assert(std::is_same_v<std::remove_const_t<In>, T>,
+                      "the input view's elements must be the plan's");
+        static_assert(InLayout::template mapping<InExtents>::is_always_strided() &&
+                          OutLayout::template mapping<OutExtents>::is_always_strided(),
+                      "views with strided mappings only");
+        std::array<std::int64_t, DR_MAX_DIMS> in_box{}, out_box{}, in_strides{}, out_strides{};
+        detail::check(dr_plan_input_box(handle_, nullptr, in_box.data()));
+        detail::check(dr_plan_output_box(handle_, nullptr, out_box.data()));
+        detail::check(dr_plan_strides(handle_, in_strides.data(), out_strides.data()));
+        auto [found, message] = view_mismatch("input", in, in_ndims_, in_box, in_strides);
+        if (found == DR_SUCCESS)
+            std::tie(found, message) = view_mismatch("output", out, new_ndims_, out_box, out_strides);
+        const auto [in_span, out_span] = spans();
+        run_agreeing(in.data_handle(), in_span, out.data_handle(), out_span, found, message);
+    }
+#endif
+
     /// Starts executing the plan without waiting (collective, with the checks and
     /// the agreement of `execute`, whose errors it throws on every rank alike): the
     /// messages are in flight when it returns. Until the request completes, leave
@@ -907,6 +1037,45 @@ public:
 #endif
 
 private:
+    /// Throws `DR_ERROR_INVALID_STRIDES` (locally) unless `given` is none or one
+    /// stride per axis of a side of `ndims` axes.
+    static void check_count(const char* name, const ::distreshape::strides& given, std::size_t ndims)
+    {
+        if (given.size() != 0 && given.size() != ndims)
+            throw error(DR_ERROR_INVALID_STRIDES,
+                        std::string("invalid strides: ") + name + " has " +
+                            std::to_string(given.size()) + " values but its layout has " +
+                            std::to_string(ndims) + " axes");
+    }
+
+#ifdef __cpp_lib_mdspan
+    /// Why `view` is not this rank's box of `ndims` extents `box` at `strides` on
+    /// the `side`: the status and the message (`DR_SUCCESS` when it is).
+    template <class View>
+    static std::pair<dr_status, std::string> view_mismatch(const char* side, const View& view, std::size_t ndims,
+                                     const std::array<std::int64_t, DR_MAX_DIMS>& box,
+                                     const std::array<std::int64_t, DR_MAX_DIMS>& strides)
+    {
+        const std::size_t rank = View::rank();
+        bool same = rank == ndims, empty = false;
+        for (std::size_t k = 0; same && k < rank; ++k) {
+            same = static_cast<std::int64_t>(view.extent(k)) == box[k];
+            empty = empty || box[k] == 0;
+        }
+        if (!same)
+            return {DR_ERROR_INVALID_SHAPE, std::string("invalid shape: the ") + side +
+                                                " view's extents are not this rank's " + side +
+                                                " box"};
+        for (std::size_t k = 0; !empty && k < rank; ++k)
+            if (box[k] > 1 && static_cast<std::int64_t>(view.stride(k)) != strides[k])
+                return {DR_ERROR_INVALID_STRIDES,
+                        std::string("invalid strides: the ") + side + " view's stride " +
+                            std::to_string(view.stride(k)) + " along axis " + std::to_string(k) +
+                            " differs from the plan's " + std::to_string(strides[k])};
+        return {DR_SUCCESS, std::string()};
+    }
+#endif
+
     /// dr_plan_execute_sized with an input of `in_size` elements, dr_plan_execute
     /// when unchecked (a pointer's input taken on trust).
     void run(const T* in, std::size_t in_size, T* out, std::size_t capacity)

@@ -116,13 +116,31 @@ fn layout_mold_names() -> Vec<String> {
         .collect()
 }
 
+const CREATE_STRIDED: &str = "
+  subroutine plan_create_strided_@K@C(plan, in_layout, in_mold, out_layout, out_mold, comm, &
+                                      options, stat)
+    type(dr_plan), intent(inout) :: plan
+    type(dr_layout), intent(in) :: in_layout, out_layout
+    @T, dimension(..), intent(in) :: in_mold, out_mold  ! their types and strides matter
+    @M, intent(in) :: comm
+    type(dr_plan_options), intent(in), optional :: options
+    integer, intent(out), optional :: stat
+    call plan_create_strided_core(plan, @D, in_layout, in_mold, out_layout, out_mold, @H, &
+                                  options, stat)
+  end subroutine plan_create_strided_@K@C
+";
+
 const EXECUTE: &str = "
   subroutine execute_@K(plan, a, b, stat)
     type(dr_plan), intent(in) :: plan
-    @T, dimension(..), contiguous, target, intent(in) :: a
-    @T, dimension(..), contiguous, target, intent(inout) :: b
+    @T, dimension(..), target, intent(in) :: a
+    @T, dimension(..), target, intent(inout) :: b
     integer, intent(out), optional :: stat
-    call execute_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+    if (plan%strided .or. .not. (is_contiguous(a) .and. is_contiguous(b))) then
+      call execute_as_is_core(plan, @D, a, b, stat)
+    else
+      call execute_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), stat)
+    end if
   end subroutine execute_@K
 
   subroutine execute_begin_@K(plan, a, b, request, stat)
@@ -131,9 +149,12 @@ const EXECUTE: &str = "
     @T, dimension(..), target, asynchronous, intent(inout) :: b
     type(dr_request), intent(inout) :: request
     integer, intent(out), optional :: stat
-    if (.not. (is_contiguous(a) .and. is_contiguous(b))) &
-      error stop 'distreshape: dr_plan_execute_begin: the arrays must be contiguous'
-    call begin_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, stat)
+    if (plan%strided .or. .not. (is_contiguous(a) .and. is_contiguous(b))) then
+      call begin_as_is_core(plan, @D, a, b, request, stat)
+    else
+      call begin_core(plan, @D, c_loc(a), shape(a, int64), c_loc(b), shape(b, int64), request, &
+                      stat)
+    end if
   end subroutine execute_begin_@K
 
   subroutine execute_in_place_@K(plan, buf, stat)
@@ -224,6 +245,10 @@ fn interfaces() -> String {
     [
         interface("dr_reshape", &names("reshape_", true)),
         interface("dr_plan_create", &create),
+        interface(
+            "dr_plan_create_strided",
+            &names("plan_create_strided_", true),
+        ),
         interface("dr_plan_execute", &names("execute_", false)),
         interface(
             "dr_plan_execute_in_place",
@@ -237,7 +262,7 @@ fn interfaces() -> String {
 
 fn specifics() -> String {
     let mut text = String::new();
-    for template in [RESHAPE, CREATE_WITH_MOLD] {
+    for template in [RESHAPE, CREATE_WITH_MOLD, CREATE_STRIDED] {
         for comm in COMMS {
             for kind in KINDS {
                 text += &fill(template, kind, comm);

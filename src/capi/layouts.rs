@@ -241,7 +241,7 @@ pub unsafe extern "C" fn dr_plan_create_layouts_configured(
 ///
 /// # Safety
 /// `plan` NULL or writable.
-pub(super) unsafe fn create_layouts_plan(
+pub(crate) unsafe fn create_layouts_plan(
     comm: MPI_Comm,
     args: Result<LayoutArgs>,
     options: Result<PlanOptions>,
@@ -258,7 +258,7 @@ pub(super) unsafe fn create_layouts_plan(
 ///
 /// # Safety
 /// Layouts NULL or from `dr_layout_create`.
-pub(super) unsafe fn layout_args(
+pub(crate) unsafe fn layout_args(
     dtype: DtypeCode,
     in_layout: *const dr_layout,
     out_layout: *const dr_layout,

@@ -24,6 +24,7 @@ mod strided;
 
 pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::{c_plan_ref, dr_plan, dr_request, plan_ref};
+pub(crate) use layouts::{create_layouts_plan, dr_layout, layout_args};
 pub(crate) use options::{configured, dr_options};
 pub(crate) use plans::{MPI_Comm, create_plan};
 pub(crate) use requests::begin_request;
