@@ -466,7 +466,7 @@ void expect_error(const std::string& name, Call&& call, dr_status expected,
 std::string short_input_text(std::size_t elems)
 {
     return "the input buffer holds " + std::to_string(elems - 1) + " elements but rank " +
-           std::to_string(bad_rank) + "'s input spans " + std::to_string(elems);
+           std::to_string(bad_rank) + " holds " + std::to_string(elems) + " input elements";
 }
 
 void check_errors()
