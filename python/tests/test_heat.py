@@ -215,3 +215,29 @@ def test_nothing_moves_gives_a_view_as_heat_does(split):
     assert_same(ours, ht.reshape(x, (-1, 2, 4), new_split=split))
     assert ours.larray.data_ptr() == x.larray.data_ptr()
     assert_global_index(ours, np.float64)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_non_contiguous_local_tensors_are_read_where_they_lie(seed):
+    """A DNDarray whose local tensor is a transposed or sliced torch view (on
+    some or all ranks) reshapes as ht.reshape does, and the view is not copied."""
+    rng = np.random.default_rng(2000 + seed)
+    rows = [int(x) for x in partition(12, WORLD.size, rng)]
+    gshape, new_shape = (12, 5, 4), [int(x) for x in factorization(240, int(rng.integers(1, 4)), rng)]
+    first = offset(rows, WORLD.rank)
+    dense = torch.from_numpy(block(gshape, 0, first, np.float64))
+    strided_here = seed % 3 != 1 or WORLD.rank % 2 == 0
+    if strided_here:
+        base = torch.full((rows[WORLD.rank], 4, 5 + 2), -1.0, dtype=torch.float64)
+        view = base[:, :, 1:6].transpose(1, 2)  # (rows, 5, 4), neither contiguous nor dense
+        view.copy_(dense)
+    else:
+        view = dense
+    a = ht.array(view, is_split=0)
+    assert a.larray.data_ptr() == view.data_ptr(), "Heat kept the local tensor"
+    new_split = int(rng.integers(len(new_shape)))
+    ours = dr_reshape(a, new_shape, new_split=new_split)
+    theirs = ht.reshape(ht.array(dense.clone(), is_split=0), new_shape, new_split=new_split)
+    assert_same(ours, theirs)
+    if strided_here:
+        assert torch.equal(base[:, :, 0], torch.full_like(base[:, :, 0], -1.0)), "the padding was touched"
