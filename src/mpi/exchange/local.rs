@@ -1,7 +1,9 @@
 //! The local side of an execution: the elements a rank keeps (listed once when the
-//! plan is created, copied at every execution), the slots (the streams'
-//! slots for packed messages), and the one buffer and the pack buffer of an
-//! execution in place with everything sent packed.
+//! plan is created, copied at every execution, byte for byte or, when either of
+//! the rank's storages is strided, between them through the memory layer's
+//! copier), the slots (the streams' slots for packed messages), and the one
+//! buffer and the pack buffer of an execution in place with everything sent
+//! packed.
 
 use crate::core::error::Result;
 use crate::core::fallible::{try_push, try_vec};

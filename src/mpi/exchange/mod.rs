@@ -39,6 +39,13 @@
 //! between two of them moves no message when every rank executes out of place:
 //! the receiver reads the runs straight from the sender's input ([`direct`]).
 //!
+//! A rank whose input or output box is strided (halos, padding, an axis order)
+//! packs and unpacks every message of that side through its slot, run by run
+//! through the memory layer's copier, which joins a message's rows into blocked
+//! copies; every rank of such a plan packs every message
+//! ([`MessageLimits::all_packed`]). Direct reads then need every input dense,
+//! and a strided output reads through a bounce buffer.
+//!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
 //! progress loops), [`direct`] (the direct reads) and [`local`] (the local
 //! copies, the slots and the pack buffer).
