@@ -10,9 +10,11 @@
 //  - errors as distreshape::error with the status: overlapping strides
 //    (DR_ERROR_INVALID_STRIDES on every rank), a count of strides that is not
 //    the axis count (this rank), in place, a capacity short of the output span;
-//  - with <mdspan> (not in GCC 12's library: compiled out there): layout_stride
-//    views of the same storage, and a layout_right view whose strides differ
-//    from the plan's, refused on every rank with nothing written.
+//  - with <mdspan> (GCC 12's library has none; ctest then also builds this test
+//    against the reference implementation in tests/third_party/mdspan):
+//    layout_stride views of the same storage, a layout_right view whose strides
+//    differ from the plan's, refused on every rank with nothing written, and a
+//    plan executed on a layout_right input view and a layout_left output view.
 #include <distreshape.hpp>
 #include <mpi.h>
 
@@ -123,6 +125,39 @@ double global(const ivec& offsets, std::int64_t i, std::int64_t j, std::int64_t 
     return static_cast<double>(((offsets[0] + i) * n1 + offsets[1] + j) * n2 + offsets[2] + k);
 }
 
+#ifdef __cpp_lib_mdspan
+// A plan from C-order input boxes to output boxes stored axis 0 fastest,
+// executed on a layout_right view of the input and a layout_left view of the
+// output (the strides come from the mappings): every element checked, the
+// sentinel past the output box untouched, the input unchanged.
+void check_dense_mdspan_layouts(const dr::layout& x, const dr::layout& y, const dr::box& ib,
+                                const dr::box& ob)
+{
+    using ext = std::dextents<std::size_t, 3>;
+    const auto extents = [](const dr::box& b) {
+        return ext(std::size_t(b.extents[0]), std::size_t(b.extents[1]), std::size_t(b.extents[2]));
+    };
+    const ivec left{1, ob.extents[0], ob.extents[0] * ob.extents[1]};
+    dr::plan<double> p(x, {}, y, left, MPI_COMM_WORLD);
+    std::vector<double> in(ib.elems()), out(ob.elems() + 1, sentinel);
+    std::mdspan<const double, ext, std::layout_right> in_view(in.data(), extents(ib));
+    std::mdspan<double, ext, std::layout_left> out_view(out.data(), extents(ob));
+    for (std::int64_t i = 0; i < ib.extents[0]; ++i)
+        for (std::int64_t j = 0; j < ib.extents[1]; ++j)
+            for (std::int64_t k = 0; k < ib.extents[2]; ++k)
+                in[(i * ib.extents[1] + j) * ib.extents[2] + k] = global(ib.offsets, i, j, k);
+    const std::vector<double> before = in;
+    p.execute(in_view, out_view);
+    bool all = out.back() == sentinel;
+    for (std::int64_t i = 0; i < ob.extents[0]; ++i)
+        for (std::int64_t j = 0; j < ob.extents[1]; ++j)
+            for (std::int64_t k = 0; k < ob.extents[2]; ++k)
+                all = all && out[i + (j + k * ob.extents[1]) * ob.extents[0]] == global(ob.offsets, i, j, k);
+    check(all, "mdspan layout_right input -> layout_left output");
+    check(in == before, "input of the layout_left plan unchanged");
+}
+#endif
+
 void check_halo_to_permuted()
 {
     const auto grid = grid2();
@@ -198,6 +233,7 @@ void check_halo_to_permuted()
     check(s == (strided_out ? DR_ERROR_INVALID_STRIDES : DR_SUCCESS), "layout_right view refused");
     check(!strided_out || std::all_of(dense.begin(), dense.end(), [](double v) { return v == sentinel; }),
           "nothing written to a refused view");
+    check_dense_mdspan_layouts(x, y, ib, ob);
 #endif
 }
 
