@@ -242,7 +242,8 @@ typedef enum dr_option {
   /*
    Switch: this rank proposes that the ranks of its node read one another's
    long runs directly, where the kernel allows it; `DISTRESHAPE_DIRECT_READS`,
-   else on a node with more than two ranks per processor.
+   else on a node with more than two ranks per processor, and, unless some
+   rank turns them off, for plans into strided outputs from dense inputs.
    */
   DR_OPTION_DIRECT_READS = 8,
   /*

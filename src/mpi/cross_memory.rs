@@ -9,11 +9,12 @@
 //! crowded node").
 //!
 //! Which ranks may read each other is decided once per private communicator, at
-//! the first plan on it that some rank proposes direct reads for
-//! ([`crate::mpi::library::Switches::proposed_direct_reads`], collective): the ranks of each
+//! the first plan on it that reads directly (collective; see
+//! [`crate::mpi::library::Switches::proposed_direct_reads`]): the ranks of each
 //! node (`MPI_Comm_split_type`) gather one another's process ids and the address
 //! of a probe word, each reads every other's probe, and the node agrees (a
-//! minimum over its ranks) that all its pairs read directly or none does. Ranks that share a process (SimGrid's SMPI runs
+//! minimum over its ranks, any rank that turned direct reads off vetoing) that
+//! all its pairs read directly or none does. Ranks that share a process (SimGrid's SMPI runs
 //! ranks as threads) never read each other, and neither do ranks the kernel does
 //! not let read (Yama's ptrace scope, containers, another user). Reads only ever
 //! copy into the reader's memory.

@@ -43,7 +43,8 @@ pub struct Switches {
     pub run_messages: Option<bool>,
     /// This rank proposes that the ranks of its node read one another's long runs
     /// directly ([`crate::mpi::cross_memory`]); measured: on a node with more than
-    /// two ranks per processor.
+    /// two ranks per processor, and for plans into strided outputs from dense
+    /// inputs.
     pub direct_reads: Option<bool>,
     /// Waits on a node with more ranks than processors sleep between polls once
     /// they have yielded a while ([`crate::mpi::waiting`]); measured: on under
@@ -83,6 +84,13 @@ impl Switches {
     /// ranks per processor. The node agrees on it ([`crate::mpi::cross_memory`]).
     pub fn proposed_direct_reads(&self) -> bool {
         self.direct_reads.unwrap_or_else(crowded)
+    }
+
+    /// Whether this rank turned direct reads off (the switch, or its environment
+    /// variable, set to off): it then vetoes them for the plans that would take
+    /// them by default.
+    pub fn refuses_direct_reads(&self) -> bool {
+        self.direct_reads == Some(false)
     }
 
     /// How this rank proposes that long strided runs travel: through the slots

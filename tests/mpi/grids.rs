@@ -350,14 +350,7 @@ pub const DIRECT_READS_VARIABLE: &str = "DISTRESHAPE_DIRECT_READS";
 /// but Linux and Android), none.
 pub fn long_runs(w: &World) {
     let p = w.size as u64;
-    let shape = [2 * p, 2 * p, 8192];
-    let rows = Spec::new(&shape, &[w.size], &[None, Some(0), None]);
-    let columns = Spec::new(&shape, &[w.size], &[Some(0), None, None]);
-    let c = case(
-        "long runs: axis 1 -> axis 0 of (2p, 2p, 8192)",
-        rows,
-        columns,
-    );
+    let c = long_runs_case(w.size);
     check_case(w, &c);
     let layout = |s: &Spec| s.layout(&s.shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
     let plan = Plan::from_layouts::<u64, _>(&w.comm, &layout(&c.input), &layout(&c.output))
@@ -405,9 +398,22 @@ fn forced_direct_reads(w: &World, input: &Layout, output: &Layout) {
     w.passed("the option direct_reads overrides the environment");
 }
 
+/// Planes of 128 KiB, contiguous in both buffers, from rows to columns of
+/// `(2p, 2p, 8192)` over `p` ranks: joint runs long enough to be read directly.
+pub fn long_runs_case(p: usize) -> GridCase {
+    let shape = [2 * p as u64, 2 * p as u64, 8192];
+    let rows = Spec::new(&shape, &[p], &[None, Some(0), None]);
+    let columns = Spec::new(&shape, &[p], &[Some(0), None, None]);
+    case(
+        "long runs: axis 1 -> axis 0 of (2p, 2p, 8192)",
+        rows,
+        columns,
+    )
+}
+
 /// True when the kernel lets this process read its sibling processes' memory:
 /// as root, or with Yama's ptrace scope 0 (or no Yama).
-fn kernel_allows_sibling_reads() -> bool {
+pub fn kernel_allows_sibling_reads() -> bool {
     // SAFETY: geteuid only reads this process's effective user id.
     let root = unsafe { libc::geteuid() } == 0;
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")

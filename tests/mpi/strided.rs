@@ -11,7 +11,9 @@ use distreshape::{Error, Layout, Plan};
 use ndarray::{Array, IxDyn, SliceInfoElem};
 
 use super::World;
-use super::grids::{GridCase, cases_for_storage};
+use super::grids::{
+    DIRECT_READS_VARIABLE, GridCase, cases_for_storage, kernel_allows_sibling_reads, long_runs_case,
+};
 
 /// What no execution may write, nor leave in an output element.
 const SENTINEL: u64 = 0xEEEE_EEEE_EEEE_EEEE;
@@ -38,6 +40,11 @@ impl Stored {
         }
         let first: i64 = strides.iter().map(|s| s * halo as i64).sum();
         Stored::at(extents, strides, first as usize, weight as usize)
+    }
+
+    /// A box of `extents` in C order without gaps, with a sentinel after it.
+    fn dense(extents: &[u64]) -> Stored {
+        Stored::halo(extents, 0)
     }
 
     /// A box of `extents` with the first axis fastest and the last slowest,
@@ -98,6 +105,7 @@ pub fn run(w: &World) {
         }
     }
     w.passed("grid layouts on strided storage");
+    strided_output_reads_directly(w);
     views(w);
     refusals_are_agreed(w);
     w.passed("strided views and refusals");
@@ -116,10 +124,46 @@ fn layouts(c: &GridCase, rank: usize) -> (Layout, Layout, Vec<u64>, Vec<u64>) {
     (input, output, in_box, out_box)
 }
 
+/// Long runs from dense inputs into outputs stored first axis fastest and
+/// padded: every element and gap checked, blocking and not. Such a plan reads
+/// directly by default where the kernel allows it, unless
+/// [`DIRECT_READS_VARIABLE`] is `0`.
+fn strided_output_reads_directly(w: &World) {
+    let c = long_runs_case(w.size);
+    for nonblocking in [false, true] {
+        let plan = check_case_stored(w, &c, nonblocking, Stored::dense);
+        let reads = plan.to_string().contains("direct reads");
+        let refused = std::env::var(DIRECT_READS_VARIABLE).ok().as_deref() == Some("0");
+        let expected =
+            w.size > 1 && cfg!(direct_reads) && kernel_allows_sibling_reads() && !refused;
+        if reads != expected {
+            w.fail(
+                &c.name,
+                format!(
+                    "into a strided output: expected direct reads {expected}, the plan says: {plan}"
+                ),
+            );
+        }
+    }
+    w.passed("long runs into strided outputs (direct reads by default)");
+}
+
 fn check_case(w: &World, c: &GridCase, nonblocking: bool) {
+    check_case_stored(w, c, nonblocking, |extents| Stored::halo(extents, 2));
+}
+
+/// Executes case `c` from inputs stored by `input_storage` into outputs stored
+/// first axis fastest and padded, checks every element and gap, and returns
+/// the plan.
+fn check_case_stored(
+    w: &World,
+    c: &GridCase,
+    nonblocking: bool,
+    input_storage: fn(&[u64]) -> Stored,
+) -> Plan {
     let (input, output, in_box, out_box) = layouts(c, w.rank);
     let (have, want) = (c.input.indices(w.rank), c.output.indices(w.rank));
-    let source = Stored::halo(&in_box, 2).fill(&have);
+    let source = input_storage(&in_box).fill(&have);
     let mut target = Stored::reversed_padded(&out_box);
     let plan = Plan::from_layouts_strided::<u64, _>(
         &w.comm,
@@ -162,6 +206,7 @@ fn check_case(w: &World, c: &GridCase, nonblocking: bool) {
     if source.read().ok() != Some(have.clone()) {
         w.fail(&c.name, "the input or its halo changed");
     }
+    plan
 }
 
 /// x-pencils to y-pencils on ndarray views: the interior of a halo'd array in,

@@ -63,8 +63,12 @@ pub(super) struct AgreedPlan {
     /// How long strided runs travel: the most cautious way any rank proposes
     /// ([`Switches::proposed_strided_runs`], [`BY_CAUTION`]).
     pub(super) strided_runs: StridedRuns,
-    /// True when some rank proposes direct reads between the ranks of a node
-    /// ([`Switches::proposed_direct_reads`]; each node then decides).
+    /// True when the plan reads directly between the ranks of a node where they
+    /// allow it (each node then decides): every input is dense, and some rank
+    /// proposes them ([`Switches::proposed_direct_reads`]), or some output is
+    /// strided and no rank turned them off. A strided output then reads through
+    /// a bounce instead of receiving into its slot and unpacking: measured faster
+    /// (docs/src/performance/grids.md, "Strided storage").
     pub(super) direct_reads: bool,
     /// True when some rank stores a box strided: every message is then packed
     /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed)).
@@ -109,6 +113,8 @@ pub(super) fn agree_on_plan(
         i64::from(switches.proposed_direct_reads()),
         i64::from(!storages.are_dense()),
         i64::from(!storages.input.is_dense()),
+        i64::from(!storages.output.is_dense()),
+        i64::from(switches.refuses_direct_reads()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -118,10 +124,18 @@ pub(super) fn agree_on_plan(
         busiest_peers: piggyback[0] as usize,
         window_width: !piggyback[1] as usize,
         strided_runs: strided_runs_of_caution(piggyback[2]),
-        direct_reads: piggyback[3] != 0 && piggyback[5] == 0,
+        direct_reads: direct_reads_agreed(&piggyback),
         strided: piggyback[4] != 0,
         plan,
     })
+}
+
+/// Whether the plan reads directly, from the agreed `piggyback` of
+/// [`agree_on_plan`]: never from a strided input; where some rank proposes
+/// them; where some output is strided and no rank refuses them.
+fn direct_reads_agreed(piggyback: &[i64; 8]) -> bool {
+    let [_, _, _, proposed, _, strided_input, strided_output, refused] = *piggyback;
+    strided_input == 0 && (proposed != 0 || (strided_output != 0 && refused == 0))
 }
 
 /// The ways for strided runs from the least cautious to the most: strided

@@ -246,7 +246,7 @@ impl Plan {
             false => options.limits(busiest_peers, strided_runs),
         };
         let node_reads = match communicates && direct_reads {
-            true => comm.establish_node_reads(switches.proposed_direct_reads()),
+            true => comm.establish_node_reads(!switches.refuses_direct_reads()),
             false => Ok(()),
         };
         let exchange = node_reads.and_then(|()| {
