@@ -243,7 +243,7 @@ typedef enum dr_option {
    Switch: this rank proposes that the ranks of its node read one another's
    long runs directly, where the kernel allows it; `DISTRESHAPE_DIRECT_READS`,
    else on a node with more than two ranks per processor, and, unless some
-   rank turns them off, for plans into strided outputs from dense inputs.
+   rank turns them off, for plans with strided storage.
    */
   DR_OPTION_DIRECT_READS = 8,
   /*

@@ -415,7 +415,7 @@ fn real_exchange_delivers_random_grid_redistributions() {
 /// transpose sends nothing), blocking or not, lists kept or cut.
 #[test]
 fn real_exchange_delivers_random_redistributions_on_strided_storage() {
-    let (mut rng, mut strided_reads) = (Rng(0x57d1), 0);
+    let (mut rng, mut into_strided, mut from_strided) = (Rng(0x57d1), 0, 0);
     for case in 0..ENGINE_CASES {
         let c = random_plans(&mut rng, case);
         let p = c.plans.len();
@@ -442,12 +442,14 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
                 c.context
             )
         };
-        strided_reads +=
+        let counts =
             run_strided_exchange(&strided, limits, &nonblocking, keep, direct_pairs, &context);
+        into_strided += counts.into_strided;
+        from_strided += counts.from_strided;
     }
     assert!(
-        strided_reads > 100,
-        "{strided_reads} streams read into strided outputs"
+        into_strided > 100 && from_strided > 100,
+        "{into_strided} streams read into strided outputs, {from_strided} from strided inputs"
     );
 }
 

@@ -74,8 +74,7 @@ pub struct PlanOptions {
     /// directly, where the kernel allows it; decided for a communicator at the
     /// first plan on it that reads directly (`DISTRESHAPE_DIRECT_READS`;
     /// measured: on a node with more than two ranks per processor, and, unless
-    /// some rank turns them off, for plans into strided outputs from dense
-    /// inputs).
+    /// some rank turns them off, for plans with strided storage).
     pub direct_reads: Option<bool>,
     /// The plan's waits on a node with more ranks than processors sleep between
     /// polls once they have yielded a while (`DISTRESHAPE_SLEEPING_WAITS`;

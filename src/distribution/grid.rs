@@ -36,6 +36,32 @@ impl GridBox {
     pub fn is_empty(&self) -> bool {
         self.extents.contains(&0)
     }
+
+    /// The elements both boxes hold (of one array), `None` when they share none.
+    pub fn intersection(&self, other: &GridBox) -> Option<GridBox> {
+        let mut shared = GridBox {
+            offsets: Vec::with_capacity(self.offsets.len()),
+            extents: Vec::with_capacity(self.offsets.len()),
+        };
+        for a in 0..self.offsets.len() {
+            let start = self.offsets[a].max(other.offsets[a]);
+            let end = (self.offsets[a] + self.extents[a]).min(other.offsets[a] + other.extents[a]);
+            shared.offsets.push(start);
+            shared
+                .extents
+                .push(end.checked_sub(start).filter(|&n| n > 0)?);
+        }
+        Some(shared)
+    }
+
+    /// This box's offsets from the corner of `outer`, which holds it.
+    pub fn offsets_within(&self, outer: &GridBox) -> Vec<u64> {
+        self.offsets
+            .iter()
+            .zip(&outer.offsets)
+            .map(|(a, b)| a - b)
+            .collect()
+    }
 }
 
 /// A slab layout seen as today's slabs: the array as `(outer, extent, inner)` around
@@ -474,6 +500,27 @@ fn check_lengths(axis: usize, extent: u64, g: usize, n: usize, l: &[i64]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boxes_intersect_where_they_share_elements() {
+        let a = GridBox {
+            offsets: vec![0, 4, 2],
+            extents: vec![6, 4, 5],
+        };
+        let b = GridBox {
+            offsets: vec![3, 0, 6],
+            extents: vec![8, 6, 9],
+        };
+        let shared = a.intersection(&b).expect("they share elements");
+        assert_eq!(shared.offsets, [3, 4, 6]);
+        assert_eq!(shared.extents, [3, 2, 1]);
+        assert_eq!(shared.offsets_within(&a), [3, 0, 4]);
+        let touching = GridBox {
+            offsets: vec![6, 0, 0],
+            extents: vec![2, 8, 8],
+        };
+        assert_eq!(a.intersection(&touching), None);
+    }
 
     fn explicit(l: &[i64]) -> BlockLengths {
         BlockLengths::Explicit(l.to_vec())

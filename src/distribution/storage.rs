@@ -11,6 +11,7 @@
 //! element by element.
 
 use crate::core::error::{Error, Result};
+use crate::distribution::grid::GridLayout;
 use crate::distribution::groups::ReshapeSide;
 use crate::distribution::layout::MAX_DIMS;
 
@@ -141,6 +142,27 @@ impl Storage {
         1 + reach.map(|(&e, &s)| (e - 1) * s).sum::<u64>()
     }
 
+    /// The sub-box of `extents` at `corner` of this box, its axes taken in
+    /// `order` (outermost first): its storage at this storage's strides, and the
+    /// offset of its first element from this box's first. A sub-box of a
+    /// storage that puts no two elements at one address puts none either.
+    pub fn window(&self, corner: &[u64], extents: &[u64], order: &[usize]) -> Window {
+        let offset = corner.iter().zip(&self.strides).map(|(c, s)| c * s).sum();
+        let extents: Vec<u64> = order.iter().map(|&k| extents[k]).collect();
+        let strides = order.iter().map(|&k| self.strides[k]).collect();
+        let storage = Storage {
+            dense: false,
+            extents,
+            strides,
+        };
+        let dense = storage.extents.contains(&0)
+            || storage.strides_match(&Storage::dense(&storage.extents));
+        Window {
+            offset,
+            storage: Storage { dense, ..storage },
+        }
+    }
+
     /// The sub-boxes of the `len` elements from C-order position `start` of the box,
     /// in order: at most 2n − 1 for n axes, each an outer block of whole inner
     /// rows. O(ndims) each; allocates nothing.
@@ -151,6 +173,44 @@ impl Storage {
             end: start + len,
         }
     }
+}
+
+/// Every rank's input storage, from the strides every rank gave (gathered when
+/// a plan is made): where a rank that reads another's input directly finds the
+/// elements it reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputStorages {
+    storages: Vec<Storage>,
+}
+
+impl InputStorages {
+    /// The storages of the boxes of `layout` at `strides` (one per axis per
+    /// rank, rank after rank), each checked as [`Storage::new`] checks it.
+    pub fn new(layout: &GridLayout, strides: &[i64], elem_size: usize) -> Result<InputStorages> {
+        let ndims = layout.shape().len();
+        let storages = (0..layout.nranks())
+            .map(|rank| {
+                let extents = layout.rank_box(rank).extents;
+                let given = &strides[rank * ndims..(rank + 1) * ndims];
+                Storage::new(&extents, given, ReshapeSide::Input, elem_size, rank)
+            })
+            .collect::<Result<_>>()?;
+        Ok(InputStorages { storages })
+    }
+
+    /// Rank `rank`'s input storage.
+    pub fn of(&self, rank: usize) -> &Storage {
+        &self.storages[rank]
+    }
+}
+
+/// A sub-box of a storage ([`Storage::window`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Elements from the storage's first element to the sub-box's first.
+    pub offset: u64,
+    /// The sub-box's storage, its axes in the order asked for.
+    pub storage: Storage,
 }
 
 /// Both sides' storages on one rank: its input box's and its output box's.
@@ -276,6 +336,20 @@ impl Iterator for Pieces<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_window_is_a_sub_box_at_the_same_strides_in_the_order_asked() {
+        let halo =
+            Storage::new(&[4, 5, 6], &[80, 10, 1], ReshapeSide::Input, 8, 0).expect("a halo'd box");
+        let window = halo.window(&[1, 2, 3], &[2, 3, 3], &[2, 0, 1]);
+        assert_eq!(window.offset, 80 + 20 + 3);
+        assert_eq!(window.storage.extents(), [3, 2, 3]);
+        assert_eq!(window.storage.strides(), [1, 80, 10]);
+        assert!(!window.storage.is_dense());
+        let dense = Storage::dense(&[4, 5, 6]);
+        let rows = dense.window(&[2, 0, 0], &[2, 5, 6], &[0, 1, 2]);
+        assert_eq!((rows.offset, rows.storage.is_dense()), (60, true));
+    }
 
     fn positions(storage: &Storage, start: u64, len: u64) -> Vec<u64> {
         let mut out = Vec::new();

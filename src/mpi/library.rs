@@ -43,8 +43,7 @@ pub struct Switches {
     pub run_messages: Option<bool>,
     /// This rank proposes that the ranks of its node read one another's long runs
     /// directly ([`crate::mpi::cross_memory`]); measured: on a node with more than
-    /// two ranks per processor, and for plans into strided outputs from dense
-    /// inputs.
+    /// two ranks per processor, and for plans with strided storage.
     pub direct_reads: Option<bool>,
     /// Waits on a node with more ranks than processors sleep between polls once
     /// they have yielded a while ([`crate::mpi::waiting`]); measured: on under

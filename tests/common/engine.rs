@@ -8,7 +8,7 @@ use std::sync::Once;
 
 use distreshape::testing::{
     DirectStreams, Endpoint, Exchange, INJECTED_PANIC, MessageLimits, Mode, Network, NetworkReport,
-    Participant, Progress, RankPlan, Route, Storages, proposed_window_width,
+    Participant, Progress, RankPlan, ReadPeers, Route, Storages, proposed_window_width,
 };
 use proptest::prelude::*;
 
@@ -265,11 +265,13 @@ fn exchanges<'n>(
                 let (a, b) = (plan.rank.min(peer), plan.rank.max(peer));
                 a != b && engine.reads_directly(a, b)
             };
+            let peers = ReadPeers {
+                reads_from,
+                inputs: None,
+            };
             let storages = dense_storages(plan);
-            Exchange::new(
-                plan, p, limits, per_round, progress, keep, reads_from, storages,
-            )
-            .expect("exchange")
+            Exchange::new(plan, p, limits, per_round, progress, keep, peers, storages)
+                .expect("exchange")
         })
         .collect()
 }
@@ -403,10 +405,12 @@ pub fn run_failing_reads(
         .iter()
         .map(|plan| {
             let progress = Progress::for_path(plan.path, width);
-            let reads_from = |peer: usize| peer != plan.rank;
+            let peers = ReadPeers {
+                reads_from: |peer: usize| peer != plan.rank,
+                inputs: None,
+            };
             let storages = dense_storages(plan);
-            Exchange::new(plan, p, limits, 2, progress, 1 << 20, reads_from, storages)
-                .expect("exchange")
+            Exchange::new(plan, p, limits, 2, progress, 1 << 20, peers, storages).expect("exchange")
         })
         .collect();
     let results = on_every_rank(&network, &mut exchanges, |r, exchange, endpoint| {

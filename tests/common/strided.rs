@@ -5,8 +5,8 @@
 //! element checked, every sentinel checked untouched, the input checked unchanged.
 
 use distreshape::testing::{
-    Endpoint, Exchange, MessageLimits, Mode, Network, Participant, Progress, RankPlan, Storage,
-    Storages, proposed_window_width,
+    Endpoint, Exchange, InputStorages, MessageLimits, Mode, Network, Participant, Progress,
+    RankPlan, ReadPeers, Storage, Storages, proposed_window_width,
 };
 
 use crate::common::engine::{execute_all, to_bytes};
@@ -114,14 +114,24 @@ pub struct StridedCase<'a> {
     pub outputs: &'a [Vec<u64>],
 }
 
+/// How many streams of a strided simulation read directly.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirectCounts {
+    /// Into a strided output.
+    pub into_strided: usize,
+    /// From a strided input.
+    pub from_strided: usize,
+}
+
 /// Runs every rank's real exchange engine out of place on its strided buffers
 /// (each rank blocking or not as `nonblocking` says), twice, with `limits` made
 /// all-packed as a strided plan makes them, and checks every output element,
-/// every gap and the input. When every rank's input is dense, the pairs that
-/// `direct_pairs` names (bit `(7 a + 13 b) % 64` for ranks `a < b`) read each
-/// other directly, as a plan lets them; the network then sees exactly the
-/// bytes of the other streams, plus 8 per control message. Returns how many
-/// streams read directly into a strided output.
+/// every gap and the input. The pairs that `direct_pairs` names (bit `(7 a +
+/// 13 b) % 64` for ranks `a < b`) read each other directly, as a plan lets
+/// them (by every rank's input storage where some input is strided); the
+/// network then sees exactly the bytes of the other streams, plus 8 per
+/// control message. Returns how many streams read directly into strided
+/// outputs and from strided inputs.
 pub fn run_strided_exchange(
     case: &StridedCase<'_>,
     limits: MessageLimits,
@@ -129,12 +139,12 @@ pub fn run_strided_exchange(
     keep_budget: usize,
     direct_pairs: u64,
     context: &dyn Fn() -> String,
-) -> usize {
+) -> DirectCounts {
     let p = case.plans.len();
-    let inputs_dense = case.storages.iter().all(|s| s.input.is_dense());
+    let inputs = input_storages(case);
     let reads = move |a: usize, b: usize| {
         let (a, b) = (a.min(b), a.max(b));
-        inputs_dense && a != b && direct_pairs >> ((7 * a + 13 * b) % 64) & 1 == 1
+        a != b && direct_pairs >> ((7 * a + 13 * b) % 64) & 1 == 1
     };
     let network = Network::with_direct_reads(p, reads);
     let width = (case.plans.iter())
@@ -146,17 +156,12 @@ pub fn run_strided_exchange(
             let progress = Progress::for_path(plan.path, width);
             let limits = limits.all_packed();
             let storages = storages.clone();
-            Exchange::new(
-                plan,
-                p,
-                limits,
-                2,
-                progress,
-                keep_budget,
-                |peer| reads(plan.rank, peer),
-                storages,
-            )
-            .expect("exchange")
+            let peers = ReadPeers {
+                reads_from: |peer| reads(plan.rank, peer),
+                inputs: inputs.as_ref(),
+            };
+            Exchange::new(plan, p, limits, 2, progress, keep_budget, peers, storages)
+                .expect("exchange")
         })
         .collect();
     let rank_run = |r: usize, exchange: &mut _, endpoint: &_| {
@@ -177,10 +182,30 @@ pub fn run_strided_exchange(
             assert_eq!(moved, expected, "rank {r}: {}", context());
         }
     }
-    (exchanges.iter().zip(case.storages))
-        .filter(|(_, s)| !s.output.is_dense())
-        .map(|(e, _)| e.direct_streams().count)
-        .sum()
+    let count = |strided: &dyn Fn(&Storages) -> bool| {
+        (exchanges.iter().zip(case.storages))
+            .filter(|(_, s)| strided(s))
+            .map(|(e, _)| e.direct_streams().count)
+            .sum()
+    };
+    DirectCounts {
+        into_strided: count(&|s| !s.output.is_dense()),
+        from_strided: count(&|s| !s.input.is_dense()),
+    }
+}
+
+/// Every rank's input storage, as a plan gathers it, when some rank's input
+/// is strided.
+fn input_storages(case: &StridedCase<'_>) -> Option<InputStorages> {
+    if case.storages.iter().all(|s| s.input.is_dense()) {
+        return None;
+    }
+    let plan = &case.plans[0];
+    let strides: Vec<i64> = (case.storages.iter())
+        .flat_map(|s| s.input.strides().iter().map(|&k| k as i64))
+        .collect();
+    let inputs = InputStorages::new(plan.layouts.input(), &strides, plan.elem_size);
+    Some(inputs.expect("every rank's strides were checked"))
 }
 
 /// Rank `r`'s out-of-place execution of its exchange on its strided buffers;

@@ -124,14 +124,16 @@ fn layouts(c: &GridCase, rank: usize) -> (Layout, Layout, Vec<u64>, Vec<u64>) {
     (input, output, in_box, out_box)
 }
 
-/// Long runs from dense inputs into outputs stored first axis fastest and
-/// padded: every element and gap checked, blocking and not. Such a plan reads
-/// directly by default where the kernel allows it, unless
-/// [`DIRECT_READS_VARIABLE`] is `0`.
+/// Long runs from dense inputs, and from inputs inside a halo, into outputs
+/// stored first axis fastest and padded: every element and gap checked,
+/// blocking and not. Such a plan reads directly by default where the kernel
+/// allows it (from a halo'd input, each stream's box by the sender's strides),
+/// unless [`DIRECT_READS_VARIABLE`] is `0`.
 fn strided_output_reads_directly(w: &World) {
     let c = long_runs_case(w.size);
-    for nonblocking in [false, true] {
-        let plan = check_case_stored(w, &c, nonblocking, Stored::dense);
+    let inputs: [fn(&[u64]) -> Stored; 2] = [Stored::dense, |extents| Stored::halo(extents, 2)];
+    for (input_storage, nonblocking) in inputs.into_iter().flat_map(|i| [(i, false), (i, true)]) {
+        let plan = check_case_stored(w, &c, nonblocking, input_storage);
         let reads = plan.to_string().contains("direct reads");
         let refused = std::env::var(DIRECT_READS_VARIABLE).ok().as_deref() == Some("0");
         let expected =
@@ -145,7 +147,7 @@ fn strided_output_reads_directly(w: &World) {
             );
         }
     }
-    w.passed("long runs into strided outputs (direct reads by default)");
+    w.passed("long runs between strided storages (direct reads by default)");
 }
 
 fn check_case(w: &World, c: &GridCase, nonblocking: bool) {

@@ -6,8 +6,9 @@ use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::core::faults::injected_panic_point;
 use crate::distribution::identity::nothing_moves;
+use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::peers::Redistribution;
-use crate::distribution::storage::Storages;
+use crate::distribution::storage::{InputStorages, Storages};
 use crate::mpi::agree::agree;
 use crate::mpi::comm::Comm;
 use crate::mpi::library::Switches;
@@ -64,12 +65,16 @@ pub(super) struct AgreedPlan {
     /// ([`Switches::proposed_strided_runs`], [`BY_CAUTION`]).
     pub(super) strided_runs: StridedRuns,
     /// True when the plan reads directly between the ranks of a node where they
-    /// allow it (each node then decides): every input is dense, and some rank
-    /// proposes them ([`Switches::proposed_direct_reads`]), or some output is
-    /// strided and no rank turned them off. A strided output then reads through
-    /// a bounce instead of receiving into its slot and unpacking: measured faster
+    /// allow it (each node then decides): some rank proposes them
+    /// ([`Switches::proposed_direct_reads`]), or some side is strided and no
+    /// rank turned them off. A reader then lands the runs in a bounce and copies
+    /// them into its storage, instead of the sender packing into its slot and the
+    /// receiver unpacking from its: measured faster
     /// (docs/src/performance/grids.md, "Strided storage").
     pub(super) direct_reads: bool,
+    /// True when some rank's input is strided: a plan that reads directly then
+    /// gathers every rank's input strides ([`InputStorages`]).
+    pub(super) strided_input: bool,
     /// True when some rank stores a box strided: every message is then packed
     /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed)).
     /// Direct reads need every input dense (a reader finds the runs in the
@@ -113,7 +118,6 @@ pub(super) fn agree_on_plan(
         i64::from(switches.proposed_direct_reads()),
         i64::from(!storages.are_dense()),
         i64::from(!storages.input.is_dense()),
-        i64::from(!storages.output.is_dense()),
         i64::from(switches.refuses_direct_reads()),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
@@ -126,16 +130,42 @@ pub(super) fn agree_on_plan(
         strided_runs: strided_runs_of_caution(piggyback[2]),
         direct_reads: direct_reads_agreed(&piggyback),
         strided: piggyback[4] != 0,
+        strided_input: piggyback[5] != 0,
         plan,
     })
 }
 
+/// Every rank's input storage, from the input strides every rank gives
+/// (collective: one agreement on the buffer's allocation, then an allgather):
+/// what a plan that reads strided inputs directly finds a sender's elements by.
+pub(super) fn gather_input_storages(
+    comm: &Comm,
+    plan: &RankPlan,
+    storages: &Storages,
+) -> Result<InputStorages> {
+    let strides = storages.input.strides();
+    let mut mine = [0i64; MAX_DIMS];
+    for (given, &stride) in mine.iter_mut().zip(strides) {
+        *given = stride as i64;
+    }
+    let mine = &mine[..strides.len()];
+    let all = try_vec(
+        mine.len() * comm.size(),
+        "every rank's input strides",
+        plan.rank,
+    );
+    agree(comm, all.as_ref().err(), &mut [])?;
+    let mut all = all?;
+    comm.allgather_into(mine, &mut all)?;
+    InputStorages::new(plan.layouts.input(), &all, plan.elem_size)
+}
+
 /// Whether the plan reads directly, from the agreed `piggyback` of
-/// [`agree_on_plan`]: never from a strided input; where some rank proposes
-/// them; where some output is strided and no rank refuses them.
-fn direct_reads_agreed(piggyback: &[i64; 8]) -> bool {
-    let [_, _, _, proposed, _, strided_input, strided_output, refused] = *piggyback;
-    strided_input == 0 && (proposed != 0 || (strided_output != 0 && refused == 0))
+/// [`agree_on_plan`]: where some rank proposes them; where some side is
+/// strided and no rank refuses them.
+fn direct_reads_agreed(piggyback: &[i64; 7]) -> bool {
+    let [_, _, _, proposed, strided, _, refused] = *piggyback;
+    proposed != 0 || (strided != 0 && refused == 0)
 }
 
 /// The ways for strided runs from the least cautious to the most: strided

@@ -29,6 +29,7 @@ use mpi::raw::AsRaw;
 
 use self::creation::{
     Agreed, AgreedPlan, CheckedLayouts, agree_on_arguments, agree_on_layouts, agree_on_plan,
+    gather_input_storages,
 };
 pub use self::execution::Execution;
 use self::in_place::InPlaceRoute;
@@ -39,7 +40,7 @@ use crate::core::fallible::{contain_panic, try_vec};
 use crate::distribution::storage::Storages;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm};
-use crate::mpi::exchange::{Exchange, messages_per_round};
+use crate::mpi::exchange::{Exchange, ReadPeers, messages_per_round};
 use crate::mpi::status::{mpi_is_usable, require_mpi};
 use crate::mpi::threads::ThreadLevel;
 use crate::planning::args::ReshapeArgs;
@@ -240,17 +241,29 @@ impl Plan {
             strided_runs,
             direct_reads,
             strided,
+            strided_input,
         } = agree_on_plan(&comm, planned, options.window, &switches, &storages)?;
         let limits = match strided {
             true => options.limits(busiest_peers, strided_runs).all_packed(),
             false => options.limits(busiest_peers, strided_runs),
         };
-        let node_reads = match communicates && direct_reads {
+        let reads = communicates && direct_reads;
+        let node_reads = match reads {
             true => comm.establish_node_reads(!switches.refuses_direct_reads()),
             false => Ok(()),
         };
-        let exchange = node_reads.and_then(|()| {
+        let inputs = node_reads.and_then(|()| match reads && strided_input {
+            true => gather_input_storages(&comm, &plan, &storages).map(Some),
+            false => Ok(None),
+        });
+        let exchange = inputs.and_then(|inputs| {
             contain_panic(|| {
+                let peers = ReadPeers {
+                    // A plan that does not read directly reads from no peer,
+                    // even where an earlier plan on the communicator decided them.
+                    reads_from: |peer| direct_reads && comm.node_reads().reads_from(peer),
+                    inputs: inputs.as_ref(),
+                };
                 Exchange::new(
                     &plan,
                     comm.size(),
@@ -258,9 +271,7 @@ impl Plan {
                     messages_per_round(busiest_peers),
                     Progress::for_path(plan.path, window_width),
                     options.run_budget,
-                    // A plan no rank proposed them for reads nothing directly,
-                    // even where an earlier plan on the communicator decided them.
-                    |peer| direct_reads && comm.node_reads().reads_from(peer),
+                    peers,
                     storages.clone(),
                 )
             })

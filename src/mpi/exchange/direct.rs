@@ -9,6 +9,14 @@
 //! input stays unchanged while it is read. Executions with a rank in place send
 //! these streams' messages as usual.
 //!
+//! Where some rank's input is strided, a stream moves by direct reads only when
+//! its elements are one box (the overlap of the sender's input box and the
+//! receiver's output box, in a plan that keeps the shape): the reader gathers
+//! the box's rows from the sender's input, by its storage (every rank's input
+//! strides are gathered when the plan is made), into the bounce buffer in the
+//! sender's memory order, and copies them into its output with the memory
+//! layer, a blocked transpose where the two orders differ.
+//!
 //! No cycle of waits can form: every rank posts its announcements and its
 //! acknowledgement receives before it waits for anything, a receiver waits only for
 //! announcements before it reads and acknowledges, and the acknowledgements are
@@ -20,8 +28,10 @@ use std::os::raw::c_int;
 use super::stream::{Memory, Stream};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{try_push, try_vec};
+use crate::distribution::grid::GridBox;
 use crate::distribution::joint_runs::{JointRun, JointRuns};
-use crate::distribution::storage::Storage;
+use crate::distribution::layout::MAX_DIMS;
+use crate::distribution::storage::{InputStorages, Piece, Storage, Window};
 use crate::memory::Host;
 use crate::memory::strided::{Copier, Direction, RunAt};
 use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
@@ -60,7 +70,7 @@ pub(super) struct DirectReads<T: Transport> {
     /// The runs of one read.
     runs: Vec<ReadRun>,
     /// Where the runs are read before they are scattered into a strided output
-    /// (empty for a dense one).
+    /// (empty when every stream reads straight into the output).
     bounce: Vec<u8>,
     /// The bytes of the direct receive streams.
     bytes_read: u64,
@@ -69,11 +79,26 @@ pub(super) struct DirectReads<T: Transport> {
 /// One stream that moves by direct reads.
 struct DirectStream {
     peer: usize,
-    /// A receive's joint runs (its source offsets in the sender's input), listed
-    /// once: walking them from the global runs took as much processor time as
-    /// reading them (a pencil transpose joins 1 KiB global runs into 64 KiB joint
-    /// runs); `None` for a send.
-    runs: Option<Vec<JointRun>>,
+    /// Where a receive reads; `None` for a send.
+    runs: Option<ReadFrom>,
+}
+
+/// Where a receive stream finds its elements in the sender's input.
+enum ReadFrom {
+    /// Its joint runs (their source offsets in the sender's dense input),
+    /// listed once: walking them from the global runs took as much processor
+    /// time as reading them (a pencil transpose joins 1 KiB global runs into
+    /// 64 KiB joint runs).
+    Runs(Vec<JointRun>),
+    /// One box, where some input is strided.
+    Box(BoxRead),
+}
+
+/// The box a receive stream reads, its axes ordered by the sender's strides
+/// (outermost first), in the sender's input and in this rank's output.
+struct BoxRead {
+    remote: Window,
+    local: Window,
 }
 
 /// The direct reads of the execution in flight.
@@ -87,34 +112,53 @@ pub(super) struct DirectExecution {
     failure: Option<Error>,
 }
 
+/// What a rank reads directly from: the peers it may read (`reads_from`, a
+/// property of the pair) and, when some rank's input is strided, every rank's
+/// input storage.
+pub struct ReadPeers<'a, F: Fn(usize) -> bool> {
+    /// Whether this rank reads `peer` directly (and `peer` this rank).
+    pub reads_from: F,
+    /// Every rank's input storage, when some rank's input is strided.
+    pub inputs: Option<&'a InputStorages>,
+}
+
 impl<T: Transport> DirectReads<T> {
     /// Picks the streams of `streams` that move by direct reads when the ranks
-    /// allow it (`reads_from`, a property of the pair) and their joint runs average
-    /// at least half `limits.direct_bytes` ([`READ_BYTES_DIVISOR`]), and marks
-    /// them. With a `strided_output`, reads land in a bounce buffer first.
-    pub(super) fn new(
+    /// allow it (`peers`) and their joint runs average at least half
+    /// `limits.direct_bytes` ([`READ_BYTES_DIVISOR`]), and, where some input is
+    /// strided, their elements are one box; marks them. Into a strided `output`
+    /// or from a strided input, reads land in a bounce buffer first.
+    pub(super) fn new<F: Fn(usize) -> bool>(
         plan: &RankPlan,
         streams: &mut [Stream],
         limits: MessageLimits,
-        reads_from: impl Fn(usize) -> bool,
-        strided_output: bool,
+        peers: ReadPeers<'_, F>,
+        output: &Storage,
     ) -> Result<DirectReads<T>> {
         let (mut direct, mut bytes_read) = (Vec::new(), 0);
         for side in [Side::Receive, Side::Send] {
             for stream in streams.iter_mut().filter(|s| s.spec.side == side) {
                 let peer = stream.spec.peer;
-                if !reads_from(peer) {
+                if !(peers.reads_from)(peer) {
                     continue;
                 }
                 let Some(runs) = long_runs(plan, stream.spec, limits)? else {
                     continue;
                 };
-                stream.direct = true;
                 let receive = side == Side::Receive;
+                let read_from = match peers.inputs {
+                    None => ReadFrom::Runs(runs),
+                    Some(inputs) => match stream_box(plan, stream.spec) {
+                        Some(one) if receive => ReadFrom::Box(one.read(inputs.of(peer), output)),
+                        Some(_) => ReadFrom::Runs(runs),
+                        None => continue,
+                    },
+                };
+                stream.direct = true;
                 if receive {
                     bytes_read += stream.spec.elems * plan.elem_size as u64;
                 }
-                let runs = receive.then_some(runs);
+                let runs = receive.then_some(read_from);
                 direct.push(DirectStream { peer, runs });
             }
         }
@@ -128,7 +172,8 @@ impl<T: Transport> DirectReads<T> {
         let mut completed = try_vec(n, "the direct reads' completions", rank)?;
         completed.resize(n, 0);
         let runs = try_vec(if n > 0 { RUNS_PER_READ } else { 0 }, "the read runs", rank)?;
-        let bounce_bytes = match strided_output && receives > 0 {
+        let bounced = !output.is_dense() || peers.inputs.is_some();
+        let bounce_bytes = match bounced && receives > 0 {
             true => BOUNCE_BYTES.max(plan.elem_size),
             false => 0,
         };
@@ -255,13 +300,20 @@ impl<T: Transport> DirectReads<T> {
     /// # Safety
     /// As [`DirectReads::serve`].
     unsafe fn read(&mut self, transport: &T, i: usize, output: Memory<'_>) -> Result<()> {
+        let runs = match self.streams[i].runs.as_ref() {
+            Some(ReadFrom::Runs(runs)) => runs,
+            Some(ReadFrom::Box(_)) => {
+                // SAFETY: forwarded from the caller.
+                return unsafe { self.read_box(transport, i, output) };
+            }
+            None => unreachable!("a receive stream reads"),
+        };
         if let Some(storage) = output.strided {
             // SAFETY: forwarded from the caller.
             return unsafe { self.read_strided(transport, i, output, storage) };
         }
         let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
         let stream = &self.streams[i];
-        let runs = stream.runs.as_deref().expect("a receive stream has runs");
         for chunk in runs.chunks(RUNS_PER_READ) {
             self.runs.clear();
             self.runs.extend(chunk.iter().map(|run| ReadRun {
@@ -290,7 +342,9 @@ impl<T: Transport> DirectReads<T> {
     ) -> Result<()> {
         let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
         let stream = &self.streams[i];
-        let runs = stream.runs.as_deref().expect("a receive stream has runs");
+        let Some(ReadFrom::Runs(runs)) = stream.runs.as_ref() else {
+            unreachable!("read by runs")
+        };
         let room = (self.bounce.len() / size) as u64;
         let bounce = self.bounce.as_mut_ptr();
         let mut pieces = runs
@@ -330,6 +384,68 @@ impl<T: Transport> DirectReads<T> {
         Ok(())
     }
 
+    /// Reads direct receive stream `i`, one box, into the bounce buffer a
+    /// bounce at a time, in the sender's memory order (its rows, joined where
+    /// they follow one another in the sender's input), each copied into the
+    /// output once read.
+    ///
+    /// # Safety
+    /// As [`DirectReads::serve`].
+    unsafe fn read_box(&mut self, transport: &T, i: usize, output: Memory<'_>) -> Result<()> {
+        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
+        let stream = &self.streams[i];
+        let Some(ReadFrom::Box(read)) = stream.runs.as_ref() else {
+            unreachable!("read as a box")
+        };
+        let total: u64 = read.remote.storage.extents().iter().product();
+        let room = (self.bounce.len() / size) as u64;
+        let bounce = self.bounce.as_mut_ptr();
+        let remote_at = remote_base + read.remote.offset as usize * size;
+        let local_base = output.base.wrapping_add(read.local.offset as usize * size);
+        let mut start = 0;
+        while start < total {
+            let len = room.min(total - start);
+            let mut filled = 0;
+            self.runs.clear();
+            for piece in read.remote.storage.pieces(start, len) {
+                for row in piece_rows(&piece, read.remote.storage.strides()) {
+                    let run = ReadRun {
+                        remote: remote_at + row.start as usize * size,
+                        local: bounce.wrapping_add(filled),
+                        len: row.len as usize * size,
+                    };
+                    filled += run.len;
+                    if joins(self.runs.last_mut(), run) {
+                        continue;
+                    }
+                    if self.runs.len() == RUNS_PER_READ {
+                        // SAFETY: forwarded from the caller: the runs lie in the
+                        // bounce buffer and in the sender's input.
+                        unsafe { transport.read(stream.peer, &self.runs) }?;
+                        self.runs.clear();
+                    }
+                    self.runs.push(run);
+                }
+            }
+            // SAFETY: as above.
+            unsafe { transport.read(stream.peer, &self.runs) }?;
+            let mut copier = Copier::new(&Host, size, bounce, local_base);
+            // SAFETY: the box lies in the output (planner invariant) and, read, in
+            // the bounce from its start.
+            unsafe {
+                copier.run(
+                    &read.local.storage,
+                    RunAt { start, len },
+                    0,
+                    Direction::Scatter,
+                );
+                copier.finish();
+            }
+            start += len;
+        }
+        Ok(())
+    }
+
     /// Completes the execution's control messages once every stream is read (or,
     /// not `blocking`, returns false unless they have completed); fails when a read
     /// of this rank's or of its input failed.
@@ -360,6 +476,110 @@ impl<T: Transport> DirectReads<T> {
     /// Cancels every control message in flight (after a failure).
     pub(super) fn abandon(&mut self, transport: &T) {
         transport.cancel_all(&mut self.requests);
+    }
+}
+
+/// Extends `last` by `run` when `run` follows it in both memories; returns
+/// whether it did.
+fn joins(last: Option<&mut ReadRun>, run: ReadRun) -> bool {
+    match last {
+        Some(last)
+            if last.remote + last.len == run.remote
+                && last.local.wrapping_add(last.len) == run.local =>
+        {
+            last.len += run.len;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A row of a piece: `len` elements from `start`, contiguous in its storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Row {
+    start: u64,
+    len: u64,
+}
+
+/// The rows of `piece` at `strides`, in its C order: along its last axis where
+/// that axis is contiguous, else element by element.
+fn piece_rows(piece: &Piece, strides: &[u64]) -> impl Iterator<Item = Row> {
+    let n = piece.ndims;
+    let extents = piece.extents;
+    let inner = n - 1;
+    let (row_len, rows_along_inner) = match strides[inner] == 1 || extents[inner] == 1 {
+        true => (extents[inner], 1),
+        false => (1, extents[inner]),
+    };
+    let count = piece.elements() / row_len;
+    let mut strides_at = [0u64; MAX_DIMS];
+    strides_at[..n].copy_from_slice(&strides[..n]);
+    let offset = piece.offset;
+    (0..count).map(move |r| {
+        let (mut rest, mut at) = (r, offset);
+        if rows_along_inner > 1 {
+            at += rest % rows_along_inner * strides_at[inner];
+            rest /= rows_along_inner;
+        }
+        for k in (0..inner).rev() {
+            at += rest % extents[k] * strides_at[k];
+            rest /= extents[k];
+        }
+        Row {
+            start: at,
+            len: row_len,
+        }
+    })
+}
+
+/// The elements of stream `spec` as one box, when they are: the overlap of the
+/// sender's input box and the receiver's output box, in a plan that keeps the
+/// shape, holding every element of the stream. Both ends of a stream decide
+/// alike, from the layouts.
+fn stream_box(plan: &RankPlan, spec: ScheduledStream) -> Option<StreamBox> {
+    let (input, output) = (plan.layouts.input(), plan.layouts.output());
+    if input.shape() != output.shape() {
+        return None;
+    }
+    let (sender, receiver) = match spec.side {
+        Side::Receive => (spec.peer, plan.rank),
+        Side::Send => (plan.rank, spec.peer),
+    };
+    let (source, target) = (input.rank_box(sender), output.rank_box(receiver));
+    let shared = source.intersection(&target)?;
+    (shared.len() == spec.elems).then_some(StreamBox {
+        source,
+        target,
+        shared,
+    })
+}
+
+/// A stream whose elements are one box ([`stream_box`]).
+struct StreamBox {
+    /// The sender's input box.
+    source: GridBox,
+    /// The receiver's output box.
+    target: GridBox,
+    /// The stream's elements.
+    shared: GridBox,
+}
+
+impl StreamBox {
+    /// How the receiver reads the box from the sender's `input` into its
+    /// `output`: both windows with the axes in the order of the sender's
+    /// strides, those of extent 1 outermost, so that the innermost is the
+    /// sender's contiguous axis wherever it has one.
+    fn read(&self, input: &Storage, output: &Storage) -> BoxRead {
+        let extents = &self.shared.extents;
+        let mut order: Vec<usize> = (0..extents.len()).collect();
+        order.sort_by_key(|&k| (extents[k] > 1, std::cmp::Reverse(input.strides()[k])));
+        let window = |storage: &Storage, outer| {
+            storage.window(&self.shared.offsets_within(outer), extents, &order)
+        };
+        BoxRead {
+            remote: window(input, &self.source),
+            local: window(output, &self.target),
+        }
     }
 }
 

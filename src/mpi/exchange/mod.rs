@@ -43,8 +43,9 @@
 //! packs and unpacks every message of that side through its slot, run by run
 //! through the memory layer's copier, which joins a message's rows into blocked
 //! copies; every rank of such a plan packs every message
-//! ([`MessageLimits::all_packed`]). Direct reads then need every input dense,
-//! and a strided output reads through a bounce buffer.
+//! ([`MessageLimits::all_packed`]). A strided output reads directly through a
+//! bounce buffer; where some input is strided, only streams whose elements are
+//! one box read directly, gathered by the sender's storage.
 //!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
 //! progress loops), [`direct`] (the direct reads) and [`local`] (the local
@@ -59,12 +60,13 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
+pub use self::direct::ReadPeers;
 use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
 use self::progress::{Active, Messaging, Sides};
 use self::stream::{Memory, Stream};
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
-use crate::distribution::storage::Storages;
+use crate::distribution::storage::{Storage, Storages};
 use crate::mpi::transport::{Channel, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
@@ -173,21 +175,21 @@ impl<T: Transport> Exchange<T> {
     /// with messages cut within `limits`, `per_round` per stream and round. The local
     /// copies, then the streams' messages in schedule order, are listed once and kept
     /// for every execution until `keep_budget` entries are spent. Streams of long
-    /// runs with the peers this rank reads directly (`reads_from`, a property of
-    /// the pair) move by direct reads when every rank executes out of place.
-    /// `storages` place this rank's boxes in its buffers: when either is strided,
-    /// its side packs and unpacks every message through the slots, which `limits`
-    /// must allow on every rank ([`MessageLimits::all_packed`]), and `reads_from`
-    /// must read from no peer.
+    /// runs with the peers this rank reads directly (`peers`) move by direct
+    /// reads when every rank executes out of place; where some rank's input is
+    /// strided, `peers` holds every rank's input storage. `storages` place this
+    /// rank's boxes in its buffers: when either is strided, its side packs and
+    /// unpacks every message through the slots, which `limits` must allow on
+    /// every rank ([`MessageLimits::all_packed`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub fn new<F: Fn(usize) -> bool>(
         plan: &RankPlan,
         nranks: usize,
         limits: MessageLimits,
         per_round: usize,
         progress: Progress,
         keep_budget: usize,
-        reads_from: impl Fn(usize) -> bool,
+        peers: ReadPeers<'_, F>,
         storages: Storages,
     ) -> Result<Exchange<T>> {
         let specs = schedule(plan, nranks, progress)?;
@@ -216,8 +218,11 @@ impl<T: Transport> Exchange<T> {
             streams.push(stream);
         }
         let slots = slots(&streams, slot_bytes, plan.rank)?;
-        let strided_output = strided.as_ref().is_some_and(|s| !s.output.is_dense());
-        let direct = DirectReads::new(plan, &mut streams, limits, reads_from, strided_output)?;
+        let output = strided.as_ref().map_or_else(
+            || Storage::dense(&plan.layouts.output().rank_box(plan.rank).extents),
+            |s| s.output.clone(),
+        );
+        let direct = DirectReads::new(plan, &mut streams, limits, peers, &output)?;
         let count = streams.len() * per_round;
         let mut requests = try_vec(count, "the message requests", plan.rank)?;
         requests.resize(count, T::null_request());
