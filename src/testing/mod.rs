@@ -14,7 +14,7 @@ pub use crate::distribution::storage::{Storage, Storages};
 pub use crate::memory::copy::copy_box;
 pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
-pub use crate::mpi::exchange::{DirectStreams, Exchange, Mode, Participant};
+pub use crate::mpi::exchange::{DirectStreams, Exchange, FieldBuffers, Mode, Participant};
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};
