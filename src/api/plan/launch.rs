@@ -236,7 +236,12 @@ impl Plan {
     ///
     /// # Safety
     /// As [`Plan::begin_checked`].
-    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, how: Launch) -> Result<bool> {
+    pub(super) unsafe fn launch(
+        &self,
+        buffers: &Buffers,
+        pre: Option<Error>,
+        how: Launch,
+    ) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
@@ -414,7 +419,7 @@ impl Plan {
 
 /// How an execution is launched.
 #[derive(Clone, Copy, Debug)]
-struct Launch {
+pub(super) struct Launch {
     /// Runs it to completion; else starts it, leaving its messages in flight.
     blocking: bool,
     /// Agrees on the checks with every rank even when the plan moves nothing
@@ -430,7 +435,7 @@ impl Launch {
     };
 
     /// A blocking execution agreed on every plan.
-    const AGREED_BLOCKING: Launch = Launch {
+    pub(super) const AGREED_BLOCKING: Launch = Launch {
         blocking: true,
         always_agree: true,
     };
