@@ -10,7 +10,7 @@ use distreshape::testing::{
     Progress, RankPlan, Storages, proposed_window_width,
 };
 
-use crate::common::engine::{execute_all, to_bytes};
+use crate::common::engine::{complete_begun, execute_all, to_bytes};
 use crate::common::strided::{SLACK, read_back, stored};
 
 /// What field `f`'s elements hold beyond the global index: `f` times this.
@@ -150,15 +150,10 @@ fn execute_batch<'n>(
     let result = unsafe {
         match nonblocking {
             false => exchange.run_batch(on, mode, buffers),
-            true => exchange
-                .begin_batch(on, mode, buffers)
-                .and_then(|mut done| {
-                    while !done {
-                        endpoint.wait_for_progress()?;
-                        done = exchange.advance(on, false)?;
-                    }
-                    Ok(())
-                }),
+            true => {
+                let started = exchange.begin_batch(on, mode, buffers);
+                complete_begun(exchange, on, started)
+            }
         }
     };
     if let Err(e) = result {

@@ -198,7 +198,7 @@ fn refusals_are_agreed(w: &World, c: &GridCase) {
     let mut batch = |fields: usize, short: bool| {
         let ins: Vec<&[u64]> = inputs[..fields].iter().map(|v| &v[..]).collect();
         let mut outs: Vec<&mut [u64]> = outputs[..fields].iter_mut().map(|v| &mut v[..]).collect();
-        if short && want.len() > 0 {
+        if short && !want.is_empty() {
             let last = outs.len() - 1;
             let len = outs[last].len();
             outs[last] = &mut std::mem::take(&mut outs[last])[..len - 1];
@@ -212,7 +212,7 @@ fn refusals_are_agreed(w: &World, c: &GridCase) {
     }
     let result = batch(0, false);
     expect_everywhere(w, "empty batch", &result, 3, "k = 0");
-    let short = want.len() > 0;
+    let short = !want.is_empty();
     let result = batch(3, short);
     let any_short = all_or_any(w, short);
     if any_short {

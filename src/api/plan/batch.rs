@@ -121,13 +121,7 @@ impl Plan {
         let done = with_slices(inputs, outputs, |batch| unsafe {
             self.launch_batch(count as i64, batch, pre, false)
         })?;
-        let mut execution = Execution {
-            plan: self,
-            done,
-            failed: None,
-        };
-        let result = work(&mut execution);
-        execution.finish().map(|()| result)
+        Execution::overlap(self, done, work)
     }
 
     /// The error of a batch of `inputs` and `outputs` fields of `T` found on this

@@ -69,13 +69,7 @@ impl Plan {
         // execution has completed (below, or in the guard's drop when unwinding).
         let done =
             unsafe { self.begin_checked(input.as_ptr().cast(), in_bytes, out, out_bytes, pre) }?;
-        let mut execution = Execution {
-            plan: self,
-            done,
-            failed: None,
-        };
-        let result = work(&mut execution);
-        execution.finish().map(|()| result)
+        Execution::overlap(self, done, work)
     }
 
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
