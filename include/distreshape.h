@@ -788,6 +788,40 @@ enum dr_status dr_plan_execute(const struct dr_plan *plan,
                                int64_t out_capacity);
 
 /*
+ Executes a plan on a batch of `k` fields (collective, every rank with the
+ same `k`): field `i` reads `in[i]` and writes `out[i]` (`out_capacity`
+ elements each), each as `dr_plan_execute` would, every field with the plan's
+ layouts, element type and storages. Out of place on every rank the fields
+ move in one exchange whose messages each carry every field's part: no more
+ messages per peer than one array's while the fields' parts of a message fit
+ the plan's message caps (beyond, each field's part is cut within the caps
+ divided by `k`). With `in[i] == out[i]` for some field on some rank, the
+ fields run one after another, each as `dr_plan_execute` runs it (in place
+ within the plan's in-place bounds). `k = 1` behaves as `dr_plan_execute`.
+ The checks of every field's buffers, `k` (below 1: `DR_ERROR_INVALID_SHAPE`;
+ another rank's `k`: `DR_ERROR_INCONSISTENT_ARGUMENTS`), NULL arrays
+ (`DR_ERROR_NULL_POINTER`) and fields sharing memory (`DR_ERROR_ALIASING`)
+ are agreed in the execution's one `MPI_Allreduce` (a second one only when
+ the ranks' `k` differ): every rank returns the same status, the message
+ naming the argument, its value and the rank. Out of place this allocates
+ nothing once a batch of as many fields has run: the first batch of `k`
+ fields grows the plan's message slots to hold `k` fields' parts of a packed
+ message (within the plan's slot budget, `DR_OPTION_SLOT_BYTES`), and more
+ than 8 fields' pointers are listed once, kept for later batches. The
+ arrays `in` and `out` are read before this returns.
+
+ # Safety
+ `plan` from `dr_plan_create`; `in` and `out` NULL or holding `k` pointers;
+ each `in[i]` readable for this rank's input, each `out[i]` writable for
+ `out_capacity` elements.
+ */
+enum dr_status dr_plan_execute_batch(const struct dr_plan *plan,
+                                     int64_t k,
+                                     const void *const *in,
+                                     void *const *out,
+                                     int64_t out_capacity);
+
+/*
  Executes a plan as `dr_plan_execute` does, with the length of the input: `in`
  holds `in_elems` elements. An input shorter than this rank's
  (`dr_plan_input_slab`), or a negative `in_elems`, is `DR_ERROR_BUFFER_TOO_SMALL`,
@@ -924,6 +958,28 @@ enum dr_status dr_plan_execute_begin_sized(const struct dr_plan *plan,
                                            const void *in,
                                            int64_t in_elems,
                                            void *out,
+                                           int64_t out_capacity,
+                                           struct dr_request **request);
+
+/*
+ Starts executing a plan on a batch of `k` fields without waiting for it
+ (collective, like `dr_plan_execute_batch`): the same checks, the same
+ agreement and the same status on every rank, all reported here; on success
+ the messages of every field are in flight and `*request` tracks them (NULL
+ when the batch completed here), as `dr_plan_execute_begin` does. The arrays
+ `in` and `out` may be freed once this returns (the plan keeps the `k`
+ pointers); the fields' buffers must stay untouched until completion. A batch
+ with a field in place on any rank runs its fields one after another and
+ completes here.
+
+ # Safety
+ As `dr_plan_execute_batch`; `request` writable; the fields' buffers valid
+ until completion.
+ */
+enum dr_status dr_plan_execute_batch_begin(const struct dr_plan *plan,
+                                           int64_t k,
+                                           const void *const *in,
+                                           void *const *out,
                                            int64_t out_capacity,
                                            struct dr_request **request);
 

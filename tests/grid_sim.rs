@@ -14,12 +14,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use distreshape::testing::{
-    BlockLengths, GridBox, GridLayout, MessageCutter, MessageKind, MessageLimits, Messages,
-    Placement, RankPlan, Redistribution, RegionRuns, ReshapeSide, Run, Segment, StridedRuns,
-    nothing_moves,
+    BlockLengths, GridBox, GridLayout, MessageCutter, MessageKind, MessageLimits, Messages, Mode,
+    Network, Placement, RankPlan, Redistribution, RegionRuns, ReshapeSide, Run, Segment, Storage,
+    Storages, StridedRuns, nothing_moves,
 };
 
 use common::STRIDED_RUNS;
+use common::batch::{BatchCase, BatchEngine, batch_exchanges, run_batch};
 use common::engine::{Engine, RankRun, run_failing_reads, run_real_exchange};
 use common::inplace::run_in_place;
 use common::strided::{StridedCase, random_storages, run_strided_exchange};
@@ -29,6 +30,9 @@ const CASES: u64 = 4000;
 
 /// Cases run through every rank's real exchange engine (a thread each).
 const ENGINE_CASES: u64 = 600;
+
+/// Random batches run through every rank's real exchange engine.
+const BATCH_CASES: u64 = 400;
 
 /// Random grid redistributions whose in-place schedules run on every rank's real
 /// in-place engine.
@@ -331,6 +335,21 @@ fn small_limits(rng: &mut Rng) -> MessageLimits {
     }
 }
 
+/// Roomy random message limits (8-byte elements): every message of the
+/// simulations' small arrays, a batch's too, fits one packed message; runs of a
+/// few elements or more travel straight.
+fn roomy_limits(rng: &mut Rng) -> MessageLimits {
+    MessageLimits {
+        max_bytes: 1 << 20,
+        direct_bytes: 8 * (1 + rng.below(16) as usize),
+        strided_short_bytes: 8 * (1 + rng.below(3) as usize),
+        packed_bytes: 1 << 20,
+        max_runs: [2, 1 << 10][rng.below(2) as usize],
+        strided_runs: STRIDED_RUNS[rng.below(STRIDED_RUNS.len() as u64) as usize],
+        packs_all: false,
+    }
+}
+
 /// A random engine for `p` ranks: windows of 1-3 peers, 1-3 messages per round,
 /// kept or cut lists, no, every or some pairs of ranks reading each other
 /// directly, two executions with each rank's own choice of in place and
@@ -451,6 +470,94 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
         into_strided > 100 && from_strided > 100,
         "{into_strided} streams read into strided outputs, {from_strided} from strided inputs"
     );
+}
+
+/// Batches of 1-5 fields through every rank's real exchange engine on random
+/// grid redistributions (reshapes, replication, empty blocks, 1-8 ranks), dense
+/// or strided, blocking or not, lists kept or cut, small or roomy message
+/// limits, twice each: every element of every field arrives right, no sentinel
+/// is touched, every input is unchanged, and a rank receives exactly the fields
+/// times its plan's bytes (a batch reads nothing directly). With roomy limits
+/// (every field's part of every message fits one) a batch posts exactly the
+/// messages of one array between every pair of ranks.
+#[test]
+fn real_exchange_delivers_random_batches() {
+    let mut rng = Rng(0xba7c);
+    let mut seen = [0u64; 3];
+    for case in 0..BATCH_CASES {
+        let c = random_plans(&mut rng, case);
+        let p = c.plans.len();
+        let fields = 1 + rng.below(5) as usize;
+        let (strided, dense_inputs) = (rng.chance(3), rng.chance(2));
+        let mut below = |n| rng.below(n);
+        let storages: Vec<Storages> = (c.plans.iter())
+            .map(|plan| match strided {
+                true => random_storages(&mut below, plan, dense_inputs),
+                false => Storages {
+                    input: Storage::dense(&plan.local_input_shape()),
+                    output: Storage::dense(&plan.local_output_shape()),
+                },
+            })
+            .collect();
+        let roomy = rng.chance(2);
+        let engine = BatchEngine {
+            limits: match roomy {
+                true => roomy_limits(&mut rng),
+                false => small_limits(&mut rng),
+            },
+            window: 1 + rng.below(3) as usize,
+            per_round: 1 + rng.below(3) as usize,
+            keep_budget: [0, 3, 1 << 20][rng.below(3) as usize],
+            direct_pairs: [0, u64::MAX, rng.below(u64::MAX)][rng.below(3) as usize],
+        };
+        let nonblocking: Vec<bool> = (0..p).map(|_| rng.chance(2)).collect();
+        let batch = BatchCase {
+            plans: &c.plans,
+            storages: &storages,
+            inputs: &c.inputs,
+            outputs: &c.outputs,
+            fields,
+        };
+        let context = || format!("{fields} fields, {engine:?} {storages:?} {}", c.context);
+        let inputs_dense = storages.iter().all(|s| s.input.is_dense());
+        let network = Network::with_direct_reads(p, |a, b| {
+            inputs_dense && engine.direct_pairs >> ((7 * a + 13 * b) % 64) & 1 == 1
+        });
+        let mut exchanges = batch_exchanges(&batch, engine);
+        for _ in 0..2 {
+            let run = (Mode::AllOutOfPlace, &nonblocking[..]);
+            let report = run_batch(&batch, &network, &mut exchanges, run, &context);
+            for (r, plan) in c.plans.iter().enumerate() {
+                let direct = exchanges[r].direct_streams();
+                let (count, read) = match fields {
+                    1 => (direct.count as u64, direct.bytes_read),
+                    _ => (0, 0),
+                };
+                let expected = fields as u64 * plan.stats().bytes_received + 8 * count;
+                assert_eq!(report.read[r], read, "rank {r} read: {}", context());
+                let moved = report.received[r] + report.read[r];
+                assert_eq!(moved, expected, "rank {r} received: {}", context());
+            }
+        }
+        seen[0] += u64::from(fields > 1);
+        seen[1] += u64::from(fields > 1 && strided);
+        if roomy {
+            let one = BatchCase { fields: 1, ..batch };
+            let run = (Mode::OutOfPlace, &nonblocking[..]);
+            let single = run_batch(&one, &network, &mut exchanges, run, &context);
+            let batched = run_batch(&batch, &network, &mut exchanges, run, &context);
+            assert_eq!(
+                batched.messages,
+                single.messages,
+                "messages per pair: {}",
+                context()
+            );
+            let messages: usize = single.messages.iter().flatten().sum();
+            seen[2] += u64::from(fields > 1 && messages > 0);
+        }
+    }
+    eprintln!("{BATCH_CASES} cases: batches, strided batches, counted: {seen:?}");
+    assert!(seen.iter().all(|&n| n > BATCH_CASES / 8), "{seen:?}");
 }
 
 /// A panic inside every rank's message loop, once its first messages are posted,

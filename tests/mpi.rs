@@ -33,6 +33,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+#[path = "mpi/batch.rs"]
+mod batch;
 #[path = "mpi/grids.rs"]
 mod grids;
 #[path = "mpi/strided.rs"]
@@ -419,6 +421,7 @@ fn worker() {
     if cases_asked == Cases::Grids {
         grids::run(&w, grids::Breadth::NoOneByP);
         strided::run(&w);
+        batch::run(&w);
         return;
     }
     if cases_asked == Cases::LongRuns {
@@ -439,6 +442,7 @@ fn worker() {
     error_agreement(&w);
     grids::run(&w, grids::Breadth::EveryGrid);
     strided::run(&w);
+    batch::run(&w);
 }
 
 // ---------------------------------------------------------------------------------

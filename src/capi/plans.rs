@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void};
 
 use crate::api::options::PlanOptions;
-use crate::api::plan::Plan;
+use crate::api::plan::{BatchBuffers, Plan};
 use crate::capi::boundary::{c_buffers, caller_error, guard, guard_without_status};
 use crate::capi::handles::{checked_args, dr_plan, orphan, plan_ref, store_plan};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
@@ -439,6 +439,104 @@ pub unsafe extern "C" fn dr_plan_execute(
 ) -> dr_status {
     // SAFETY: as documented.
     guard(|| unsafe { execute(plan, (r#in, None), (out, out_capacity)) })
+}
+
+/// Executes a plan on a batch of `k` fields (collective, every rank with the
+/// same `k`): field `i` reads `in[i]` and writes `out[i]` (`out_capacity`
+/// elements each), each as `dr_plan_execute` would, every field with the plan's
+/// layouts, element type and storages. Out of place on every rank the fields
+/// move in one exchange whose messages each carry every field's part: no more
+/// messages per peer than one array's while the fields' parts of a message fit
+/// the plan's message caps (beyond, each field's part is cut within the caps
+/// divided by `k`). With `in[i] == out[i]` for some field on some rank, the
+/// fields run one after another, each as `dr_plan_execute` runs it (in place
+/// within the plan's in-place bounds). `k = 1` behaves as `dr_plan_execute`.
+/// The checks of every field's buffers, `k` (below 1: `DR_ERROR_INVALID_SHAPE`;
+/// another rank's `k`: `DR_ERROR_INCONSISTENT_ARGUMENTS`), NULL arrays
+/// (`DR_ERROR_NULL_POINTER`) and fields sharing memory (`DR_ERROR_ALIASING`)
+/// are agreed in the execution's one `MPI_Allreduce` (a second one only when
+/// the ranks' `k` differ): every rank returns the same status, the message
+/// naming the argument, its value and the rank. Out of place this allocates
+/// nothing once a batch of as many fields has run: the first batch of `k`
+/// fields grows the plan's message slots to hold `k` fields' parts of a packed
+/// message (within the plan's slot budget, `DR_OPTION_SLOT_BYTES`), and more
+/// than 8 fields' pointers are listed once, kept for later batches. The
+/// arrays `in` and `out` are read before this returns.
+///
+/// # Safety
+/// `plan` from `dr_plan_create`; `in` and `out` NULL or holding `k` pointers;
+/// each `in[i]` readable for this rank's input, each `out[i]` writable for
+/// `out_capacity` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_batch(
+    plan: *const dr_plan,
+    k: i64,
+    r#in: *const *const c_void,
+    out: *const *mut c_void,
+    out_capacity: i64,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        // SAFETY: as documented.
+        unsafe { execute_c_batch(plan, (k, r#in, out), out_capacity, None, true) }.map(drop)
+    })
+}
+
+/// Runs (`blocking`) or starts a batch of `k` fields of `plan` from the C
+/// arrays `in` and `out`, agreeing `pre` (an argument error found first) with
+/// the checks; returns whether it completed.
+///
+/// # Safety
+/// As `dr_plan_execute_batch`.
+pub(crate) unsafe fn execute_c_batch(
+    plan: &Plan,
+    (k, r#in, out): (i64, *const *const c_void, *const *mut c_void),
+    out_capacity: i64,
+    pre: Option<Error>,
+    blocking: bool,
+) -> Result<bool> {
+    let (lens, first) = c_buffers(
+        plan,
+        (std::ptr::null(), None),
+        (std::ptr::null_mut(), out_capacity),
+    );
+    let fields = usize::try_from(k).unwrap_or(0);
+    let missing = |name: &str, array: bool| {
+        (array && fields > 0)
+            .then(|| Error::NullPointer(format!("{name} is NULL with k = {k} fields")))
+    };
+    let pre = (pre.or(first))
+        .or_else(|| missing("in", r#in.is_null()))
+        .or_else(|| missing("out", out.is_null()));
+    let fields = if pre.is_some() { 0 } else { fields };
+    // SAFETY: without an error found, both arrays hold `k` pointers (documented);
+    // a `*const c_void` has the layout of a `*const u8`.
+    let (inputs, outputs) = unsafe {
+        (
+            slice_or_empty(r#in.cast::<*const u8>(), fields),
+            slice_or_empty(out.cast::<*mut u8>(), fields),
+        )
+    };
+    let batch = BatchBuffers {
+        inputs,
+        outputs,
+        lens: &|_| (lens.input_len, lens.capacity),
+    };
+    // SAFETY: buffers as documented; sizes are checked against the plan.
+    unsafe { plan.launch_batch(k, &batch, pre, blocking) }
+}
+
+/// The `len` items at `items`, or none when `len` is 0.
+///
+/// # Safety
+/// `items` readable for `len` items when `len` > 0.
+unsafe fn slice_or_empty<'a, P>(items: *const P, len: usize) -> &'a [P] {
+    match len {
+        0 => &[],
+        // SAFETY: as documented.
+        _ => unsafe { std::slice::from_raw_parts(items, len) },
+    }
 }
 
 /// Executes a plan as `dr_plan_execute` does, with the length of the input: `in`

@@ -6,6 +6,7 @@ use std::ptr::NonNull;
 
 use crate::capi::boundary::{c_buffers, guard};
 use crate::capi::handles::{c_plan_ref, dr_plan, dr_request};
+use crate::capi::plans::execute_c_batch;
 use crate::core::abi::dr_status;
 use crate::core::error::{Error, Result};
 use crate::mpi::buffers::Buffers;
@@ -61,6 +62,52 @@ pub unsafe extern "C" fn dr_plan_execute_begin_sized(
     guard(|| unsafe { begin(plan, (r#in, Some(in_elems)), (out, out_capacity), request) })
 }
 
+/// Starts executing a plan on a batch of `k` fields without waiting for it
+/// (collective, like `dr_plan_execute_batch`): the same checks, the same
+/// agreement and the same status on every rank, all reported here; on success
+/// the messages of every field are in flight and `*request` tracks them (NULL
+/// when the batch completed here), as `dr_plan_execute_begin` does. The arrays
+/// `in` and `out` may be freed once this returns (the plan keeps the `k`
+/// pointers); the fields' buffers must stay untouched until completion. A batch
+/// with a field in place on any rank runs its fields one after another and
+/// completes here.
+///
+/// # Safety
+/// As `dr_plan_execute_batch`; `request` writable; the fields' buffers valid
+/// until completion.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_batch_begin(
+    plan: *const dr_plan,
+    k: i64,
+    r#in: *const *const c_void,
+    out: *const *mut c_void,
+    out_capacity: i64,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let p = unsafe { c_plan_ref(plan) }?;
+        let missing = request
+            .is_null()
+            .then(|| Error::NullPointer("request is NULL".into()));
+        // SAFETY: as documented.
+        let done =
+            unsafe { execute_c_batch(&p.plan, (k, r#in, out), out_capacity, missing, false) }?;
+        // SAFETY: request is writable (checked and agreed above).
+        unsafe { *request = tracked(p, done) };
+        Ok(())
+    })
+}
+
+/// The request of `plan`'s execution begun, `done` or not: NULL when it
+/// completed at once, else the one the plan lent it under its lock.
+fn tracked(plan: &dr_plan, done: bool) -> *mut dr_request {
+    match done {
+        true => std::ptr::null_mut(),
+        false => plan.request.as_ptr(),
+    }
+}
+
 /// Starts `plan`'s execution (the input's length `None` for the plan's own).
 ///
 /// # Safety
@@ -105,12 +152,8 @@ pub(crate) unsafe fn begin_request(
             .begin_checked(input, input_len, output, capacity, missing.or(pre))
     }?;
     // The plan lent its request under its lock when the execution began.
-    let tracked = match done {
-        true => std::ptr::null_mut(),
-        false => plan.request.as_ptr(),
-    };
     // SAFETY: request is writable (checked and agreed above).
-    unsafe { *request = tracked };
+    unsafe { *request = tracked(plan, done) };
     Ok(())
 }
 

@@ -146,6 +146,52 @@ pub fn with_joined(
     }
 }
 
+/// Most fields of a batch whose displacements a message lists on the stack; a
+/// message of more fields lists them on the heap.
+const STACK_FIELDS: usize = 16;
+
+/// Calls `start` with a committed hindexed datatype of one `item` per field
+/// (`blocklength` of them), each at its field's base's distance from the first
+/// base (the message then starts at the first field's blocks); frees it once
+/// `start` has returned (the started operation keeps what it needs).
+pub fn with_fields(
+    bases: &[*mut u8],
+    (blocklength, item): (usize, ffi::MPI_Datatype),
+    start: impl FnOnce(ffi::MPI_Datatype) -> Result<()>,
+) -> Result<()> {
+    let distance =
+        |base: &*mut u8| (*base as isize).wrapping_sub(bases[0] as isize) as ffi::MPI_Aint;
+    let mut stack = [0 as ffi::MPI_Aint; STACK_FIELDS];
+    let heap: Vec<ffi::MPI_Aint>;
+    let displacements = match bases.len() <= STACK_FIELDS {
+        true => {
+            bases
+                .iter()
+                .zip(&mut stack)
+                .for_each(|(b, d)| *d = distance(b));
+            &stack[..bases.len()]
+        }
+        false => {
+            heap = bases.iter().map(distance).collect();
+            &heap[..]
+        }
+    };
+    let (fields, blocklength) = (count(bases.len())?, count(blocklength)?);
+    // SAFETY: the displacements hold `fields` entries; the datatype is created
+    // before it is committed, and freed once, after `start`.
+    unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let at = displacements.as_ptr();
+        let code =
+            ffi::MPI_Type_create_hindexed_block(fields, blocklength, at, item, &mut datatype);
+        check(code, "MPI_Type_create_hindexed_block")?;
+        let mut datatype = committed(datatype)?;
+        let started = start(datatype);
+        ffi::MPI_Type_free(&mut datatype);
+        started
+    }
+}
+
 /// A committed hindexed datatype of bytes over a list of blocks, each at its
 /// offset from where a message of it starts: a grouped message of an in-place
 /// schedule, or the part of it in one buffer, made once per plan, freed when

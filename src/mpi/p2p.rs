@@ -12,11 +12,11 @@ use mpi::ffi;
 use crate::core::error::{Error, Result};
 use crate::core::faults::injected_exchange_fault;
 use crate::mpi::comm::Comm;
-use crate::mpi::datatypes::{IndexedDatatype, with_joined};
+use crate::mpi::datatypes::{IndexedDatatype, with_fields, with_joined};
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{
-    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
+    Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
 };
 use crate::mpi::waiting::poll_giving_way;
 use crate::planning::schedule::Side;
@@ -100,6 +100,40 @@ unsafe fn start_bytes(
             // block.
             unsafe { start(comm, envelope, data, request) }
         })
+}
+
+/// Starts the send or receive of every field's blocks of `fields` as one
+/// message: through an hindexed datatype of one item per field, the item the
+/// field's bytes (contiguous) or the plan's hvector datatype for its blocks.
+///
+/// # Safety
+/// Every block of every field valid for the message until `request` completes.
+unsafe fn start_fields(
+    comm: &Comm,
+    envelope: Envelope,
+    fields: FieldBytes<'_>,
+    request: &mut ffi::MPI_Request,
+) -> Result<()> {
+    let at = fields.field(0).at;
+    let start_typed = |datatype| {
+        let data = Typed {
+            at,
+            count: 1,
+            datatype,
+        };
+        // SAFETY: as documented; the datatype's displacements start at the
+        // first field's first block.
+        unsafe { start(comm, envelope, data, request) }
+    };
+    let shape = fields.shape;
+    if shape.is_contiguous() {
+        // SAFETY: reading an MPI constant handle.
+        let byte = unsafe { ffi::RSMPI_UINT8_T };
+        return with_fields(fields.bases, (shape.total_bytes(), byte), start_typed);
+    }
+    comm.strided_datatypes().with_datatype(shape, |hvector| {
+        with_fields(fields.bases, (1, hvector), start_typed)
+    })
 }
 
 /// Completes every request of `requests` (see [`Transport::complete_all`]),
@@ -215,6 +249,16 @@ impl Transport for Comm {
     ) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { start_bytes(self, envelope, bytes, request) }
+    }
+
+    unsafe fn start_fields(
+        &self,
+        envelope: Envelope,
+        fields: FieldBytes<'_>,
+        request: &mut ffi::MPI_Request,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { start_fields(self, envelope, fields, request) }
     }
 
     fn complete_all(&self, requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {

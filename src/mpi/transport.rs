@@ -80,6 +80,34 @@ impl Bytes {
     }
 }
 
+/// The bytes of one message of a batch: blocks of `shape` `offset` bytes after
+/// each field's base, field after field (a send reads them in that order, a
+/// receive writes them so), so that one message carries every field's part.
+#[derive(Clone, Copy, Debug)]
+pub struct FieldBytes<'a> {
+    /// Bytes from each base to the first block.
+    pub offset: usize,
+    /// How the bytes lie in each field.
+    pub shape: BlockShape,
+    /// The fields' buffers, in order.
+    pub bases: &'a [*mut u8],
+}
+
+impl FieldBytes<'_> {
+    /// The bytes in field `i`.
+    pub fn field(&self, i: usize) -> Bytes {
+        Bytes {
+            at: self.bases[i].wrapping_add(self.offset),
+            shape: self.shape,
+        }
+    }
+
+    /// How many bytes the message moves.
+    pub fn total_bytes(&self) -> usize {
+        self.shape.total_bytes() * self.bases.len()
+    }
+}
+
 /// One block of a list of blocks ([`Transport::block_list`]): `len` bytes
 /// `offset` bytes after the base the list is counted from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,6 +290,19 @@ pub trait Transport {
         &self,
         envelope: Envelope,
         bytes: Bytes,
+        request: &mut Self::Request,
+    ) -> Result<()>;
+
+    /// Starts sending or receiving the blocks of every field of `fields`, field
+    /// after field, as one message, as `envelope` says.
+    ///
+    /// # Safety
+    /// Every block of every field valid (readable for a send, writable for a
+    /// receive) and not touched by anything else until `request` completes.
+    unsafe fn start_fields(
+        &self,
+        envelope: Envelope,
+        fields: FieldBytes<'_>,
         request: &mut Self::Request,
     ) -> Result<()>;
 

@@ -63,6 +63,19 @@ impl MessageLimits {
         }
     }
 
+    /// The limits of one field's part of a message that carries `fields` fields
+    /// (a batch): the byte caps shrink by `fields`, so that a message of every
+    /// field's part stays within the caps (and a packed one within its slot);
+    /// which runs travel straight, and how runs join, is unchanged.
+    pub fn per_field(self, fields: usize) -> MessageLimits {
+        let fields = fields.max(1);
+        MessageLimits {
+            max_bytes: self.max_bytes / fields,
+            packed_bytes: self.packed_bytes / fields,
+            ..self
+        }
+    }
+
     /// Bytes from which a joint run travels straight between the buffers: never
     /// when every message is packed.
     fn direct_from(&self) -> u64 {
@@ -187,6 +200,13 @@ impl MessageCutter {
     pub fn rewind(&mut self, placement: Placement) {
         self.runs.rewind();
         (self.placement, self.pending) = (placement, None);
+    }
+
+    /// Starts over as [`MessageCutter::rewind`] does, cutting within `limits`
+    /// from now on (a batch's [`MessageLimits::per_field`]).
+    pub fn recut(&mut self, placement: Placement, limits: MessageLimits) {
+        self.rewind(placement);
+        self.limits = limits;
     }
 
     fn take(&mut self) -> Option<JointRun> {
@@ -414,6 +434,18 @@ impl CutMessages {
         largest
     }
 
+    /// Bytes of the largest message, of either kind (the same at both ends of a
+    /// stream, whose messages match one for one).
+    pub fn largest_message_bytes(&self) -> usize {
+        let mut start = 0;
+        let mut largest = 0;
+        for &(end, _) in &self.ends {
+            largest = largest.max(self.segments[start..end].iter().map(|s| s.len).sum());
+            start = end;
+        }
+        largest
+    }
+
     /// Replays the messages from the `next`-th on.
     pub fn replay(&self, next: usize) -> Replay<'_> {
         Replay {
@@ -506,6 +538,40 @@ mod tests {
                 prop_assert!(replay.is_exhausted());
                 prop_assert_eq!(got, want);
             }
+        }
+
+        /// A batch of `fields` replays a stream's kept messages when every one fits
+        /// the per-field caps, and the other end, which may not have kept them,
+        /// cuts them anew with those caps: the two must be the same messages.
+        #[test]
+        fn messages_that_fit_the_per_field_caps_are_the_per_field_cut(
+            pair in region_pair(), max_bytes in 4usize..80, direct in 4usize..40, packed in 4usize..80,
+            max_runs in 1usize..6, strided_runs in any_strided_runs(), strided_short_bytes in 1usize..16,
+            fields in 2usize..6, packs_all in any::<bool>()
+        ) {
+            let RegionPair { a, b, .. } = pair;
+            let packed_bytes = packed.min(max_bytes);
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all };
+            let cut = |limits| {
+                let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Target, 4, limits);
+                let (mut segs, mut messages) = (Vec::new(), Vec::new());
+                while let Some(kind) = cutter.next_message(&mut segs) {
+                    messages.push((kind, segs.clone()));
+                }
+                messages
+            };
+            let whole = cut(limits);
+            let largest = whole.iter().map(|(_, s)| s.iter().map(|s| s.len).sum::<usize>()).max().unwrap_or(0);
+            if largest * fields <= packed_bytes {
+                prop_assert_eq!(cut(limits.per_field(fields)), whole);
+            }
+            let mut recut = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
+            recut.recut(Placement::Target, limits.per_field(fields));
+            let (mut segs, mut again) = (Vec::new(), Vec::new());
+            while let Some(kind) = recut.next_message(&mut segs) {
+                again.push((kind, segs.clone()));
+            }
+            prop_assert_eq!(again, cut(limits.per_field(fields)));
         }
 
         #[test]

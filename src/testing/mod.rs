@@ -14,7 +14,9 @@ pub use crate::distribution::storage::{InputStorages, Storage, Storages};
 pub use crate::memory::copy::copy_box;
 pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
-pub use crate::mpi::exchange::{DirectStreams, Exchange, Mode, Participant, ReadPeers};
+pub use crate::mpi::exchange::{
+    DirectStreams, Exchange, FieldBuffers, Mode, Participant, ReadPeers,
+};
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
 pub use crate::planning::args::{MAX_DIMS, ReshapeArgs, check_local, check_rows_add_up};

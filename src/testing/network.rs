@@ -26,7 +26,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
 use crate::mpi::transport::{
-    Block, Bytes, ControlTags, Envelope, ListPart, MAX_LIST_PARTS, ReadRun, Transport, copy_runs,
+    Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
+    copy_runs,
 };
 use crate::planning::schedule::Side;
 
@@ -59,6 +60,9 @@ pub struct NetworkReport {
     pub received: Vec<u64>,
     /// Bytes each rank read directly from other ranks' memory.
     pub read: Vec<u64>,
+    /// Data messages matched from each rank to each rank: `messages[from][to]`
+    /// (the direct reads' control messages, 8 bytes each, included).
+    pub messages: Vec<Vec<usize>>,
     /// Messages started and never matched nor cancelled.
     pub unmatched: usize,
     /// True when the ranks deadlocked.
@@ -243,6 +247,7 @@ impl NetworkReport {
         NetworkReport {
             received: vec![0; nranks],
             read: vec![0; nranks],
+            messages: vec![vec![0; nranks]; nranks],
             ..NetworkReport::default()
         }
     }
@@ -281,6 +286,7 @@ impl State {
             unsafe { copy_runs(from.runs(), to.runs()) };
         }
         self.report.received[key.1] += received as u64;
+        self.report.messages[key.0][key.1] += 1;
         self.operations[send].done = true;
         self.operations[receive].done = true;
         self.epoch += 1;
@@ -455,6 +461,17 @@ impl Transport for Endpoint<'_> {
 
     unsafe fn start(&self, envelope: Envelope, bytes: Bytes, request: &mut usize) -> Result<()> {
         self.post(envelope, Blocks::Shaped(bytes), request);
+        Ok(())
+    }
+
+    unsafe fn start_fields(
+        &self,
+        envelope: Envelope,
+        fields: FieldBytes<'_>,
+        request: &mut usize,
+    ) -> Result<()> {
+        let runs = (0..fields.bases.len()).flat_map(|i| fields.field(i).runs());
+        self.post(envelope, Blocks::Listed(runs.collect()), request);
         Ok(())
     }
 

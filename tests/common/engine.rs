@@ -160,15 +160,10 @@ fn execute_rank<'n>(
     let result = unsafe {
         match run.nonblocking {
             false => exchange.run(on, mode, packed, src, dst),
-            true => exchange
-                .begin(on, mode, packed, src, dst)
-                .and_then(|mut done| {
-                    while !done {
-                        endpoint.wait_for_progress()?;
-                        done = exchange.advance(on, false)?;
-                    }
-                    Ok(())
-                }),
+            true => {
+                let started = exchange.begin(on, mode, packed, src, dst);
+                complete_begun(exchange, on, started)
+            }
         }
     };
     if let Err(e) = result {
@@ -179,6 +174,22 @@ fn execute_rank<'n>(
         Mode::OutOfPlace | Mode::AllOutOfPlace => output,
         _ => buffer[..out_bytes].to_vec(),
     })
+}
+
+/// Carries an execution begun on `exchange` (`started`: whether it completed
+/// at once) on to completion without blocking, waiting for the network to
+/// progress between steps.
+pub fn complete_begun<'n>(
+    exchange: &mut Exchange<Endpoint<'n>>,
+    on: Participant<'_, Endpoint<'n>>,
+    started: distreshape::Result<bool>,
+) -> distreshape::Result<()> {
+    let mut done = started?;
+    while !done {
+        on.transport.wait_for_progress()?;
+        done = exchange.advance(on, false)?;
+    }
+    Ok(())
 }
 
 /// The window width the ranks of `plans` agree on for `window` peers per window:

@@ -3,13 +3,16 @@
 //! and, with the `testing` feature, the kept-element copy of a rank's plan
 //! ([`kept`]), every rank's real exchange engine run over an in-memory network
 //! ([`engine`]), the byte-by-byte replay of in-place schedules ([`inplace`]), and the
-//! exchange on strided storage with sentinels in every gap ([`strided`]).
+//! exchange on strided storage with sentinels in every gap ([`strided`]), and
+//! batches of fields through one exchange ([`batch`]).
 //! Each test binary includes this module (`mod common;`) and uses part of it, hence
 //! the `dead_code` allowance below.
 
 #![allow(dead_code)]
 
 pub mod alloc;
+#[cfg(feature = "testing")]
+pub mod batch;
 #[cfg(feature = "testing")]
 pub mod engine;
 #[cfg(feature = "testing")]

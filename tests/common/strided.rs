@@ -15,7 +15,7 @@ use crate::common::engine::{execute_all, to_bytes};
 pub const SENTINEL: u64 = 0xEEEE_EEEE_EEEE_EEEE;
 
 /// Elements of slack before and after every box in its buffer.
-const SLACK: usize = 3;
+pub const SLACK: usize = 3;
 
 /// Random strides for a box of `extents`: `None` (C order without gaps) one time
 /// in four, else a random axis order with up to two elements of padding per axis.
@@ -78,7 +78,7 @@ fn positions(storage: &Storage) -> Vec<usize> {
 
 /// A buffer holding `values` (a box's elements in C order) where `storage` puts
 /// them, after [`SLACK`] elements, sentinels everywhere else.
-fn stored(storage: &Storage, values: &[u64]) -> Vec<u64> {
+pub fn stored(storage: &Storage, values: &[u64]) -> Vec<u64> {
     let mut buffer = vec![SENTINEL; SLACK + storage.span() as usize + SLACK];
     for (&at, &v) in positions(storage).iter().zip(values) {
         buffer[SLACK + at] = v;
@@ -87,7 +87,7 @@ fn stored(storage: &Storage, values: &[u64]) -> Vec<u64> {
 }
 
 /// The box elements of `buffer` in C order, or the first sentinel written over.
-fn read_back(storage: &Storage, buffer: &[u64]) -> Result<Vec<u64>, String> {
+pub fn read_back(storage: &Storage, buffer: &[u64]) -> Result<Vec<u64>, String> {
     let positions = positions(storage);
     let mut is_element = vec![false; buffer.len()];
     positions

@@ -108,6 +108,22 @@ pub struct Execution<'a> {
 }
 
 impl Execution<'_> {
+    /// Lends the execution of `plan` begun (`done` when it already completed)
+    /// to `work`, then completes it, as [`Plan::execute_overlapped`] does.
+    pub(super) fn overlap<R>(
+        plan: &Plan,
+        done: bool,
+        work: impl FnOnce(&mut Execution<'_>) -> R,
+    ) -> Result<R> {
+        let mut execution = Execution {
+            plan,
+            done,
+            failed: None,
+        };
+        let result = work(&mut execution);
+        execution.finish().map(|()| result)
+    }
+
     /// Moves the execution on as far as it goes without waiting (posts the next
     /// round, unpacks what arrived); returns whether it has completed. Call it
     /// between pieces of computation, every few hundred microseconds: most MPI

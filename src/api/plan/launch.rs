@@ -69,13 +69,7 @@ impl Plan {
         // execution has completed (below, or in the guard's drop when unwinding).
         let done =
             unsafe { self.begin_checked(input.as_ptr().cast(), in_bytes, out, out_bytes, pre) }?;
-        let mut execution = Execution {
-            plan: self,
-            done,
-            failed: None,
-        };
-        let result = work(&mut execution);
-        execution.finish().map(|()| result)
+        Execution::overlap(self, done, work)
     }
 
     /// Executes the plan in place: `buffer` holds this rank's input on entry and its
@@ -236,7 +230,12 @@ impl Plan {
     ///
     /// # Safety
     /// As [`Plan::begin_checked`].
-    unsafe fn launch(&self, buffers: &Buffers, pre: Option<Error>, how: Launch) -> Result<bool> {
+    pub(super) unsafe fn launch(
+        &self,
+        buffers: &Buffers,
+        pre: Option<Error>,
+        how: Launch,
+    ) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
@@ -414,7 +413,7 @@ impl Plan {
 
 /// How an execution is launched.
 #[derive(Clone, Copy, Debug)]
-struct Launch {
+pub(super) struct Launch {
     /// Runs it to completion; else starts it, leaving its messages in flight.
     blocking: bool,
     /// Agrees on the checks with every rank even when the plan moves nothing
@@ -430,7 +429,7 @@ impl Launch {
     };
 
     /// A blocking execution agreed on every plan.
-    const AGREED_BLOCKING: Launch = Launch {
+    pub(super) const AGREED_BLOCKING: Launch = Launch {
         blocking: true,
         always_agree: true,
     };

@@ -13,6 +13,7 @@
 //! execution allocates its pack buffer (exactly the bytes the rank sends), freed
 //! when it completes. The one-shot [`reshape`] also allocates its output.
 
+mod batch;
 mod creation;
 mod execution;
 mod in_place;
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mpi::raw::AsRaw;
 
+pub(crate) use self::batch::BatchBuffers;
 use self::creation::{
     Agreed, AgreedPlan, CheckedLayouts, agree_on_arguments, agree_on_layouts, agree_on_plan,
     gather_input_storages,

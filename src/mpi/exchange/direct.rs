@@ -235,7 +235,8 @@ impl<T: Transport> DirectReads<T> {
         })
     }
 
-    /// Reads every stream whose announcement has arrived into `output`, and
+    /// Reads every stream whose announcement has arrived into `output` (one
+    /// field: a batch's direct streams move by messages), and
     /// acknowledges it: until every stream is read when `blocking`. Returns
     /// whether every stream is read.
     ///
@@ -318,7 +319,7 @@ impl<T: Transport> DirectReads<T> {
             self.runs.clear();
             self.runs.extend(chunk.iter().map(|run| ReadRun {
                 remote: remote_base + run.source as usize * size,
-                local: output.base.wrapping_add(run.target as usize * size),
+                local: output.bases[0].wrapping_add(run.target as usize * size),
                 len: run.len as usize * size,
             }));
             // SAFETY: forwarded from the caller: the runs lie in the output, which
@@ -367,7 +368,7 @@ impl<T: Transport> DirectReads<T> {
             // SAFETY: forwarded from the caller: the runs lie in the bounce
             // buffer and in the sender's input.
             unsafe { transport.read(stream.peer, &self.runs) }?;
-            let (mut copier, mut at) = (Copier::new(&Host, size, bounce, output.base), 0);
+            let (mut copier, mut at) = (Copier::new(&Host, size, bounce, output.bases[0]), 0);
             for run in batch.take(taken) {
                 let target = RunAt {
                     start: run.target,
@@ -401,7 +402,7 @@ impl<T: Transport> DirectReads<T> {
         let room = (self.bounce.len() / size) as u64;
         let bounce = self.bounce.as_mut_ptr();
         let remote_at = remote_base + read.remote.offset as usize * size;
-        let local_base = output.base.wrapping_add(read.local.offset as usize * size);
+        let local_base = output.bases[0].wrapping_add(read.local.offset as usize * size);
         let mut start = 0;
         while start < total {
             let len = room.min(total - start);

@@ -62,7 +62,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use self::direct::DirectReads;
 pub use self::direct::ReadPeers;
 use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
-use self::progress::{Active, Messaging, Sides};
+use self::progress::{Active, Fields, Messaging, Sides};
 use self::stream::{Memory, Stream};
 use crate::core::error::Result;
 use crate::core::fallible::try_vec;
@@ -149,6 +149,8 @@ pub struct Exchange<T: Transport> {
     direct: DirectReads<T>,
     /// The execution in flight, between [`Exchange::begin`] and its completion.
     active: Option<Active>,
+    /// The buffers of the execution in flight (or the last one).
+    fields: Fields,
 }
 
 impl<T: Transport> std::fmt::Debug for Exchange<T> {
@@ -213,7 +215,7 @@ impl<T: Transport> Exchange<T> {
                 Side::Send => !s.input.is_dense(),
                 Side::Receive => !s.output.is_dense(),
             });
-            stream.place_slot(slot_bytes, plan, limits, side_strided);
+            stream.place_slot(slot_bytes, limits, side_strided);
             slot_bytes = stream.slot.end;
             streams.push(stream);
         }
@@ -236,6 +238,8 @@ impl<T: Transport> Exchange<T> {
                 requests,
                 completed,
                 slots,
+                slot_fields: 1,
+                limits,
                 strided,
                 elem_size: plan.elem_size,
             },
@@ -243,6 +247,7 @@ impl<T: Transport> Exchange<T> {
             executions: 0,
             direct,
             active: None,
+            fields: Fields::new(plan.rank)?,
         })
     }
 
@@ -267,20 +272,20 @@ impl<T: Transport> Exchange<T> {
         output: *mut u8,
     ) -> Result<()> {
         let plan = on.plan;
+        let buffers = FieldBuffers {
+            inputs: &[input],
+            outputs: &[output],
+        };
         if mode != Mode::InPlaceOrdered {
             // SAFETY: forwarded from the caller.
-            unsafe { self.start(on, mode, packed, input, output) }?;
+            unsafe { self.start(on, mode, packed, buffers) }?;
             return self.advance(on, true).map(drop);
         }
+        self.prepare_fields(1, plan.rank)?;
         self.next_execution(mode);
+        self.fields.set(buffers.inputs, buffers.outputs);
         let mut sides = |sides: Sides| {
-            self.active = Some(Active::new(
-                input.cast_mut(),
-                output,
-                None,
-                Vec::new(),
-                sides,
-            ));
+            self.active = Some(Active::new(false, Vec::new(), sides));
             self.advance(on, true)
         };
         sides(Sides::Sends)?;
@@ -309,8 +314,61 @@ impl<T: Transport> Exchange<T> {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run(on, mode, packed, input, output) }.map(|()| true);
         }
+        let buffers = FieldBuffers {
+            inputs: &[input],
+            outputs: &[output],
+        };
         // SAFETY: forwarded from the caller.
-        unsafe { self.start(on, mode, packed, input, output) }?;
+        unsafe { self.start(on, mode, packed, buffers) }?;
+        self.advance(on, false)
+    }
+
+    /// Makes room for executions of `fields` fields (a batch; 1 for one array):
+    /// the fields' buffers and the slots their packed messages need, within the
+    /// plan's slot budget. Allocates only for a batch of more fields, or larger
+    /// slots, than any before, and keeps it; fails, changing nothing, when that
+    /// allocation fails. Executions call it themselves; calling it first lets a
+    /// failure be agreed before any message moves.
+    pub fn prepare_fields(&mut self, fields: usize, rank: usize) -> Result<()> {
+        self.fields.reserve(fields, rank)?;
+        self.messaging.place_slots(fields, rank)
+    }
+
+    /// Runs a batch out of place to completion, as [`Exchange::run`] runs one
+    /// array: the same messages (at most as many per peer as one array's, each
+    /// carrying every field's part, cut within the caps shrunk by the fields:
+    /// [`MessageLimits::per_field`]), the kept elements copied field by field.
+    /// `mode` is [`Mode::OutOfPlace`] or [`Mode::AllOutOfPlace`] (with more than
+    /// one field, the direct streams then move by messages too).
+    ///
+    /// # Safety
+    /// As [`Exchange::run`] out of place, for every field's input and output; no
+    /// two of the buffers overlap. Every rank runs a batch of as many fields.
+    pub unsafe fn run_batch(
+        &mut self,
+        on: Participant<'_, T>,
+        mode: Mode,
+        buffers: FieldBuffers<'_>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start(on, mode, Vec::new(), buffers) }?;
+        self.advance(on, true).map(drop)
+    }
+
+    /// Starts a batch out of place as [`Exchange::begin`] starts one array's
+    /// execution (see [`Exchange::run_batch`]); returns whether it completed.
+    ///
+    /// # Safety
+    /// As [`Exchange::run_batch`], and the buffers must stay valid until the
+    /// execution completes or fails.
+    pub unsafe fn begin_batch(
+        &mut self,
+        on: Participant<'_, T>,
+        mode: Mode,
+        buffers: FieldBuffers<'_>,
+    ) -> Result<bool> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start(on, mode, Vec::new(), buffers) }?;
         self.advance(on, false)
     }
 
@@ -328,42 +386,57 @@ impl<T: Transport> Exchange<T> {
         self.active.is_some()
     }
 
-    /// Sets up an execution of every message in `mode`.
+    /// Sets up an execution of every message in `mode`, of one field or (out of
+    /// place) a batch's.
     ///
     /// # Safety
-    /// As [`Exchange::begin`].
+    /// As [`Exchange::begin`], or [`Exchange::begin_batch`].
     unsafe fn start(
         &mut self,
         on: Participant<'_, T>,
         mode: Mode,
         mut packed: Vec<u8>,
-        input: *const u8,
-        output: *mut u8,
+        buffers: FieldBuffers<'_>,
     ) -> Result<()> {
-        self.next_execution(mode);
-        let (send_base, local_copy) = match mode {
-            Mode::OutOfPlace | Mode::AllOutOfPlace => (input, Some(input)),
-            // SAFETY: forwarded from the caller.
-            _ => (unsafe { pack_in_place(on.plan, &mut packed, output) }, None),
+        let fields = buffers.outputs.len();
+        self.prepare_fields(fields, on.plan.rank)?;
+        // Direct reads read one field: a batch's direct streams move by messages.
+        let mode = match mode {
+            Mode::AllOutOfPlace if fields > 1 => Mode::OutOfPlace,
+            mode => mode,
         };
-        let mut active = Active::new(send_base.cast_mut(), output, local_copy, packed, Sides::All);
+        self.next_execution(mode);
+        let out_of_place = matches!(mode, Mode::OutOfPlace | Mode::AllOutOfPlace);
+        match out_of_place {
+            true => self.fields.set(buffers.inputs, buffers.outputs),
+            // SAFETY: forwarded from the caller.
+            false => unsafe {
+                let sends = pack_in_place(on.plan, &mut packed, buffers.outputs[0]);
+                self.fields.set(&[sends], buffers.outputs);
+            },
+        }
+        let mut active = Active::new(out_of_place, packed, Sides::All);
         if mode == Mode::AllOutOfPlace && self.direct.len() > 0 {
             // SAFETY: the input stays unchanged until the execution completes
             // (caller's contract).
-            let direct = unsafe { self.direct.start(on.transport, self.executions, input) };
+            let direct = unsafe {
+                self.direct
+                    .start(on.transport, self.executions, buffers.inputs[0])
+            };
             active.direct = direct.inspect_err(|_| self.direct.abandon(on.transport))?;
         }
         self.active = Some(active);
         Ok(())
     }
 
-    /// Counts the execution and rewinds every stream.
+    /// Counts the execution and rewinds every stream for the fields placed.
     fn next_execution(&mut self, mode: Mode) {
         self.executions += 1;
+        let (fields, limits) = (self.messaging.slot_fields, self.messaging.limits);
         self.messaging
             .streams
             .iter_mut()
-            .for_each(|s| s.reset(mode));
+            .for_each(|s| s.reset(mode, fields, limits));
     }
 
     /// The tag of the current execution's messages.
@@ -427,10 +500,10 @@ impl<T: Transport> Exchange<T> {
             // SAFETY: the buffers of `active` are valid until it completes
             // (contract of begin / run).
             true => unsafe {
-                copy_kept_once(&mut self.kept, plan, active);
+                copy_kept_once(&mut self.kept, plan, (active, &self.fields));
                 let storage = self.messaging.strided.as_ref().map(|s| &s.output);
                 let output = Memory {
-                    base: active.output,
+                    bases: &self.fields.output,
                     strided: storage.filter(|s| !s.is_dense()),
                     elem_size: plan.elem_size,
                 };
@@ -459,20 +532,21 @@ impl<T: Transport> Exchange<T> {
             transport: on.transport,
             tag: self.tag(on.transport),
         };
-        let (kept, plan) = (&mut self.kept, on.plan);
+        let (kept, plan, fields) = (&mut self.kept, on.plan, &self.fields);
         // SAFETY: the buffers of `active` are valid until it completes (contract
         // of begin / run).
-        let mut copy_once = |active: &mut Active| unsafe { copy_kept_once(kept, plan, active) };
+        let mut copy_once =
+            |active: &mut Active| unsafe { copy_kept_once(kept, plan, (active, fields)) };
         let copy_once: &mut dyn FnMut(&mut Active) = &mut copy_once;
         let messaging = &mut self.messaging;
         // SAFETY: as above.
         let result = unsafe {
             match messaging.progress {
                 Progress::Pairwise { .. } => {
-                    messaging.pairwise(channel, active, blocking, copy_once)
+                    messaging.pairwise(channel, (active, fields), blocking, copy_once)
                 }
                 Progress::Independent => {
-                    messaging.independent(channel, active, blocking, copy_once)
+                    messaging.independent(channel, (active, fields), blocking, copy_once)
                 }
             }
         };
@@ -492,14 +566,31 @@ impl<T: Transport> Exchange<T> {
     }
 }
 
-/// Copies the elements `plan` keeps into the output of `active`, unless that is
-/// done (only out of place has a local copy to make).
+/// Copies the elements `plan` keeps from every field's input into its output
+/// (`fields`, the buffers of `active`), unless that is done (only out of place
+/// has a local copy to make).
 ///
 /// # Safety
 /// The buffers of `active` valid.
-unsafe fn copy_kept_once(kept: &mut LocalCopies, plan: &RankPlan, active: &mut Active) {
-    if let Some(input) = active.local_copy.take() {
-        // SAFETY: forwarded from the caller.
-        unsafe { kept.copy(plan, input, active.output) };
+unsafe fn copy_kept_once(
+    kept: &mut LocalCopies,
+    plan: &RankPlan,
+    (active, fields): (&mut Active, &Fields),
+) {
+    if std::mem::take(&mut active.copy_pending) {
+        for (&input, &output) in fields.send.iter().zip(&fields.output) {
+            // SAFETY: forwarded from the caller.
+            unsafe { kept.copy(plan, input, output) };
+        }
     }
+}
+
+/// The buffers of one execution's fields, as raw pointers: field `i` reads
+/// `inputs[i]` and writes `outputs[i]` (one each for one array).
+#[derive(Clone, Copy, Debug)]
+pub struct FieldBuffers<'a> {
+    /// Each field's input.
+    pub inputs: &'a [*const u8],
+    /// Each field's output, as many.
+    pub outputs: &'a [*mut u8],
 }

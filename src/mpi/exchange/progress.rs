@@ -1,15 +1,22 @@
 //! The two progress loops of an execution in flight: pairwise windows (the
 //! exchange path) and independent streams (the local path), with the messaging
-//! state they carry on and the state of the execution.
+//! state they carry on, the buffers of the execution's fields and the state of
+//! the execution.
 
 use std::os::raw::c_int;
 
 use super::direct::DirectExecution;
 use super::stream::{Memory, Stream};
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
+use crate::core::fallible::try_vec;
 use crate::distribution::storage::Storages;
 use crate::mpi::transport::{Channel, Transport};
+use crate::planning::messages::MessageLimits;
 use crate::planning::schedule::{Progress, Side};
+
+/// Fields whose buffers an exchange keeps room for when it is made, so that
+/// batches of up to this many fields start without allocating.
+const KEPT_FIELDS: usize = 8;
 
 /// The streams with their requests and slots: what the progress loops carry on.
 /// Apart from the exchange's local copies, so that a loop can make them (through
@@ -26,8 +33,12 @@ pub(super) struct Messaging<T: Transport> {
     /// Indices of completed requests, filled by [`Transport::complete_some`].
     pub(super) completed: Vec<c_int>,
     /// The slots: one per stream, for its packed messages, used through raw
-    /// pointers.
+    /// pointers; placed for one field, or for a batch's fields.
     pub(super) slots: Vec<u8>,
+    /// How many fields the streams' slots are placed for.
+    pub(super) slot_fields: usize,
+    /// How the streams' messages are cut, for one field.
+    pub(super) limits: MessageLimits,
     /// This rank's storages when either is strided (its streams then pack and
     /// unpack every message through their slots).
     pub(super) strided: Option<Storages>,
@@ -35,21 +46,55 @@ pub(super) struct Messaging<T: Transport> {
     pub(super) elem_size: usize,
 }
 
-/// The buffer at `base` that streams of `side` work on, as they see it.
-fn memory(strided: &Option<Storages>, elem_size: usize, base: *mut u8, side: Side) -> Memory<'_> {
+/// The fields' buffers at `bases` that streams of `side` work on, as they see
+/// them.
+fn memory<'a>(
+    strided: &'a Option<Storages>,
+    elem_size: usize,
+    bases: &'a [*mut u8],
+    side: Side,
+) -> Memory<'a> {
     let storage = strided.as_ref().map(|s| match side {
         Side::Send => &s.input,
         Side::Receive => &s.output,
     });
     let storage = storage.filter(|s| !s.is_dense());
     Memory {
-        base,
+        bases,
         strided: storage,
         elem_size,
     }
 }
 
 impl<T: Transport> Messaging<T> {
+    /// Places every stream's slot for executions of `fields` fields, the slots
+    /// grown to hold them when a batch needs more than any execution before
+    /// (kept for later ones); fails, changing nothing, when that allocation
+    /// fails.
+    pub(super) fn place_slots(&mut self, fields: usize, rank: usize) -> Result<()> {
+        if fields == self.slot_fields {
+            return Ok(());
+        }
+        let (limits, size) = (self.limits, self.elem_size);
+        let bytes: usize = (self.streams.iter())
+            .map(|s| s.slot_bytes(fields, limits, size))
+            .sum();
+        let more = bytes.saturating_sub(self.slots.len());
+        self.slots.try_reserve_exact(more).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot grow the message slots to {bytes} bytes for {fields} fields on rank {rank}"
+            ))
+        })?;
+        let mut start = 0;
+        for stream in &mut self.streams {
+            let len = stream.slot_bytes(fields, limits, size);
+            stream.slot = start..start + len;
+            start += len;
+        }
+        self.slot_fields = fields;
+        Ok(())
+    }
+
     /// Cancels every message in flight and completes it, and marks every stream
     /// idle.
     pub(super) fn abandon(&mut self, transport: &T) {
@@ -69,7 +114,7 @@ impl<T: Transport> Messaging<T> {
     pub(super) unsafe fn pairwise(
         &mut self,
         channel: Channel<'_, T>,
-        active: &mut Active,
+        (active, fields): (&mut Active, &Fields),
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
@@ -82,8 +127,8 @@ impl<T: Transport> Messaging<T> {
                     return Ok(false);
                 }
                 active.posted = 0;
-                let output = memory(&self.strided, self.elem_size, active.output, Side::Receive);
-                // SAFETY: the rounds' messages lie inside the output buffer.
+                let output = memory(&self.strided, self.elem_size, &fields.output, Side::Receive);
+                // SAFETY: the rounds' messages lie inside the output buffers.
                 unsafe { finish_rounds(&mut self.streams[window.clone()], output, slots) };
             }
             if window.is_empty() {
@@ -91,7 +136,7 @@ impl<T: Transport> Messaging<T> {
             }
             for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
                 let side = stream.spec.side;
-                let base = memory(&self.strided, self.elem_size, active.base(side), side);
+                let base = memory(&self.strided, self.elem_size, fields.bases(side), side);
                 let requests = &mut self.requests[active.posted..active.posted + per_round];
                 // SAFETY: the messages lie inside their buffer (planner invariant).
                 unsafe { stream.post_round(channel, base, slots, requests) }?;
@@ -125,7 +170,7 @@ impl<T: Transport> Messaging<T> {
     pub(super) unsafe fn independent(
         &mut self,
         channel: Channel<'_, T>,
-        active: &mut Active,
+        (active, fields): (&mut Active, &Fields),
         blocking: bool,
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
@@ -140,8 +185,8 @@ impl<T: Transport> Messaging<T> {
             {
                 if stream.pending == 0 && !stream.done {
                     let side = stream.spec.side;
-                    let base = memory(&self.strided, self.elem_size, active.base(side), side);
-                    // SAFETY: the messages lie inside their buffer (planner invariant).
+                    let base = memory(&self.strided, self.elem_size, fields.bases(side), side);
+                    // SAFETY: the messages lie inside their buffers (planner invariant).
                     unsafe { stream.post_round(channel, base, slots, requests) }?;
                 }
                 in_flight += stream.pending;
@@ -156,9 +201,9 @@ impl<T: Transport> Messaging<T> {
                 .all(|s| s.pending == 0 || s.is_exhausted());
             let progressed = match last_rounds {
                 // SAFETY: the rounds' messages lie inside the output buffer.
-                true => unsafe { self.complete_rounds(transport, active.output, blocking) }?,
+                true => unsafe { self.complete_rounds(transport, &fields.output, blocking) }?,
                 // SAFETY: as above.
-                false => unsafe { self.complete_some(transport, active.output, blocking) }?,
+                false => unsafe { self.complete_some(transport, &fields.output, blocking) }?,
             };
             if !progressed {
                 return Ok(false);
@@ -170,11 +215,11 @@ impl<T: Transport> Messaging<T> {
     /// they all have) and unpacks the receive rounds.
     ///
     /// # Safety
-    /// The rounds' messages lie inside `output`.
+    /// The rounds' messages lie inside the `output` buffers.
     unsafe fn complete_rounds(
         &mut self,
         transport: &T,
-        output: *mut u8,
+        output: &[*mut u8],
         blocking: bool,
     ) -> Result<bool> {
         if !transport.complete_all(&mut self.requests, blocking)? {
@@ -191,11 +236,11 @@ impl<T: Transport> Messaging<T> {
     /// that completed.
     ///
     /// # Safety
-    /// The rounds' messages lie inside `output`.
+    /// The rounds' messages lie inside the `output` buffers.
     unsafe fn complete_some(
         &mut self,
         transport: &T,
-        output: *mut u8,
+        output: &[*mut u8],
         blocking: bool,
     ) -> Result<bool> {
         let done = transport.complete_some(&mut self.requests, &mut self.completed, blocking)?;
@@ -231,15 +276,60 @@ impl Sides {
     }
 }
 
-/// An execution in flight: its buffers and how far the schedule has come.
+/// The buffers of an execution's fields (one, or a batch's), kept by the
+/// exchange between executions so that starting one allocates nothing: room
+/// for [`KEPT_FIELDS`] is made with the exchange, more only by the first batch
+/// of more fields, and kept.
+pub(super) struct Fields {
+    /// Where each field's sends are read: its input, or the pack buffer in place.
+    pub(super) send: Vec<*mut u8>,
+    /// Where each field's receives land: its output.
+    pub(super) output: Vec<*mut u8>,
+}
+
+impl Fields {
+    /// Room for [`KEPT_FIELDS`] fields.
+    pub(super) fn new(rank: usize) -> Result<Fields> {
+        Ok(Fields {
+            send: try_vec(KEPT_FIELDS, "the fields' buffers", rank)?,
+            output: try_vec(KEPT_FIELDS, "the fields' buffers", rank)?,
+        })
+    }
+
+    /// Makes room for `fields` fields (allocating only beyond the room kept).
+    pub(super) fn reserve(&mut self, fields: usize, rank: usize) -> Result<()> {
+        let grown = (self.send.try_reserve(fields)).and_then(|()| self.output.try_reserve(fields));
+        grown.map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot list the buffers of {fields} fields on rank {rank}"
+            ))
+        })
+    }
+
+    /// Sets the fields' buffers: sends read from `send`, receives land in
+    /// `output`, field by field.
+    pub(super) fn set(&mut self, send: &[*const u8], output: &[*mut u8]) {
+        self.send.clear();
+        self.send.extend(send.iter().map(|b| b.cast_mut()));
+        self.output.clear();
+        self.output.extend_from_slice(output);
+    }
+
+    /// The buffers streams of `side` work on.
+    pub(super) fn bases(&self, side: Side) -> &[*mut u8] {
+        match side {
+            Side::Send => &self.send,
+            Side::Receive => &self.output,
+        }
+    }
+}
+
+/// An execution in flight: how far the schedule has come (its buffers are the
+/// exchange's [`Fields`]).
 pub(super) struct Active {
-    /// Where sends are read.
-    pub(super) send_base: *mut u8,
-    /// Where receives land (the output).
-    pub(super) output: *mut u8,
-    /// Out of place, the input the kept elements are copied from, once the first
-    /// messages are posted.
-    pub(super) local_copy: Option<*const u8>,
+    /// Out of place, true until the kept elements are copied from the inputs
+    /// (the fields' send buffers), once the first messages are posted.
+    pub(super) copy_pending: bool,
     /// In place with everything sent packed, the pack buffer the sends read.
     pub(super) _packed: Vec<u8>,
     pub(super) sides: Sides,
@@ -252,30 +342,14 @@ pub(super) struct Active {
 }
 
 impl Active {
-    pub(super) fn new(
-        send_base: *mut u8,
-        output: *mut u8,
-        local_copy: Option<*const u8>,
-        packed: Vec<u8>,
-        sides: Sides,
-    ) -> Active {
+    pub(super) fn new(copy_pending: bool, packed: Vec<u8>, sides: Sides) -> Active {
         Active {
-            send_base,
-            output,
-            local_copy,
+            copy_pending,
             _packed: packed,
             sides,
             window_start: 0,
             posted: 0,
             direct: DirectExecution::default(),
-        }
-    }
-
-    /// The buffer a stream of `side` works on.
-    pub(super) fn base(&self, side: Side) -> *mut u8 {
-        match side {
-            Side::Send => self.send_base,
-            Side::Receive => self.output,
         }
     }
 }

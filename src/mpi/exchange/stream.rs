@@ -10,7 +10,7 @@ use crate::core::fallible::try_vec;
 use crate::distribution::storage::Storage;
 use crate::memory::Host;
 use crate::memory::strided::{Copier, Direction, RunAt};
-use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, Transport};
+use crate::mpi::transport::{BlockShape, Bytes, Channel, Envelope, FieldBytes, Transport};
 use crate::planning::messages::{
     CutMessages, MessageCutter, MessageKind, MessageLimits, Messages, Placement, Segment,
 };
@@ -20,20 +20,29 @@ use crate::planning::schedule::{ScheduledStream, Side};
 /// One direction of the traffic with one peer.
 pub(super) struct Stream {
     pub(super) spec: ScheduledStream,
+    /// The stream's bytes, of one field.
+    bytes: usize,
     /// The messages cut once when the plan was created, if they fit its budget.
     pub(super) cut: Option<CutMessages>,
+    /// Bytes of the largest message of `cut` (0 when none was kept): a batch
+    /// replays `cut` when its fields' parts of it fit one message.
+    pub(super) largest: usize,
     /// How many messages of `cut` this execution has posted.
     pub(super) replayed: usize,
     /// Cuts the messages during an execution that does not replay them from `cut`
-    /// (none were kept, or the sends are read from the packed sends): made when the
-    /// plan is created, rewound by every execution, so executions allocate nothing.
+    /// (none were kept, the sends are read from the packed sends, or a batch's
+    /// parts of them do not fit one message): made when the plan is created,
+    /// rewound by every execution, so executions allocate nothing.
     pub(super) cutter: Option<MessageCutter>,
     /// True when this execution replays `cut`.
     pub(super) replaying: bool,
     /// The message being cut, as segments of the local buffer.
     pub(super) segments: Vec<Segment>,
-    /// This stream's slot of the slots.
+    /// This stream's slot of the slots, for the current execution's fields.
     pub(super) slot: Range<usize>,
+    /// The slot's length for one field: as large as the largest scattered message
+    /// when the messages are kept, else as large as a packed message can be.
+    pub(super) field_slot: usize,
     /// Where this stream's bytes start in the pack buffer of an in-place execution
     /// (sends only).
     pub(super) packed_at: usize,
@@ -58,7 +67,9 @@ impl Stream {
         let elems = usize::try_from(spec.elems).unwrap_or(usize::MAX);
         Ok(Stream {
             spec,
+            bytes: elems.saturating_mul(plan.elem_size),
             cut: None,
+            largest: 0,
             replayed: 0,
             cutter: None,
             replaying: false,
@@ -68,6 +79,7 @@ impl Stream {
                 plan.rank,
             )?,
             slot: 0..0,
+            field_slot: 0,
             packed_at,
             unpack_pending: false,
             done: false,
@@ -91,38 +103,61 @@ impl Stream {
                 plan.rank
             ))
         })?;
-        // Sends are cut again in place with everything sent staged.
-        if self.cut.is_none() || self.spec.side == Side::Send {
-            self.cutter = Some(cutter());
-        }
+        self.largest = self
+            .cut
+            .as_ref()
+            .map_or(0, CutMessages::largest_message_bytes);
+        // Sends are cut again in place with everything sent staged, and any
+        // stream by a batch whose parts of its messages do not fit one.
+        self.cutter = Some(cutter());
         Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
     }
 
-    /// Places this stream's slot of the slots at `start`: as large as its largest
-    /// scattered message (its largest packed one when its side is `strided`, which
-    /// packs them all) when its messages are kept, otherwise as large as a packed
-    /// message can be.
-    pub(super) fn place_slot(
-        &mut self,
-        start: usize,
-        plan: &RankPlan,
-        limits: MessageLimits,
-        strided: bool,
-    ) {
-        let elems = usize::try_from(self.spec.elems).unwrap_or(usize::MAX);
-        let len = match &self.cut {
+    /// Sizes this stream's slot for one field and places it at `start`: as large
+    /// as its largest scattered message (its largest packed one when its side is
+    /// `strided`, which packs them all) when its messages are kept, otherwise as
+    /// large as a packed message can be.
+    pub(super) fn place_slot(&mut self, start: usize, limits: MessageLimits, strided: bool) {
+        self.field_slot = match &self.cut {
             Some(cut) => cut.largest_packed_bytes(strided),
-            None => limits
-                .packed_bytes
-                .min(elems.saturating_mul(plan.elem_size)),
+            None => limits.packed_bytes.min(self.bytes),
         };
-        self.slot = start..start + len;
+        self.slot = start..start + self.field_slot;
     }
 
-    /// Rewinds the stream for an execution in `mode`: the kept messages are replayed,
-    /// except for sends read from the packed buffer of an in-place execution; a
-    /// direct stream posts none when every rank is out of place.
-    pub(super) fn reset(&mut self, mode: Mode) {
+    /// True when an execution of `fields` fields replays the kept messages: one
+    /// field, or every kept message's parts of `fields` fields fit one packed
+    /// message ([`MessageLimits::per_field`] then cuts the same messages, so the
+    /// other end, kept or not, sends or receives the same).
+    fn replays(&self, fields: usize, limits: MessageLimits) -> bool {
+        let fit = self.largest.saturating_mul(fields) <= limits.packed_bytes;
+        self.cut.is_some() && (fields == 1 || fit)
+    }
+
+    /// The bytes of this stream's slot in an execution of `fields` fields (of
+    /// `elem_size` bytes each): the fields' parts of its largest scattered
+    /// message; when its messages are cut anew, a packed message (whose parts
+    /// hold one element at least), within the stream's bytes.
+    pub(super) fn slot_bytes(
+        &self,
+        fields: usize,
+        limits: MessageLimits,
+        elem_size: usize,
+    ) -> usize {
+        match self.replays(fields, limits) {
+            true => self.field_slot * fields,
+            false => {
+                (limits.packed_bytes.max(fields * elem_size)).min(self.bytes.saturating_mul(fields))
+            }
+        }
+    }
+
+    /// Rewinds the stream for an execution in `mode` of `fields` fields: the kept
+    /// messages are replayed, except for sends read from the packed buffer of an
+    /// in-place execution and by a batch whose parts of them do not fit one
+    /// message (cut anew within [`MessageLimits::per_field`]); a direct stream
+    /// posts none when every rank is out of place.
+    pub(super) fn reset(&mut self, mode: Mode, fields: usize, limits: MessageLimits) {
         let placement = match (self.spec.side, mode) {
             (Side::Receive, _) => Placement::Target,
             (Side::Send, Mode::InPlacePacked) => Placement::Packed {
@@ -131,9 +166,9 @@ impl Stream {
             (Side::Send, _) => Placement::Source,
         };
         let repacked = matches!(placement, Placement::Packed { .. });
-        self.replaying = self.cut.is_some() && !repacked;
+        self.replaying = self.replays(fields, limits) && !repacked;
         if let (false, Some(cutter)) = (self.replaying, &mut self.cutter) {
-            cutter.rewind(placement);
+            cutter.recut(placement, limits.per_field(fields));
         }
         self.replayed = 0;
         self.unpack_pending = false;
@@ -228,13 +263,15 @@ pub(super) fn stream_cutter(
     MessageCutter::new(runs, placement, plan.elem_size, limits)
 }
 
-/// A local buffer as a stream sees it: where it starts and, when its box is not
-/// stored in C order without gaps, its storage (its segments are then runs of
-/// the box in C order, packed and unpacked through the slot).
+/// The local buffers of an execution's fields as a stream sees them (one for
+/// a single array, `k` for a batch, each with the plan's box): where each
+/// starts and, when the box is not stored in C order without gaps, its storage
+/// (its segments are then runs of the box in C order, packed and unpacked
+/// through the slot). A message carries the same segments of every field.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Memory<'a> {
-    /// The buffer (the box's first element).
-    pub(super) base: *mut u8,
+    /// The fields' buffers (each at the box's first element).
+    pub(super) bases: &'a [*mut u8],
     /// The box's storage when it is strided.
     pub(super) strided: Option<&'a Storage>,
     /// Bytes per element.
@@ -242,14 +279,33 @@ pub(super) struct Memory<'a> {
 }
 
 impl Memory<'_> {
-    /// Moves `segments` of this buffer to or from `packed`, back to back, as
-    /// `direction` says.
+    /// Moves `segments` of every field to or from `packed`, back to back (the
+    /// first field's, then the second's, ...), as `direction` says.
     ///
     /// # Safety
-    /// The segments must lie inside the buffer (as runs of its box when strided),
-    /// and `packed` must hold their total length without overlapping it.
+    /// The segments must lie inside every field's buffer (as runs of its box when
+    /// strided), and `packed` must hold their total length times the fields
+    /// without overlapping them.
     unsafe fn transfer(&self, segments: &[Segment], packed: *mut u8, direction: Direction) {
-        let (base, size) = (self.base, self.elem_size);
+        let len: usize = segments.iter().map(|s| s.len).sum();
+        for (i, &base) in self.bases.iter().enumerate() {
+            // SAFETY: as documented: field `i`'s part lies `i * len` bytes in.
+            unsafe { self.transfer_field(base, segments, packed.add(i * len), direction) };
+        }
+    }
+
+    /// Moves `segments` of the field at `base` to or from `packed`, back to back.
+    ///
+    /// # Safety
+    /// As [`Memory::transfer`], for the one field.
+    unsafe fn transfer_field(
+        &self,
+        base: *mut u8,
+        segments: &[Segment],
+        packed: *mut u8,
+        direction: Direction,
+    ) {
+        let size = self.elem_size;
         let Some(storage) = self.strided else {
             let mut at = 0;
             for s in segments {
@@ -285,68 +341,84 @@ impl Memory<'_> {
     }
 }
 
-/// One message of a round, as segments of the local buffer.
+/// One message of a round, as segments of the local buffers.
 struct Message<'a> {
     kind: MessageKind,
     segments: &'a [Segment],
     memory: Memory<'a>,
-    /// The stream's slot, for a packed message scattered in the buffer.
+    /// The stream's slot, for a packed message scattered in the buffers.
     slot: *mut u8,
 }
 
 impl Message<'_> {
-    /// Its bytes in the buffer: one segment, or (direct) segments of one length
-    /// at one stride; `None` for a packed message over several segments, or any
-    /// message of a strided buffer.
-    fn in_buffer(&self) -> Option<Bytes> {
+    /// Its bytes in each field's buffer, from the buffer's start: one segment,
+    /// or (direct) segments of one length at one stride; `None` for a packed
+    /// message over several segments, or any message of a strided buffer.
+    fn in_buffer(&self) -> Option<(usize, BlockShape)> {
         if self.memory.strided.is_some() {
             return None;
         }
         let first = self.segments.first()?;
-        // No dereference here: `post`'s contract makes it a byte of the buffer.
-        let at = self.memory.base.wrapping_add(first.offset);
         match self.segments {
-            [_] => Some(Bytes::contiguous(at, first.len)),
-            [_, second, ..] if self.kind == MessageKind::Direct => Some(Bytes {
-                at,
-                shape: BlockShape {
+            [_] => Some((first.offset, BlockShape::contiguous(first.len))),
+            [_, second, ..] if self.kind == MessageKind::Direct => Some((
+                first.offset,
+                BlockShape {
                     block: first.len,
                     blocks: self.segments.len(),
                     stride: second.offset - first.offset,
                 },
-            }),
+            )),
             _ => None,
         }
     }
 }
 
-/// Posts one message into `request`: straight from or into the buffer when it is
-/// one segment there, or direct (segments at one stride, through a strided
-/// datatype), otherwise through the slot (packed first for a send). Returns
+/// Posts one message into `request`: straight from or into the buffers when it
+/// is one segment there, or direct (segments at one stride, through a strided
+/// datatype), every field's part of it in one message; otherwise through the
+/// slot (packed first for a send), every field's part back to back. Returns
 /// whether the message went through the slot.
 ///
 /// # Safety
-/// The segments must lie inside the buffer; the slot must hold their total length
-/// and be unused until the request completes.
+/// The segments must lie inside every field's buffer; the slot must hold their
+/// total length times the fields and be unused until the request completes.
 unsafe fn post<T: Transport>(
     transport: &T,
     envelope: Envelope,
     message: Message<'_>,
     request: &mut T::Request,
 ) -> Result<bool> {
-    let (bytes, packed) = match message.in_buffer() {
-        Some(bytes) => (bytes, false),
-        None => {
-            let len = message.segments.iter().map(|s| s.len).sum();
-            if envelope.side == Side::Send {
-                let (memory, slot) = (message.memory, message.slot);
-                // SAFETY: the segments lie inside the buffer; the slot holds `len` bytes.
-                unsafe { memory.transfer(message.segments, slot, Direction::Gather) };
-            }
-            (Bytes::contiguous(message.slot, len), true)
+    let bases = message.memory.bases;
+    let Some((offset, shape)) = message.in_buffer() else {
+        let len = message.segments.iter().map(|s| s.len).sum::<usize>() * bases.len();
+        if envelope.side == Side::Send {
+            let (memory, slot) = (message.memory, message.slot);
+            // SAFETY: the segments lie inside the buffers; the slot holds `len` bytes.
+            unsafe { memory.transfer(message.segments, slot, Direction::Gather) };
         }
+        let bytes = Bytes::contiguous(message.slot, len);
+        // SAFETY: the slot is valid until the request completes.
+        unsafe { transport.start(envelope, bytes, request) }?;
+        return Ok(true);
     };
-    // SAFETY: the bytes are valid until the request completes.
-    unsafe { transport.start(envelope, bytes, request) }?;
-    Ok(packed)
+    // SAFETY: the bytes are valid until the request completes (no dereference
+    // here: `post`'s contract makes them bytes of the buffers).
+    unsafe {
+        match bases {
+            [base] => {
+                let at = base.wrapping_add(offset);
+                transport.start(envelope, Bytes { at, shape }, request)
+            }
+            _ => {
+                let fields = FieldBytes {
+                    offset,
+                    shape,
+                    bases,
+                };
+                transport.start_fields(envelope, fields, request)
+            }
+        }
+    }?;
+    Ok(false)
 }

@@ -1,0 +1,148 @@
+/* Batches through the C ABI: dr_plan_execute_batch and dr_plan_execute_batch_begin
+ * moving 3 fields (field f holding the global indices plus f * FIELD_OFFSET) out
+ * of place, non-blocking (the pointer arrays freed right after begin) and in
+ * place, every element of every field checked and the inputs checked unchanged;
+ * k = 1 as dr_plan_execute; refusals agreed on every rank: a k that differs on
+ * rank 0, k = 0, NULL arrays and a short output in one field. */
+#include "harness.h"
+
+#define ROWS 37
+#define COLS 5
+#define FIELDS 3
+#define FIELD_OFFSET ((int64_t)1 << 40)
+
+static int64_t in_len, in_off, out_len, out_off;
+
+/* The number of wrong elements of field `f`'s (COLS, out_len) output slab. */
+static int64_t wrong_field(const int64_t *out, int f)
+{
+    int64_t wrong = 0;
+    for (int64_t c = 0; c < COLS; c++)
+        for (int64_t r = 0; r < out_len; r++)
+            wrong += out[c * out_len + r] != c * ROWS + out_off + r + f * FIELD_OFFSET;
+    return wrong;
+}
+
+/* Field `f`'s input: this rank's rows of the (ROWS, COLS) array. */
+static void fill_field(int64_t *in, int f)
+{
+    test_fill_i64(in, in_len * COLS, in_off * COLS + f * FIELD_OFFSET);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(&argc, &argv);
+    dr_balanced_slab(ROWS, test_nranks, test_rank, &in_len, &in_off);
+    dr_balanced_slab(ROWS, test_nranks, test_rank, &out_len, &out_off);
+    int64_t gshape[2] = {ROWS, COLS}, new_shape[2] = {COLS, ROWS};
+    dr_plan *plan = NULL;
+    CHECK_STATUS(dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, MPI_COMM_WORLD, in_len, 2, new_shape,
+                                1, -1, &plan),
+                 DR_SUCCESS);
+    int64_t in_elems = in_len * COLS, out_elems = out_len * COLS;
+    int64_t room = (in_elems > out_elems ? in_elems : out_elems) + 1;
+    int64_t *in[FIELDS], *out[FIELDS];
+    for (int f = 0; f < FIELDS; f++) {
+        in[f] = malloc((size_t)room * sizeof(int64_t));
+        out[f] = malloc((size_t)room * sizeof(int64_t));
+        fill_field(in[f], f);
+    }
+
+    /* Out of place, twice. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int f = 0; f < FIELDS; f++) memset(out[f], 0xEE, (size_t)room * sizeof(int64_t));
+        CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, (const void *const *)in,
+                                           (void *const *)out, out_elems),
+                     DR_SUCCESS);
+        for (int f = 0; f < FIELDS; f++) {
+            CHECK_EQ(wrong_field(out[f], f), 0, "wrong elements of a field (batch)");
+            int64_t changed = test_wrong_i64(in[f], in_elems, in_off * COLS + f * FIELD_OFFSET);
+            CHECK_EQ(changed, 0, "changed input elements (batch)");
+        }
+    }
+
+    /* k = 1 as dr_plan_execute. */
+    memset(out[0], 0xEE, (size_t)room * sizeof(int64_t));
+    CHECK_STATUS(dr_plan_execute_batch(plan, 1, (const void *const *)in, (void *const *)out,
+                                       out_elems),
+                 DR_SUCCESS);
+    CHECK_EQ(wrong_field(out[0], 0), 0, "wrong elements (batch of one)");
+
+    /* Non-blocking, the pointer arrays freed once begin returns. */
+    const void **ins = malloc(FIELDS * sizeof *ins);
+    void **outs = malloc(FIELDS * sizeof *outs);
+    for (int f = 0; f < FIELDS; f++) {
+        ins[f] = in[f];
+        outs[f] = out[f];
+        memset(out[f], 0xEE, (size_t)room * sizeof(int64_t));
+    }
+    dr_request *request = NULL;
+    CHECK_STATUS(dr_plan_execute_batch_begin(plan, FIELDS, ins, outs, out_elems, &request),
+                 DR_SUCCESS);
+    free(ins);
+    free(outs);
+    int done = 0;
+    while (!done) CHECK_STATUS(dr_request_test(&request, &done), DR_SUCCESS);
+    CHECK(request == NULL);
+    for (int f = 0; f < FIELDS; f++)
+        CHECK_EQ(wrong_field(out[f], f), 0, "wrong elements of a field (batch begin)");
+
+    /* In place: in[f] == out[f] for every field. */
+    for (int f = 0; f < FIELDS; f++) fill_field(out[f], f);
+    CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, (const void *const *)out, (void *const *)out,
+                                       room),
+                 DR_SUCCESS);
+    for (int f = 0; f < FIELDS; f++)
+        CHECK_EQ(wrong_field(out[f], f), 0, "wrong elements of a field (batch in place)");
+    for (int f = 0; f < FIELDS; f++) fill_field(out[f], f);
+    CHECK_STATUS(dr_plan_execute_batch_begin(plan, FIELDS, (const void *const *)out,
+                                             (void *const *)out, room, &request),
+                 DR_SUCCESS);
+    CHECK_STATUS(dr_request_wait(&request), DR_SUCCESS);
+    for (int f = 0; f < FIELDS; f++)
+        CHECK_EQ(wrong_field(out[f], f), 0, "wrong elements of a field (batch begin in place)");
+
+    /* Refusals, the same status on every rank. */
+    const void *const *cin = (const void *const *)in;
+    void *const *cout = (void *const *)out;
+    if (test_nranks > 1) {
+        int64_t k = test_rank == 0 ? 2 : 3;
+        CHECK_STATUS(dr_plan_execute_batch(plan, k, cin, cout, out_elems),
+                     DR_ERROR_INCONSISTENT_ARGUMENTS);
+        CHECK_NAMES_RANK(0);
+        CHECK(strstr(dr_last_error_message(), "k = 2") != NULL);
+        CHECK_STATUS(dr_plan_execute_batch_begin(plan, k, cin, cout, out_elems, &request),
+                     DR_ERROR_INCONSISTENT_ARGUMENTS);
+    }
+    CHECK_STATUS(dr_plan_execute_batch(plan, 0, cin, cout, out_elems), DR_ERROR_INVALID_SHAPE);
+    CHECK(strstr(dr_last_error_message(), "k = 0") != NULL);
+    const void *const *maybe_null = test_rank == test_nranks - 1 ? NULL : cin;
+    CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, maybe_null, cout, out_elems),
+                 DR_ERROR_NULL_POINTER);
+    CHECK_NAMES_RANK(test_nranks - 1);
+    CHECK_STATUS(dr_plan_execute_batch_begin(plan, FIELDS, cin, cout, out_elems, NULL),
+                 DR_ERROR_NULL_POINTER);
+    int short_here = test_rank == test_nranks - 1 && out_elems > 0;
+    if (test_any(short_here)) {
+        CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, cin, cout, out_elems - short_here),
+                     DR_ERROR_BUFFER_TOO_SMALL);
+        CHECK(strstr(dr_last_error_message(), "field 0") != NULL);
+    }
+    void *shared[FIELDS] = {out[0], out[0], out[2]};
+    CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, cin, (void *const *)shared, out_elems),
+                 DR_ERROR_ALIASING);
+    CHECK_STATUS(dr_plan_execute_batch(NULL, FIELDS, cin, cout, out_elems), DR_ERROR_NULL_POINTER);
+
+    /* A batch after the refusals works. */
+    for (int f = 0; f < FIELDS; f++) fill_field(in[f], f);
+    CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, cin, cout, out_elems), DR_SUCCESS);
+    for (int f = 0; f < FIELDS; f++)
+        CHECK_EQ(wrong_field(out[f], f), 0, "wrong elements of a field (after refusals)");
+
+    for (int f = 0; f < FIELDS; f++) {
+        free(in[f]);
+        free(out[f]);
+    }
+    dr_plan_destroy(plan);
+    return test_finish("batch_test");
+}
