@@ -822,6 +822,31 @@ enum dr_status dr_plan_execute_batch(const struct dr_plan *plan,
                                      int64_t out_capacity);
 
 /*
+ Executes a plan on a batch as `dr_plan_execute_batch` does, with the length
+ of each field's input (`in_elems` elements, checked as in
+ `dr_plan_execute_sized`), first agreeing with every rank on an error the
+ caller found on this rank before calling, as `dr_plan_execute_agreeing`
+ does: `caller_status` (`DR_SUCCESS` when it found none) with
+ `caller_message` (NULL for the status's text), agreed with the batch's
+ checks in its one `MPI_Allreduce`. With a caller's error on any rank
+ nothing is read or written, and this rank's `in` and `out` may be NULL. The
+ C++ and Fortran batches run on it, reporting the containers or arrays they
+ check.
+
+ # Safety
+ As `dr_plan_execute_batch`, each `in[i]` readable for `in_elems` elements;
+ `caller_message` NULL or a NUL-terminated string.
+ */
+enum dr_status dr_plan_execute_batch_agreeing(const struct dr_plan *plan,
+                                              int64_t k,
+                                              const void *const *in,
+                                              int64_t in_elems,
+                                              void *const *out,
+                                              int64_t out_capacity,
+                                              dr_status caller_status,
+                                              const char *caller_message);
+
+/*
  Executes a plan as `dr_plan_execute` does, with the length of the input: `in`
  holds `in_elems` elements. An input shorter than this rank's
  (`dr_plan_input_slab`), or a negative `in_elems`, is `DR_ERROR_BUFFER_TOO_SMALL`,
@@ -982,6 +1007,25 @@ enum dr_status dr_plan_execute_batch_begin(const struct dr_plan *plan,
                                            void *const *out,
                                            int64_t out_capacity,
                                            struct dr_request **request);
+
+/*
+ Starts executing a plan on a batch as `dr_plan_execute_batch_begin` does,
+ with the length of each field's input and a caller's error agreed first, as
+ `dr_plan_execute_batch_agreeing` does.
+
+ # Safety
+ As `dr_plan_execute_batch_agreeing`; `request` writable; the fields'
+ buffers valid until completion.
+ */
+enum dr_status dr_plan_execute_batch_begin_agreeing(const struct dr_plan *plan,
+                                                    int64_t k,
+                                                    const void *const *in,
+                                                    int64_t in_elems,
+                                                    void *const *out,
+                                                    int64_t out_capacity,
+                                                    dr_status caller_status,
+                                                    const char *caller_message,
+                                                    struct dr_request **request);
 
 /*
  Moves the execution of `*request` on as far as it goes without waiting and

@@ -218,6 +218,39 @@ auto vector_data(Vector& v)
         return v.data();
 }
 
+/// A field's first element as a batch passes it: `vector_data` for a vector,
+/// `data()` for a span (which may hold bool).
+template <class U, class Alloc>
+U* field_data(std::vector<U, Alloc>& v)
+{
+    return vector_data(v);
+}
+
+/// A field's first element (see above), read-only.
+template <class U, class Alloc>
+const U* field_data(const std::vector<U, Alloc>& v)
+{
+    return vector_data(v);
+}
+
+#ifdef __cpp_lib_span
+/// A field's first element (see above), of a span.
+template <class U, std::size_t N>
+U* field_data(std::span<U, N> s) noexcept
+{
+    return s.data();
+}
+#endif
+
+/// An error this rank found before a collective call, which the call agrees on
+/// with every rank: `DR_SUCCESS` for none.
+struct finding {
+    /// The status to agree on.
+    dr_status status = DR_SUCCESS;
+    /// What was found (the library adds the rank).
+    std::string message;
+};
+
 } // namespace detail
 
 /// True for the element types DistReshape moves: `bool`, `float`, `double`,
@@ -1036,6 +1069,102 @@ public:
     request execute_begin(std::span<const T>, std::span<T>) && = delete;
 #endif
 
+    /// Executes the plan on a batch of fields (collective, every rank with as
+    /// many: `dr_plan_execute_batch`): field `i` from `in[i]` into `out[i]`, each
+    /// as `execute` would, in one exchange whose messages carry every field's
+    /// part. `out[i] == in[i]` is that field in place (the fields then run one
+    /// after another); `capacity` is each output's. Inputs are taken on trust,
+    /// as in C. A count that differs between ranks, `in` and `out` of different
+    /// sizes, no fields, or fields sharing memory throw `distreshape::error` on
+    /// every rank alike (even on a plan that moves nothing between ranks).
+    void execute_batch(const std::vector<const T*>& in, const std::vector<T*>& out,
+                       std::size_t capacity)
+    {
+        run_batch(in, detail::unchecked, out, capacity, counted(in.size(), out.size()), nullptr);
+    }
+
+    /// Executes the plan on a batch (as above) from the containers `in` into
+    /// `out`, every field's size checked as `execute`'s vector overload checks
+    /// it: an input shorter than this rank's input, or an output shorter than
+    /// its output, throws `DR_ERROR_BUFFER_TOO_SMALL` on every rank, the message
+    /// naming the field and the rank; nothing moves. Not for bool.
+    template <class InAlloc, class OutAlloc>
+    void execute_batch(const std::vector<std::vector<T, InAlloc>>& in,
+                       std::vector<std::vector<T, OutAlloc>>& out)
+    {
+        run_fields(in, out, nullptr);
+    }
+
+#ifdef __cpp_lib_span
+    /// Executes the plan on a batch (C++20, as above) from the spans `in` into
+    /// `out`, every field's size checked; for every element type, bool included.
+    void execute_batch(std::span<const std::span<const T>> in, std::span<const std::span<T>> out)
+    {
+        run_fields(in, out, nullptr);
+    }
+#endif
+
+    /// Executes the plan in place on a batch (collective, as `execute_batch`):
+    /// `buffers[i]` holds field `i`'s input on entry and its output on return,
+    /// `capacity` elements each (the larger of `input_elems()` and
+    /// `output_elems()`). The fields run one after another.
+    void execute_batch_in_place(const std::vector<T*>& buffers, std::size_t capacity)
+    {
+        const std::vector<const T*> in(buffers.begin(), buffers.end());
+        execute_batch(in, buffers, capacity);
+    }
+
+    /// Starts executing the plan on a batch without waiting (collective, with the
+    /// checks and the agreement of `execute_batch`, whose errors it throws on every
+    /// rank alike, `dr_plan_execute_batch_begin`): the messages of every field are
+    /// in flight when it returns. The vectors of pointers may go once it returns;
+    /// the fields' buffers stay untouched and alive until the request completes.
+    /// A batch with a field in place completes here.
+    [[nodiscard]] request execute_batch_begin(const std::vector<const T*>& in,
+                                              const std::vector<T*>& out,
+                                              std::size_t capacity) &
+    {
+        dr_request* handle = nullptr;
+        run_batch(in, detail::unchecked, out, capacity, counted(in.size(), out.size()), &handle);
+        return request(handle);
+    }
+
+    /// Starts executing the plan on a batch (as above) from the containers `in`
+    /// into `out`, every field's size checked. Not for bool.
+    template <class InAlloc, class OutAlloc>
+    [[nodiscard]] request execute_batch_begin(const std::vector<std::vector<T, InAlloc>>& in,
+                                              std::vector<std::vector<T, OutAlloc>>& out) &
+    {
+        dr_request* handle = nullptr;
+        run_fields(in, out, &handle);
+        return request(handle);
+    }
+
+#ifdef __cpp_lib_span
+    /// Starts executing the plan on a batch (C++20, as above) from the spans `in`
+    /// into `out`, every field's size checked.
+    [[nodiscard]] request execute_batch_begin(std::span<const std::span<const T>> in,
+                                              std::span<const std::span<T>> out) &
+    {
+        dr_request* handle = nullptr;
+        run_fields(in, out, &handle);
+        return request(handle);
+    }
+#endif
+
+    /// Not on a temporary plan (see `execute_begin`).
+    request execute_batch_begin(const std::vector<const T*>&, const std::vector<T*>&,
+                                std::size_t) && = delete;
+    /// Not on a temporary plan (see `execute_begin`).
+    template <class InAlloc, class OutAlloc>
+    request execute_batch_begin(const std::vector<std::vector<T, InAlloc>>&,
+                                std::vector<std::vector<T, OutAlloc>>&) && = delete;
+#ifdef __cpp_lib_span
+    /// Not on a temporary plan (see `execute_begin`).
+    request execute_batch_begin(std::span<const std::span<const T>>,
+                                std::span<const std::span<T>>) && = delete;
+#endif
+
 private:
     /// Throws `DR_ERROR_INVALID_STRIDES` (locally) unless `given` is none or one
     /// stride per axis of a side of `ndims` axes.
@@ -1099,6 +1228,68 @@ private:
             detail::check(dr_plan_execute_begin_sized(
                 handle_, in, detail::saturate<std::int64_t>(in_size), out, cap, &handle));
         return request(handle);
+    }
+
+    /// `in` and `out` of a batch holding `ins` and `outs` fields: an error unless
+    /// they hold as many.
+    static detail::finding counted(std::size_t ins, std::size_t outs)
+    {
+        if (ins == outs) return {};
+        return {DR_ERROR_INVALID_SHAPE, "in holds " + std::to_string(ins) +
+                                            " fields but out holds " + std::to_string(outs)};
+    }
+
+    /// Runs the batch of the pointers `in` and `out` (`in_size` elements each, the
+    /// input's span when unchecked; `capacity` each), agreeing `found` with every
+    /// rank first (`dr_plan_execute_batch_agreeing`); starts it instead when
+    /// `request` is not NULL (`dr_plan_execute_batch_begin_agreeing`).
+    void run_batch(const std::vector<const T*>& in, std::size_t in_size,
+                   const std::vector<T*>& out, std::size_t capacity, const detail::finding& found,
+                   dr_request** request)
+    {
+        const std::size_t elems = in_size == detail::unchecked ? spans().first : in_size;
+        const std::int64_t k = detail::saturate<std::int64_t>(in.size());
+        const void* const* ins = reinterpret_cast<const void* const*>(in.data());
+        void* const* outs = reinterpret_cast<void* const*>(out.data());
+        const std::int64_t in_elems = detail::saturate<std::int64_t>(elems);
+        const std::int64_t cap = detail::saturate<std::int64_t>(capacity);
+        if (request == nullptr)
+            detail::check(dr_plan_execute_batch_agreeing(handle_, k, ins, in_elems, outs, cap,
+                                                         found.status, found.message.c_str()));
+        else
+            detail::check(dr_plan_execute_batch_begin_agreeing(
+                handle_, k, ins, in_elems, outs, cap, found.status, found.message.c_str(), request));
+    }
+
+    /// Runs (or starts, see `run_batch`) the batch of the containers `in` and
+    /// `out`, each field's size checked against this rank's spans.
+    template <class Inputs, class Outputs>
+    void run_fields(const Inputs& in, Outputs& out, dr_request** request)
+    {
+        const auto [in_span, out_span] = spans();
+        detail::finding found = counted(std::size(in), std::size(out));
+        std::vector<const T*> ins;
+        std::vector<T*> outs;
+        std::size_t in_size = std::numeric_limits<std::size_t>::max(), capacity = in_size;
+        auto short_field = [&](std::size_t i, const char* side, std::size_t size, std::size_t span) {
+            if (size >= span || found.status != DR_SUCCESS) return;
+            found = {DR_ERROR_BUFFER_TOO_SMALL,
+                     "field " + std::to_string(i) + ": the " + side + " holds " +
+                         std::to_string(size) + " elements but this rank's " + side + " spans " +
+                         std::to_string(span)};
+        };
+        for (const auto& field : in) {
+            short_field(ins.size(), "input", std::size(field), in_span);
+            in_size = std::min<std::size_t>(in_size, std::size(field));
+            ins.push_back(detail::field_data(field));
+        }
+        for (auto& field : out) {
+            short_field(outs.size(), "output", std::size(field), out_span);
+            capacity = std::min<std::size_t>(capacity, std::size(field));
+            outs.push_back(detail::field_data(field));
+        }
+        run_batch(ins, ins.empty() ? 0 : in_size, outs, outs.empty() ? 0 : capacity, found,
+                  request);
     }
 
     /// dr_plan_execute_agreeing: executes as `run` does (`in_size` elements, or

@@ -479,26 +479,107 @@ pub unsafe extern "C" fn dr_plan_execute_batch(
         // SAFETY: as documented.
         let plan = unsafe { plan_ref(plan) }?;
         // SAFETY: as documented.
-        unsafe { execute_c_batch(plan, (k, r#in, out), out_capacity, None, true) }.map(drop)
+        let batch = CBatch::new(k, r#in, out, out_capacity);
+        // SAFETY: as documented.
+        unsafe { execute_c_batch(plan, &batch, None, true) }.map(drop)
     })
 }
 
-/// Runs (`blocking`) or starts a batch of `k` fields of `plan` from the C
-/// arrays `in` and `out`, agreeing `pre` (an argument error found first) with
-/// the checks; returns whether it completed.
+/// Executes a plan on a batch as `dr_plan_execute_batch` does, with the length
+/// of each field's input (`in_elems` elements, checked as in
+/// `dr_plan_execute_sized`), first agreeing with every rank on an error the
+/// caller found on this rank before calling, as `dr_plan_execute_agreeing`
+/// does: `caller_status` (`DR_SUCCESS` when it found none) with
+/// `caller_message` (NULL for the status's text), agreed with the batch's
+/// checks in its one `MPI_Allreduce`. With a caller's error on any rank
+/// nothing is read or written, and this rank's `in` and `out` may be NULL. The
+/// C++ and Fortran batches run on it, reporting the containers or arrays they
+/// check.
 ///
 /// # Safety
-/// As `dr_plan_execute_batch`.
+/// As `dr_plan_execute_batch`, each `in[i]` readable for `in_elems` elements;
+/// `caller_message` NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_batch_agreeing(
+    plan: *const dr_plan,
+    k: i64,
+    r#in: *const *const c_void,
+    in_elems: i64,
+    out: *const *mut c_void,
+    out_capacity: i64,
+    caller_status: StatusCode,
+    caller_message: *const c_char,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let caller = unsafe { caller_error(caller_status, caller_message) };
+        // SAFETY: as documented.
+        let plan = unsafe { plan_ref(plan) }?;
+        let batch = CBatch {
+            in_elems: Some(in_elems),
+            ..CBatch::new(k, r#in, out, out_capacity)
+        };
+        // SAFETY: as documented.
+        unsafe { execute_c_batch(plan, &batch, caller, true) }.map(drop)
+    })
+}
+
+/// A batch as the C ABI passes it: `k` fields, the arrays of their inputs
+/// and outputs, each input's length (`None`: the plan's own) and each
+/// output's capacity, in elements.
+#[derive(Clone, Copy)]
+pub(crate) struct CBatch {
+    /// The number of fields, as the caller gave it.
+    pub(crate) k: i64,
+    /// The array of the fields' inputs (NULL, or `k` pointers).
+    pub(crate) inputs: *const *const c_void,
+    /// Each field's input length, or `None` for the plan's input span.
+    pub(crate) in_elems: Option<i64>,
+    /// The array of the fields' outputs (NULL, or `k` pointers).
+    pub(crate) outputs: *const *mut c_void,
+    /// Each field's output capacity.
+    pub(crate) out_capacity: i64,
+}
+
+impl CBatch {
+    /// A batch whose inputs are taken on trust (the plan's input span).
+    pub(crate) fn new(
+        k: i64,
+        inputs: *const *const c_void,
+        outputs: *const *mut c_void,
+        out_capacity: i64,
+    ) -> CBatch {
+        CBatch {
+            k,
+            inputs,
+            in_elems: None,
+            outputs,
+            out_capacity,
+        }
+    }
+}
+
+/// Runs (`blocking`) or starts `batch` on `plan`, agreeing `pre` (an argument
+/// error found first) with the checks; returns whether it completed.
+///
+/// # Safety
+/// As `dr_plan_execute_batch_agreeing`.
 pub(crate) unsafe fn execute_c_batch(
     plan: &Plan,
-    (k, r#in, out): (i64, *const *const c_void, *const *mut c_void),
-    out_capacity: i64,
+    batch: &CBatch,
     pre: Option<Error>,
     blocking: bool,
 ) -> Result<bool> {
+    let CBatch {
+        k,
+        inputs: r#in,
+        in_elems,
+        outputs: out,
+        out_capacity,
+    } = *batch;
     let (lens, first) = c_buffers(
         plan,
-        (std::ptr::null(), None),
+        (std::ptr::null(), in_elems),
         (std::ptr::null_mut(), out_capacity),
     );
     let fields = usize::try_from(k).unwrap_or(0);

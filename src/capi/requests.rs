@@ -1,13 +1,13 @@
 //! Executions in flight through the C ABI: beginning one, testing and waiting
 //! for it, and what becomes of its request when its plan is destroyed first.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
-use crate::capi::boundary::{c_buffers, guard};
+use crate::capi::boundary::{c_buffers, caller_error, guard};
 use crate::capi::handles::{c_plan_ref, dr_plan, dr_request};
-use crate::capi::plans::execute_c_batch;
-use crate::core::abi::dr_status;
+use crate::capi::plans::{CBatch, execute_c_batch};
+use crate::core::abi::{StatusCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::mpi::buffers::Buffers;
 
@@ -85,18 +85,65 @@ pub unsafe extern "C" fn dr_plan_execute_batch_begin(
     request: *mut *mut dr_request,
 ) -> dr_status {
     guard(|| {
+        let batch = CBatch::new(k, r#in, out, out_capacity);
         // SAFETY: as documented.
-        let p = unsafe { c_plan_ref(plan) }?;
-        let missing = request
-            .is_null()
-            .then(|| Error::NullPointer("request is NULL".into()));
-        // SAFETY: as documented.
-        let done =
-            unsafe { execute_c_batch(&p.plan, (k, r#in, out), out_capacity, missing, false) }?;
-        // SAFETY: request is writable (checked and agreed above).
-        unsafe { *request = tracked(p, done) };
-        Ok(())
+        unsafe { begin_batch(plan, &batch, None, request) }
     })
+}
+
+/// Starts executing a plan on a batch as `dr_plan_execute_batch_begin` does,
+/// with the length of each field's input and a caller's error agreed first, as
+/// `dr_plan_execute_batch_agreeing` does.
+///
+/// # Safety
+/// As `dr_plan_execute_batch_agreeing`; `request` writable; the fields'
+/// buffers valid until completion.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_plan_execute_batch_begin_agreeing(
+    plan: *const dr_plan,
+    k: i64,
+    r#in: *const *const c_void,
+    in_elems: i64,
+    out: *const *mut c_void,
+    out_capacity: i64,
+    caller_status: StatusCode,
+    caller_message: *const c_char,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    guard(|| {
+        // SAFETY: as documented.
+        let caller = unsafe { caller_error(caller_status, caller_message) };
+        let batch = CBatch {
+            in_elems: Some(in_elems),
+            ..CBatch::new(k, r#in, out, out_capacity)
+        };
+        // SAFETY: as documented.
+        unsafe { begin_batch(plan, &batch, caller, request) }
+    })
+}
+
+/// Starts `batch` on `plan` and sets `*request` to track it (NULL when it
+/// completed at once), agreeing `caller` (an error the caller found) and a
+/// NULL `request` with the batch's checks.
+///
+/// # Safety
+/// As `dr_plan_execute_batch_begin_agreeing`.
+unsafe fn begin_batch(
+    plan: *const dr_plan,
+    batch: &CBatch,
+    caller: Option<Error>,
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { c_plan_ref(plan) }?;
+    let missing = request
+        .is_null()
+        .then(|| Error::NullPointer("request is NULL".into()));
+    // SAFETY: as documented.
+    let done = unsafe { execute_c_batch(&p.plan, batch, caller.or(missing), false) }?;
+    // SAFETY: request is writable (checked and agreed above).
+    unsafe { *request = tracked(p, done) };
+    Ok(())
 }
 
 /// The request of `plan`'s execution begun, `done` or not: NULL when it

@@ -2,8 +2,9 @@
 //! slab lengths, pure planning) and repeated collective execution. The jobs, a
 //! module each: [`creation`] (the collective steps of creation), [`queries`] (what
 //! a plan tells of itself), [`launch`] (checking, agreeing on and running an
-//! execution), [`execution`] (buffers and executions in flight) and [`in_place`]
-//! (the in-place policy).
+//! execution), [`batch`] (executions of several fields), [`raw_batch`]
+//! (batches on raw buffers with a caller's error agreed), [`execution`]
+//! (buffers and executions in flight) and [`in_place`] (the in-place policy).
 //!
 //! What allocates when: creation allocates everything an execution out of place,
 //! or in place on the local path, needs (the exchange's streams, requests, message
@@ -19,6 +20,7 @@ mod execution;
 mod in_place;
 mod launch;
 mod queries;
+mod raw_batch;
 
 use std::cell::Cell;
 use std::fmt;
@@ -35,6 +37,7 @@ use self::creation::{
 };
 pub use self::execution::Execution;
 use self::in_place::InPlaceRoute;
+pub use self::raw_batch::RawBatch;
 use crate::api::options::PlanOptions;
 use crate::core::element::Element;
 use crate::core::error::Result;
