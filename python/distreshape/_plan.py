@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from mpi4py import MPI
@@ -406,6 +406,47 @@ class Plan:
             out = self._new_output()
         return Request(self, self._native.begin(block, out, problem))
 
+    def execute_many(self, locals: Sequence[Any], outs: Optional[Sequence[np.ndarray]] = None) -> list[np.ndarray]:
+        """Reshapes a batch of fields (collective, every rank with as many): field
+        ``i`` from ``locals[i]`` into ``outs[i]``, each array checked (and an input
+        copied) as :meth:`execute` checks its arrays, strided plans included, in one
+        exchange whose messages carry every field's part. Returns the outputs as a
+        list (default: new arrays). ``locals`` may be one array whose first axis
+        indexes the fields. A count that differs between ranks, ``locals`` and
+        ``outs`` of different lengths, no fields, arrays sharing memory, and any
+        array's error raise the same :class:`distreshape.Error` on every rank, the
+        message naming the field and the rank."""
+        blocks, outs, problem = self._fields(locals, outs)
+        self._native.execute_many(blocks, outs, problem)
+        return outs
+
+    def execute_many_begin(self, locals: Sequence[Any], outs: Optional[Sequence[np.ndarray]] = None) -> "Request":
+        """Starts :meth:`execute_many` without waiting (collective); the arrays must
+        not be touched until the returned request completes. Its :meth:`Request.wait`
+        returns the list of outputs; it keeps the plan and every array alive until
+        then."""
+        blocks, outs, problem = self._fields(locals, outs)
+        return Request(self, self._native.begin_many(blocks, outs, problem))
+
+    def _fields(self, locals: Any, outs: Optional[Sequence[np.ndarray]]) -> tuple[list, list, Problem]:
+        """A batch's inputs as the extension takes them (see :meth:`_input`), its
+        outputs (new ones by default) and the first problem found."""
+        try:
+            given = list(locals)
+        except TypeError as e:
+            return [], [], (STATUS["DR_ERROR_INVALID_SHAPE"], f"locals is not a sequence of arrays: {e}")
+        blocks, problem = [], None
+        for local in given:
+            block, found = self._input(local)
+            blocks.append(block)
+            problem = problem or found
+        if outs is None:
+            return blocks, [self._new_output() for _ in blocks], problem
+        try:
+            return blocks, list(outs), problem
+        except TypeError as e:
+            return blocks, [], problem or (STATUS["DR_ERROR_INVALID_SHAPE"], f"outs is not a sequence of arrays: {e}")
+
     def execute_in_place(self, buf: np.ndarray) -> np.ndarray:
         """Reshapes in place (collective): ``buf``, a writable C-contiguous array of
         the plan's dtype (any shape, e.g. 1-d) holding at least as many elements as
@@ -426,7 +467,8 @@ class Plan:
 
 
 class Request:
-    """One execution started by :meth:`Plan.execute_begin`."""
+    """One execution started by :meth:`Plan.execute_begin` (or a batch, by
+    :meth:`Plan.execute_many_begin`)."""
 
     def __init__(self, plan: Plan, native: Any) -> None:
         self._plan = plan
@@ -451,8 +493,8 @@ class Request:
 
     def wait(self) -> np.ndarray:
         """Waits until the execution has completed on this rank; returns the output
-        array. A failure (this rank's) raises :class:`distreshape.Error`, here and at
-        every later call."""
+        array (a batch's: the list of outputs). A failure (this rank's) raises
+        :class:`distreshape.Error`, here and at every later call."""
         return self._native.wait()
 
 

@@ -5,11 +5,12 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use distreshape::{
-    Error, LayoutArgs, Plan, PlanOption, PlanOptions, RawComm, ReshapeArgs, Result, Route,
+    Error, LayoutArgs, Plan, PlanOption, PlanOptions, RawBatch, RawComm, ReshapeArgs, Result, Route,
 };
 use mpi::ffi::{self, RSMPI_Fint};
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 
 use crate::arrays::{ElementType, Expected, Memory, check};
 use crate::errors::to_py_err;
@@ -450,6 +451,99 @@ impl NativePlan {
             }),
         })
     }
+
+    /// Executes a batch from the arrays `inputs` into `outputs` (collective, every
+    /// rank with as many): each pair checked as `execute` checks one, the first
+    /// failure (naming its field) and `problem` agreed with the batch's checks in
+    /// its one collective.
+    #[pyo3(signature = (inputs, outputs, problem))]
+    fn execute_many(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<Option<Bound<'_, PyAny>>>,
+        outputs: Vec<Option<Bound<'_, PyAny>>>,
+        problem: Problem,
+    ) -> PyResult<()> {
+        let checked = self.check_fields(&inputs, &outputs, problem);
+        let (fields, local) = memory_or_error(checked, Fields::none(inputs.len()));
+        py.detach(|| {
+            let plan = self.lock();
+            // SAFETY: `check_fields` checked every field's arrays as `execute`
+            // checks one (their memory null and empty after a local error, agreed
+            // without touching them); they stay alive (borrowed by this call)
+            // until the batch has completed.
+            fields.with_raw(|batch| unsafe { plan.execute_batch_raw_agreeing(batch, local) })
+        })
+        .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Starts a batch from `inputs` into `outputs` (collective, errors agreed as
+    /// by `execute_many`); the request keeps the plan and every array alive until
+    /// the batch has completed, and its `wait` returns the outputs as a list.
+    #[pyo3(signature = (inputs, outputs, problem))]
+    fn begin_many(
+        slf: &Bound<'_, Self>,
+        inputs: Vec<Option<Bound<'_, PyAny>>>,
+        outputs: Vec<Option<Bound<'_, PyAny>>>,
+        problem: Problem,
+    ) -> PyResult<NativeRequest> {
+        let py = slf.py();
+        let this = slf.get();
+        let checked = this.check_fields(&inputs, &outputs, problem);
+        let (fields, local) = memory_or_error(checked, Fields::none(inputs.len()));
+        let done = py
+            .detach(|| {
+                let plan = this.lock();
+                // SAFETY: as in `execute_many`; the request made below holds every
+                // array until the batch completes (`NativeRequest` waits for it
+                // before releasing them, also when dropped).
+                fields.with_raw(|batch| unsafe { plan.begin_batch_raw_agreeing(batch, local) })
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        let (held, outputs) = (PyTuple::new(py, &inputs)?, PyList::new(py, &outputs)?);
+        Ok(NativeRequest {
+            plan: slf.clone().unbind(),
+            arrays: (held.into_any().unbind(), outputs.into_any().unbind()),
+            state: Mutex::new(if done {
+                State::Completed
+            } else {
+                State::Pending
+            }),
+        })
+    }
+}
+
+/// A batch's arrays as memory: field `i` reads `inputs[i]` and writes
+/// `outputs[i]`.
+struct Fields {
+    /// Each field's input.
+    inputs: Vec<Memory>,
+    /// Each field's output, as many.
+    outputs: Vec<Memory>,
+}
+
+impl Fields {
+    /// `count` fields without memory (null and empty), for a batch refused here.
+    fn none(count: usize) -> Fields {
+        Fields {
+            inputs: vec![NO_MEMORY; count],
+            outputs: vec![NO_MEMORY; count],
+        }
+    }
+
+    /// Calls `body` with the fields as the library's raw batch.
+    fn with_raw<R>(&self, body: impl FnOnce(&RawBatch<'_>) -> R) -> R {
+        let inputs: Vec<*const u8> = self.inputs.iter().map(|m| m.address as *const u8).collect();
+        let outputs: Vec<*mut u8> = self.outputs.iter().map(|m| m.address as *mut u8).collect();
+        let input_lens: Vec<usize> = self.inputs.iter().map(|m| m.bytes).collect();
+        let capacities: Vec<usize> = self.outputs.iter().map(|m| m.bytes).collect();
+        body(&RawBatch {
+            inputs: &inputs,
+            input_lens: &input_lens,
+            outputs: &outputs,
+            capacities: &capacities,
+        })
+    }
 }
 
 /// The arguments of a plan from the layout spec `input` to `output` for elements
@@ -567,6 +661,43 @@ impl NativePlan {
     }
 }
 
+impl NativePlan {
+    /// Checks every field's arrays as [`NativePlan::check_pair`] checks one
+    /// (`inputs` and `outputs` as many); the first failure names its field.
+    fn check_fields(
+        &self,
+        inputs: &[Option<Bound<'_, PyAny>>],
+        outputs: &[Option<Bound<'_, PyAny>>],
+        problem: Problem,
+    ) -> Result<Fields> {
+        if let Some(error) = problem_error(problem) {
+            return Err(error);
+        }
+        if inputs.len() != outputs.len() {
+            return Err(Error::InvalidShape(format!(
+                "locals holds {} arrays but outs {} (rank {})",
+                inputs.len(),
+                outputs.len(),
+                self.rank
+            )));
+        }
+        let mut fields = Fields {
+            inputs: Vec::with_capacity(inputs.len()),
+            outputs: Vec::with_capacity(inputs.len()),
+        };
+        for (i, (input, output)) in inputs.iter().zip(outputs).enumerate() {
+            let (input, output) = self
+                .check_pair(input.as_ref(), output.as_ref(), None)
+                .map_err(|e| {
+                    Error::from_status(e.status(), format!("field {i}: {}", e.detail()))
+                })?;
+            fields.inputs.push(input);
+            fields.outputs.push(output);
+        }
+        Ok(fields)
+    }
+}
+
 /// Where a non-blocking execution is.
 enum State {
     /// Messages are in flight.
@@ -577,11 +708,14 @@ enum State {
     Failed(Error),
 }
 
-/// One non-blocking execution: holds its plan and both arrays until it completes.
+/// One non-blocking execution (of one array or a batch): holds its plan and
+/// every array until it completes.
 #[pyclass(frozen, module = "distreshape._native")]
 pub struct NativeRequest {
     plan: Py<NativePlan>,
-    /// The input and output arrays, which MPI reads and writes until completion.
+    /// What MPI reads and writes until completion, then what `wait` returns: the
+    /// input and the output array, or a batch's inputs (a tuple) and its outputs
+    /// (a list, none of the caller's).
     arrays: (Py<PyAny>, Py<PyAny>),
     state: Mutex<State>,
 }
@@ -593,7 +727,8 @@ impl NativeRequest {
         self.advance(py, false)
     }
 
-    /// Waits until the execution has completed on this rank; returns the output array.
+    /// Waits until the execution has completed on this rank; returns the output
+    /// array (a batch's: the list of its outputs).
     fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.advance(py, true)?;
         Ok(self.arrays.1.clone_ref(py))
