@@ -53,7 +53,7 @@ module distreshape
             dr_plan_describe, dr_plan_destroy, dr_balanced_slab, dr_status_string, &
             dr_last_error_message, dr_version, dr_layout_create, dr_layout_set_lengths, &
             dr_layout_destroy, dr_plan_input_box, dr_plan_output_box, dr_plan_create_strided, &
-            dr_plan_spans, dr_plan_strides
+            dr_plan_spans, dr_plan_strides, dr_plan_execute_batch, dr_plan_execute_batch_begin
 
   !> Status codes (enum dr_status).
   integer, parameter, public :: DR_SUCCESS = 0, DR_ERROR_NULL_POINTER = 1, &
@@ -187,6 +187,18 @@ module distreshape
   !> copied (see the conventions above) and should be declared `asynchronous`;
   !> leave them alone until the request completes.
   !>
+  !> call dr_plan_execute_batch(plan, a, b [, stat]); collective: k fields
+  !> through one exchange, each as dr_plan_execute moves it. `a` and `b` have one more dimension than the plan's arrays,
+  !> the last indexing the fields (u(nx, ny, nz, k), or a section of a bigger
+  !> array): each field a(..., i) must be this rank's box at the plan's strides
+  !> (contiguous for a plan without strides; a strided plan's molds' strides),
+  !> and a and b must hold as many fields, otherwise DR_ERROR_INVALID_SHAPE or
+  !> DR_ERROR_INVALID_STRIDES on every rank and nothing moves. Never copied.
+  !> Every rank passes the same k (else DR_ERROR_INCONSISTENT_ARGUMENTS).
+  !> call dr_plan_execute_batch_begin(plan, a, b, request [, stat]); as
+  !> dr_plan_execute_batch, returning with the messages in flight, as
+  !> dr_plan_execute_begin.
+  !>
   !> call dr_plan_allocate_output(plan, b [, global_bounds] [, stat]); local.
   !> Allocates (reallocates) the allocatable array `b`, of the new shape's rank
   !> (1 to 7), with this rank's output box shape (for a slab plan, the slab);
@@ -317,6 +329,18 @@ module distreshape
                      execute_begin_bool
   end interface dr_plan_execute_begin
 
+  interface dr_plan_execute_batch
+    module procedure execute_batch_r32, execute_batch_r64, execute_batch_i32, execute_batch_i64, &
+                     execute_batch_c64, execute_batch_c128, execute_batch_i8, execute_batch_i16, &
+                     execute_batch_bool
+  end interface dr_plan_execute_batch
+
+  interface dr_plan_execute_batch_begin
+    module procedure execute_batch_begin_r32, execute_batch_begin_r64, execute_batch_begin_i32, &
+                     execute_batch_begin_i64, execute_batch_begin_c64, execute_batch_begin_c128, &
+                     execute_batch_begin_i8, execute_batch_begin_i16, execute_batch_begin_bool
+  end interface dr_plan_execute_batch_begin
+
   interface dr_plan_allocate_output
     module procedure allocate_r32, allocate_r64, allocate_i32, allocate_i64, allocate_c64, &
                      allocate_c128, allocate_i8, allocate_i16, allocate_bool
@@ -422,6 +446,23 @@ module distreshape
       type(*), dimension(..), intent(in) :: a
       type(*), dimension(..), intent(inout) :: b
     end function c_plan_execute_strided
+
+    integer(c_int) function c_plan_execute_batch(plan, a, b) &
+        bind(c, name="dr_plan_execute_batch_f")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: plan
+      type(*), dimension(..), intent(in) :: a
+      type(*), dimension(..), intent(inout) :: b
+    end function c_plan_execute_batch
+
+    integer(c_int) function c_plan_execute_batch_begin(plan, a, b, request) &
+        bind(c, name="dr_plan_execute_batch_begin_f")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: plan
+      type(*), dimension(..), asynchronous, intent(in) :: a
+      type(*), dimension(..), asynchronous, intent(inout) :: b
+      type(c_ptr), intent(out) :: request
+    end function c_plan_execute_batch_begin
 
     integer(c_int) function c_plan_execute_strided_begin(plan, a, b, request) &
         bind(c, name="dr_plan_execute_strided_begin_f")
@@ -1158,6 +1199,33 @@ contains
       error stop 'distreshape: dr_plan_execute_begin: array type differs from the plan''s dtype'
     call finish(c_plan_execute_strided_begin(plan%handle, a, b, request%handle), stat)
   end subroutine begin_as_is_core
+
+  !> Shared body of the dr_plan_execute_batch specifics: the arrays go to the
+  !> library as their descriptors, never copied, the fields along their last
+  !> dimension.
+  subroutine batch_core(plan, dtype, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    integer, intent(in) :: dtype
+    type(*), dimension(..), intent(in) :: a
+    type(*), dimension(..), intent(inout) :: b
+    integer, intent(out), optional :: stat
+    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
+      error stop 'distreshape: dr_plan_execute_batch: array type differs from the plan''s dtype'
+    call finish(c_plan_execute_batch(plan%handle, a, b), stat)
+  end subroutine batch_core
+
+  !> Shared body of the dr_plan_execute_batch_begin specifics, as batch_core.
+  subroutine batch_begin_core(plan, dtype, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    integer, intent(in) :: dtype
+    type(*), dimension(..), asynchronous, intent(in) :: a
+    type(*), dimension(..), asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
+      error stop 'distreshape: dr_plan_execute_batch_begin: array type differs from the plan''s dtype'
+    call finish(c_plan_execute_batch_begin(plan%handle, a, b, request%handle), stat)
+  end subroutine batch_begin_core
 
   !> This rank's spans (local), in elements: from the first element of its input
   !> box to one past its last (`in_span`), and the output's (`out_span`); a

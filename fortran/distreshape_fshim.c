@@ -10,7 +10,8 @@
  * The strided plans' procedures take assumed-rank arrays, which Fortran passes
  * as C descriptors (ISO_Fortran_binding.h): these wrappers read each into a
  * struct dr_fortran_array for the library (src/fortran/strided.rs), so that
- * array sections and halo interiors reach it as they are, never copied. */
+ * array sections and halo interiors reach it as they are, never copied; so do
+ * the batches' arrays, whose last dimension indexes the fields. */
 #include <ISO_Fortran_binding.h>
 #include <mpi.h>
 #include "distreshape.h"
@@ -49,6 +50,12 @@ dr_status dr_fortran_plan_execute_strided_begin(const dr_plan *plan,
                                                 const struct dr_fortran_array *a,
                                                 const struct dr_fortran_array *b,
                                                 dr_request **request);
+dr_status dr_fortran_plan_execute_batch(const dr_plan *plan, const struct dr_fortran_array *a,
+                                        const struct dr_fortran_array *b);
+dr_status dr_fortran_plan_execute_batch_begin(const dr_plan *plan,
+                                              const struct dr_fortran_array *a,
+                                              const struct dr_fortran_array *b,
+                                              dr_request **request);
 
 /* MPI_Comm_f2c is only meaningful while MPI is initialized (Open MPI looks
  * the handle up in a table). Otherwise pass MPI_COMM_NULL; the library then
@@ -132,4 +139,21 @@ dr_status dr_plan_execute_strided_begin_f(const dr_plan *plan, const CFI_cdesc_t
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
     return dr_fortran_plan_execute_strided_begin(plan, &in, &out, request);
+}
+
+/* dr_plan_execute_batch for the module: the arrays as they are, the fields
+ * along their last dimension, checked against the plan's boxes and strides by
+ * the library. */
+dr_status dr_plan_execute_batch_f(const dr_plan *plan, const CFI_cdesc_t *a, CFI_cdesc_t *b)
+{
+    struct dr_fortran_array in = array_of(a), out = array_of(b);
+    return dr_fortran_plan_execute_batch(plan, &in, &out);
+}
+
+/* dr_plan_execute_batch_begin for the module, as dr_plan_execute_batch_f. */
+dr_status dr_plan_execute_batch_begin_f(const dr_plan *plan, const CFI_cdesc_t *a,
+                                        CFI_cdesc_t *b, dr_request **request)
+{
+    struct dr_fortran_array in = array_of(a), out = array_of(b);
+    return dr_fortran_plan_execute_batch_begin(plan, &in, &out, request);
 }

@@ -165,6 +165,25 @@ const EXECUTE: &str = "
   end subroutine execute_in_place_@K
 ";
 
+const BATCH: &str = "
+  subroutine execute_batch_@K(plan, a, b, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, dimension(..), target, intent(in) :: a
+    @T, dimension(..), target, intent(inout) :: b
+    integer, intent(out), optional :: stat
+    call batch_core(plan, @D, a, b, stat)
+  end subroutine execute_batch_@K
+
+  subroutine execute_batch_begin_@K(plan, a, b, request, stat)
+    type(dr_plan), intent(in) :: plan
+    @T, dimension(..), target, asynchronous, intent(in) :: a
+    @T, dimension(..), target, asynchronous, intent(inout) :: b
+    type(dr_request), intent(inout) :: request
+    integer, intent(out), optional :: stat
+    call batch_begin_core(plan, @D, a, b, request, stat)
+  end subroutine execute_batch_begin_@K
+";
+
 const ALLOCATE: &str = "
   subroutine allocate_@K(plan, b, global_bounds, stat)
     type(dr_plan), intent(in) :: plan
@@ -255,6 +274,11 @@ fn interfaces() -> String {
             &names("execute_in_place_", false),
         ),
         interface("dr_plan_execute_begin", &names("execute_begin_", false)),
+        interface("dr_plan_execute_batch", &names("execute_batch_", false)),
+        interface(
+            "dr_plan_execute_batch_begin",
+            &names("execute_batch_begin_", false),
+        ),
         interface("dr_plan_allocate_output", &names("allocate_", false)),
     ]
     .join("\n")
@@ -275,7 +299,7 @@ fn specifics() -> String {
                 &fill(CREATE_LAYOUTS_WITH_MOLD, (&suffix, ty, dtype), comm).replace("@S", &dims);
         }
     }
-    for template in [EXECUTE, ALLOCATE] {
+    for template in [EXECUTE, BATCH, ALLOCATE] {
         for kind in KINDS {
             text += &fill(template, kind, COMMS[0]);
         }

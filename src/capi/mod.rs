@@ -26,6 +26,6 @@ pub(crate) use boundary::{guard, shape_arg};
 pub(crate) use handles::{c_plan_ref, dr_plan, dr_request, plan_ref};
 pub(crate) use layouts::{create_layouts_plan, dr_layout, layout_args};
 pub(crate) use options::{configured, dr_options};
-pub(crate) use plans::{MPI_Comm, create_plan};
-pub(crate) use requests::begin_request;
+pub(crate) use plans::{CBatch, MPI_Comm, create_plan, execute_c_batch};
+pub(crate) use requests::{begin_batch, begin_request};
 pub(crate) use slab_args::{SlabArgs, SlabSide};

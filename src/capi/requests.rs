@@ -128,7 +128,7 @@ pub unsafe extern "C" fn dr_plan_execute_batch_begin_agreeing(
 ///
 /// # Safety
 /// As `dr_plan_execute_batch_begin_agreeing`.
-unsafe fn begin_batch(
+pub(crate) unsafe fn begin_batch(
     plan: *const dr_plan,
     batch: &CBatch,
     caller: Option<Error>,

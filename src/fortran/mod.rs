@@ -5,6 +5,7 @@
 //! Fortran arrays, check those shapes against the plan on every rank alike, and
 //! word every message in the caller's notation.
 
+mod batch;
 mod strided;
 
 use std::ffi::c_void;

@@ -22,11 +22,12 @@ use crate::planning::args::Notation;
 /// address of its first element, its rank, and the extent and the byte stride
 /// (`sm`) of each axis, Fortran order.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct ArrayDescriptor {
-    base: *mut c_void,
-    rank: i32,
-    extents: [i64; MAX_RANK],
-    strides: [i64; MAX_RANK],
+    pub(super) base: *mut c_void,
+    pub(super) rank: i32,
+    pub(super) extents: [i64; MAX_RANK],
+    pub(super) strides: [i64; MAX_RANK],
 }
 
 /// `CFI_MAX_RANK`: the most axes a descriptor has.
@@ -36,7 +37,7 @@ const MAX_RANK: usize = 15;
 ///
 /// # Safety
 /// `desc` NULL or readable.
-unsafe fn descriptor<'a>(name: &str, desc: *const ArrayDescriptor) -> Result<&'a ArrayDescriptor> {
+pub(super) unsafe fn descriptor<'a>(name: &str, desc: *const ArrayDescriptor) -> Result<&'a ArrayDescriptor> {
     // SAFETY: as documented.
     unsafe { desc.as_ref() }.ok_or_else(|| Error::NullPointer(format!("{name} is NULL")))
 }
@@ -159,7 +160,7 @@ fn checked_buffers(
 }
 
 /// The descriptor's extents and byte strides, C order (reversed).
-fn read(name: &str, desc: &ArrayDescriptor) -> Result<(Vec<i64>, Vec<i64>)> {
+pub(super) fn read(name: &str, desc: &ArrayDescriptor) -> Result<(Vec<i64>, Vec<i64>)> {
     let rank = usize::try_from(desc.rank)
         .ok()
         .filter(|&r| r <= MAX_RANK)
@@ -205,7 +206,7 @@ fn mold_strides(name: &str, mold: &ArrayDescriptor, axes: usize, size: usize) ->
 /// Checks an array against this rank's box on a side: its shape must be the
 /// box's and, unless the box is empty, its stride on every axis longer than one
 /// the plan's.
-fn check_array(
+pub(super) fn check_array(
     name: &str,
     desc: &ArrayDescriptor,
     (extents, strides): (&[u64], &[u64]),
