@@ -1,0 +1,370 @@
+//! The transpose of a plane whose source rows and destination rows are both
+//! contiguous, for elements of 4, 8 or 16 bytes: square tiles of one cache line
+//! a side, each read as rows and written as columns straight from registers.
+//!
+//! The tiles start where the source's rows and the destination's rows start a
+//! line, so that each tile reads and writes whole lines; the elements before
+//! and after that grid move one by one. The tiles go in the source's order
+//! (the source read as a few streams, a tile's worth of rows at a time), their
+//! lines in the destination one tile row apart. A box too large to stay in the
+//! caches is written with non-temporal stores: its destination lines are then
+//! never read before they are written.
+
+use super::{Axis, Fixed, Mover, for_each_offset};
+use crate::distribution::layout::MAX_DIMS;
+
+/// The bytes of a cache line: one side of a tile.
+const LINE: usize = 64;
+
+/// The bytes of a box from which its destination is written with non-temporal
+/// stores, well past the 2 MiB of L2 a core has.
+const STREAM_BYTES: usize = 8 << 20;
+
+/// Copies the plane of `a` (unit source stride) and `b` (unit destination
+/// stride) at every index of `rest` in tiles, when elements of `size` bytes
+/// have a tile kernel. Returns whether it copied.
+///
+/// # Safety
+/// As [`super::copy_box`], for the box of `a`, `b` and `rest`.
+pub(super) unsafe fn copy_tiled(
+    size: usize,
+    plane: (Axis, Axis),
+    rest: &[Axis],
+    src: *const u8,
+    dst: *mut u8,
+) -> bool {
+    let (a, b) = plane;
+    if a.src != size || b.dst != size {
+        return false;
+    }
+    let tiled = Tiled { a, b, rest };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match size {
+            4 => tiled.copy::<4>(src, dst),
+            8 => tiled.copy::<8>(src, dst),
+            16 => tiled.copy::<16>(src, dst),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The box of a tiled transpose.
+struct Tiled<'a> {
+    /// The source's fastest axis, of unit source stride.
+    a: Axis,
+    /// The destination's fastest axis, of unit destination stride.
+    b: Axis,
+    /// The other axes.
+    rest: &'a [Axis],
+}
+
+/// Where the tiles of a plane lie along one of its axes: `start` elements
+/// before them, then `count` tiles.
+#[derive(Clone, Copy)]
+struct Span {
+    /// The elements before the first tile.
+    start: usize,
+    /// The whole tiles.
+    count: usize,
+}
+
+impl Span {
+    /// The span along an axis of `n` elements of `N` bytes whose rows start at
+    /// `at`: the first tile starts a line, unless no element can (`at` not a
+    /// multiple of `N`).
+    fn new<const N: usize>(n: usize, at: *const u8) -> Span {
+        let to_line = (LINE - at as usize % LINE) % LINE;
+        let start = if to_line % N == 0 { to_line / N } else { 0 }.min(n);
+        Span {
+            start,
+            count: (n - start) / (LINE / N),
+        }
+    }
+
+    /// One past the last element in a tile.
+    fn end<const N: usize>(self) -> usize {
+        self.start + self.count * (LINE / N)
+    }
+}
+
+impl Tiled<'_> {
+    /// Copies the box, elements of `N` bytes.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`].
+    unsafe fn copy<const N: usize>(&self, src: *const u8, dst: *mut u8)
+    where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let span_a = Span::new::<N>(a.n, src);
+        let span_b = Span::new::<N>(b.n, dst);
+        // SAFETY: the tiles, then the elements outside them, cover the box once.
+        unsafe {
+            if span_a.count > 0 && span_b.count > 0 {
+                let corner = (
+                    src.add(span_a.start * a.src + span_b.start * b.src),
+                    dst.add(span_a.start * a.dst + span_b.start * b.dst),
+                );
+                self.copy_tiles::<N>((span_a, span_b), corner.0, corner.1);
+            }
+            self.copy_edges::<N>((span_a, span_b), src, dst);
+        }
+    }
+
+    /// Copies the tiles of the box, the first at `src` and `dst`: every tile
+    /// row (the tiles along `a`) at every index of the other axes, these in
+    /// the source's order.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the tiles.
+    unsafe fn copy_tiles<const N: usize>(
+        &self,
+        (span_a, span_b): (Span, Span),
+        src: *const u8,
+        dst: *mut u8,
+    ) where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let side = LINE / N;
+        let mut outer = [Axis::default(); MAX_DIMS];
+        outer[..self.rest.len()].copy_from_slice(self.rest);
+        outer[self.rest.len()] = Axis {
+            n: span_b.count,
+            src: side * b.src,
+            dst: side * b.dst,
+        };
+        let outer = &mut outer[..=self.rest.len()];
+        outer.sort_by_key(|axis| std::cmp::Reverse(axis.src));
+        let (step_src, step_dst) = (side * a.src, side * a.dst);
+        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
+        let lines_apart = |axis: &Axis| axis.dst % LINE == 0;
+        let stream = bytes >= STREAM_BYTES
+            && (dst as usize) % LINE == 0
+            && lines_apart(&a)
+            && outer.iter().all(lines_apart);
+        for_each_offset(outer, |s, d| {
+            for t in 0..span_a.count {
+                let (from, to) = (s + t * step_src, d + t * step_dst);
+                // SAFETY: one tile of the box; streamed rows start lines.
+                unsafe {
+                    if stream {
+                        Tile::<N>::stream(src.add(from), b.src, dst.add(to), a.dst);
+                    } else {
+                        Tile::<N>::copy(src.add(from), b.src, dst.add(to), a.dst);
+                    }
+                }
+            }
+        });
+        if stream {
+            store_fence();
+        }
+    }
+
+    /// Copies the elements outside the tiles one by one: along `a` before and
+    /// after them, and along `b` beside them.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for those elements.
+    unsafe fn copy_edges<const N: usize>(
+        &self,
+        (span_a, span_b): (Span, Span),
+        src: *const u8,
+        dst: *mut u8,
+    ) {
+        let (a, b) = (self.a, self.b);
+        let (end_a, end_b) = (span_a.end::<N>(), span_b.end::<N>());
+        let strips = [
+            ((0, span_a.start), (0, b.n)),
+            ((end_a, a.n), (0, b.n)),
+            ((span_a.start, end_a), (0, span_b.start)),
+            ((span_a.start, end_a), (end_b, b.n)),
+        ];
+        for_each_offset(self.rest, |s, d| {
+            for ((a0, a1), (b0, b1)) in strips {
+                for i in a0..a1 {
+                    for j in b0..b1 {
+                        let (from, to) = (s + i * a.src + j * b.src, d + i * a.dst + j * b.dst);
+                        // SAFETY: an element of the box outside the tiles.
+                        unsafe { Fixed::<N>.move_one(src.add(from), dst.add(to)) }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The tile of elements of `N` bytes: `LINE / N` a side.
+struct Tile<const N: usize>;
+
+/// How a tile moves.
+trait Kernel {
+    /// Copies the tile whose source rows start at `src`, `src_row` bytes apart,
+    /// into the destination rows from `dst`, `dst_row` bytes apart: element
+    /// `j` of source row `i` becomes element `i` of destination row `j`.
+    ///
+    /// # Safety
+    /// The tile's elements readable at `src` and writable at `dst`, not
+    /// overlapping; any alignment.
+    unsafe fn copy(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+
+    /// As [`Kernel::copy`], with non-temporal stores where the target has
+    /// them; [`store_fence`] must follow before the destination is read.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`], and `dst` and `dst_row` multiples of 16.
+    unsafe fn stream(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    //! The tile kernels with SSE2 (every x86-64 has it): 16-byte loads, the
+    //! shuffles of a 2 × 2 (8-byte) or 4 × 4 (4-byte) transpose, 16-byte stores.
+
+    use super::{Kernel, Tile};
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_stream_si128, _mm_unpackhi_epi32,
+        _mm_unpackhi_epi64, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
+    };
+
+    /// Stores `value` at `at`, non-temporally when `STREAM` (then `at` a
+    /// multiple of 16).
+    ///
+    /// # Safety
+    /// 16 bytes writable at `at`.
+    #[inline(always)]
+    unsafe fn store<const STREAM: bool>(at: *mut u8, value: __m128i) {
+        // SAFETY: as documented; streamed stores are aligned by the caller.
+        unsafe {
+            if STREAM {
+                _mm_stream_si128(at.cast(), value)
+            } else {
+                _mm_storeu_si128(at.cast(), value)
+            }
+        }
+    }
+
+    /// Loads 16 bytes at `at`.
+    ///
+    /// # Safety
+    /// 16 bytes readable at `at`.
+    #[inline(always)]
+    unsafe fn load(at: *const u8) -> __m128i {
+        // SAFETY: as documented; the load is unaligned.
+        unsafe { _mm_loadu_si128(at.cast()) }
+    }
+
+    /// The 4 × 4 tile of 16-byte elements.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy16<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        for i in 0..4 {
+            for j in 0..4 {
+                // SAFETY: element j of source row i, to element i of row j.
+                unsafe { store::<STREAM>(dst.add(j * dr + 16 * i), load(src.add(i * sr + 16 * j))) }
+            }
+        }
+    }
+
+    /// The 8 × 8 tile of 8-byte elements, in 2 × 2 blocks.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy8<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        for j in (0..8).step_by(2) {
+            for i in (0..8).step_by(2) {
+                // SAFETY: the block of source rows i, i + 1 and columns j, j + 1.
+                unsafe {
+                    let (r0, r1) = (
+                        load(src.add(i * sr + 8 * j)),
+                        load(src.add((i + 1) * sr + 8 * j)),
+                    );
+                    store::<STREAM>(dst.add(j * dr + 8 * i), _mm_unpacklo_epi64(r0, r1));
+                    store::<STREAM>(dst.add((j + 1) * dr + 8 * i), _mm_unpackhi_epi64(r0, r1));
+                }
+            }
+        }
+    }
+
+    /// The 16 × 16 tile of 4-byte elements, in 4 × 4 blocks.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy4<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        for j in (0..16).step_by(4) {
+            for i in (0..16).step_by(4) {
+                // SAFETY: the block of source rows i..i + 4, columns j..j + 4.
+                unsafe {
+                    let row = |k: usize| load(src.add((i + k) * sr + 4 * j));
+                    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+                    let (low01, low23) = (_mm_unpacklo_epi32(r0, r1), _mm_unpacklo_epi32(r2, r3));
+                    let (high01, high23) = (_mm_unpackhi_epi32(r0, r1), _mm_unpackhi_epi32(r2, r3));
+                    let at = |k: usize| dst.add((j + k) * dr + 4 * i);
+                    store::<STREAM>(at(0), _mm_unpacklo_epi64(low01, low23));
+                    store::<STREAM>(at(1), _mm_unpackhi_epi64(low01, low23));
+                    store::<STREAM>(at(2), _mm_unpacklo_epi64(high01, high23));
+                    store::<STREAM>(at(3), _mm_unpackhi_epi64(high01, high23));
+                }
+            }
+        }
+    }
+
+    /// A kernel from the function of one element size.
+    macro_rules! kernel {
+        ($n:literal, $copy:ident) => {
+            impl Kernel for Tile<$n> {
+                #[inline(always)]
+                unsafe fn copy(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+                    // SAFETY: forwarded.
+                    unsafe { $copy::<false>(src, sr, dst, dr) }
+                }
+
+                #[inline(always)]
+                unsafe fn stream(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+                    // SAFETY: forwarded, `dst` and `dr` aligned as required.
+                    unsafe { $copy::<true>(src, sr, dst, dr) }
+                }
+            }
+        };
+    }
+    kernel!(4, copy4);
+    kernel!(8, copy8);
+    kernel!(16, copy16);
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl<const N: usize> Kernel for Tile<N> {
+    #[inline(always)]
+    unsafe fn copy(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        let side = LINE / N;
+        for i in 0..side {
+            for j in 0..side {
+                // SAFETY: element j of source row i, to element i of row j.
+                unsafe { Fixed::<N>.move_one(src.add(i * sr + j * N), dst.add(j * dr + i * N)) }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn stream(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        // SAFETY: forwarded.
+        unsafe { Self::copy(src, sr, dst, dr) }
+    }
+}
+
+/// Orders the non-temporal stores before any later store (a no-op where the
+/// kernels have none).
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2, which every x86-64 has.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
