@@ -14,7 +14,8 @@
 //! message's unpack and pack make: 4 messages of (64, 256, 64) elements, each
 //! contiguous, into and out of y-fastest pencils of (64, 64, 1024) (the message
 //! of rank q at y = 256 q), against a `memcpy` of all 4. Every time is the best
-//! of 5 runs; every copy is verified once.
+//! of 5 runs; every copy is verified once. `SIZES=8,4` and `SIDES=256` (for
+//! example) choose the element sizes and the cubes' sides.
 
 use std::time::Instant;
 
@@ -246,10 +247,23 @@ fn bench_messages(size: usize) {
     report("pack from y-fastest pencils", t, memcpy);
 }
 
+/// The numbers listed in the environment variable `name`, comma-separated, or
+/// `default`.
+fn listed(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name).map_or_else(
+        |_| default.to_vec(),
+        |list| {
+            let number = |v: &str| v.parse().expect("a list of numbers");
+            list.split(',').map(number).collect()
+        },
+    )
+}
+
 fn main() {
-    for size in [8, 16, 4] {
-        bench_cube(256, size);
-        bench_cube(128, size);
+    for size in listed("SIZES", &[8, 16, 4]) {
+        for side in listed("SIDES", &[256, 128]) {
+            bench_cube(side, size);
+        }
         bench_messages(size);
     }
 }

@@ -526,6 +526,19 @@ mod tests {
         }
     }
 
+    /// A message's unpack: the box (z, y, x) from contiguous C order to a
+    /// y-fastest pencil whose rows hold `pad` more elements (the tiles then go
+    /// in the destination's order), each side `start` bytes past a line.
+    fn check_unpack(size: usize, extents: [usize; 3], pad: usize, start: usize) {
+        let src = permuted_at(&extents, &[0, 1, 2], start);
+        let dst = Storage {
+            strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], 1),
+            start,
+        };
+        check(size, &extents, &src, &dst);
+        check(size, &extents, &dst, &src);
+    }
+
     #[test]
     fn transposes_in_tiles_for_every_kernel() {
         for size in [4, 8, 16] {
@@ -548,18 +561,30 @@ mod tests {
                 let src = permuted_at(&extents, &[0, 1, 2], size);
                 check(size, &extents, &src, &permuted_at(&extents, &order, 0));
             }
+            // Rows in distinct pages, in bursts of tiles and a part burst: the
+            // destination's (the source's order), then the source's.
+            let far = 66 * side + 3;
+            let extents = [far, 2 * side + 1];
+            let src = permuted_at(&extents, &[0, 1], size);
+            check(size, &extents, &src, &permuted_at(&extents, &[1, 0], 0));
+            for start in [0, size] {
+                check_unpack(size, [3, 2 * side + 3, side + 5], 7, start);
+                check_unpack(size, [2, 2 * side + 1, far], 5, start);
+            }
         }
     }
 
     #[test]
     fn streams_the_tiles_of_a_box_larger_than_the_caches() {
-        // 8 MiB boxes: destination rows starting lines (streamed), or not.
+        // 1 MiB boxes or more: destination rows starting lines (streamed), or
+        // not, in the source's order and in the destination's.
         for size in [4, 8, 16] {
-            let extents = [4, 512, 512 * 8 / size];
+            let extents = [4, 128, 2048 / size];
             for (order, to) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], size)] {
                 let src = permuted_at(&extents, &[0, 1, 2], 3 * size);
                 check(size, &extents, &src, &permuted_at(&extents, &order, to));
             }
+            check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
         }
     }
 

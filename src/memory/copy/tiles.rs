@@ -2,13 +2,18 @@
 //! contiguous, for elements of 4, 8 or 16 bytes: square tiles of one cache line
 //! a side, each read as rows and written as columns straight from registers.
 //!
-//! The tiles start where the source's rows and the destination's rows start a
-//! line, so that each tile reads and writes whole lines; the elements before
-//! and after that grid move one by one. The tiles go in the source's order
-//! (the source read as a few streams, a tile's worth of rows at a time), their
-//! lines in the destination one tile row apart. A box too large to stay in the
-//! caches is written with non-temporal stores: its destination lines are then
-//! never read before they are written.
+//! The tiles go along one side's rows, every tile of a row of tiles in turn,
+//! the other axes outside in that side's order: along the source's (read as a
+//! few streams), unless the source's rows span less than the destination's
+//! (then the strided side, read, stays in the caches between passes). The
+//! other side is met a line per row per tile, or, when its rows lie in
+//! distinct pages, [`FAR_BURST`] lines per row (tiles in bursts), so that a
+//! visit to a page moves more than a line. The tiles start where the
+//! destination's rows start a line (and the source's, read across passes),
+//! so that a tile writes whole lines; the elements outside them move one by
+//! one. A box of [`STREAM_BYTES`] or more is written with non-temporal stores
+//! (where the target has them): its lines are then never read before they are
+//! written, and no line of it is evicted and written twice.
 
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
@@ -16,9 +21,17 @@ use crate::distribution::layout::MAX_DIMS;
 /// The bytes of a cache line: one side of a tile.
 const LINE: usize = 64;
 
+/// The bytes of a page: rows this far apart each lie in another.
+const PAGE: usize = 4096;
+
+/// The tiles of a burst: the lines a visit to a row of the strided side
+/// moves when its rows lie in distinct pages.
+const FAR_BURST: usize = 4;
+
 /// The bytes of a box from which its destination is written with non-temporal
-/// stores, well past the 2 MiB of L2 a core has.
-const STREAM_BYTES: usize = 8 << 20;
+/// stores: half the L2 of a core, past which the lines the stores would read
+/// first mostly come from memory.
+const STREAM_BYTES: usize = 1 << 20;
 
 /// Copies the plane of `a` (unit source stride) and `b` (unit destination
 /// stride) at every index of `rest` in tiles, when elements of `size` bytes
@@ -99,7 +112,8 @@ impl Tiled<'_> {
         Tile<N>: Kernel,
     {
         let (a, b) = (self.a, self.b);
-        let span_a = Span::new::<N>(a.n, src);
+        let dst_order = b.n * b.src < a.n * a.dst;
+        let span_a = Span::new::<N>(a.n, if dst_order { src } else { std::ptr::null() });
         let span_b = Span::new::<N>(b.n, dst);
         // SAFETY: the tiles, then the elements outside them, cover the box once.
         unsafe {
@@ -108,21 +122,20 @@ impl Tiled<'_> {
                     src.add(span_a.start * a.src + span_b.start * b.src),
                     dst.add(span_a.start * a.dst + span_b.start * b.dst),
                 );
-                self.copy_tiles::<N>((span_a, span_b), corner.0, corner.1);
+                self.copy_tiles::<N>((span_a, span_b), dst_order, corner.0, corner.1);
             }
             self.copy_edges::<N>((span_a, span_b), src, dst);
         }
     }
 
-    /// Copies the tiles of the box, the first at `src` and `dst`: every tile
-    /// row (the tiles along `a`) at every index of the other axes, these in
-    /// the source's order.
+    /// Copies the tiles of the box, the first at `src` and `dst`.
     ///
     /// # Safety
     /// As [`copy_tiled`], for the tiles.
     unsafe fn copy_tiles<const N: usize>(
         &self,
         (span_a, span_b): (Span, Span),
+        dst_order: bool,
         src: *const u8,
         dst: *mut u8,
     ) where
@@ -130,38 +143,92 @@ impl Tiled<'_> {
     {
         let (a, b) = (self.a, self.b);
         let side = LINE / N;
-        let mut outer = [Axis::default(); MAX_DIMS];
-        outer[..self.rest.len()].copy_from_slice(self.rest);
-        outer[self.rest.len()] = Axis {
-            n: span_b.count,
-            src: side * b.src,
-            dst: side * b.dst,
+        let tiles = |n: usize, axis: Axis| Axis {
+            n,
+            src: side * axis.src,
+            dst: side * axis.dst,
         };
-        let outer = &mut outer[..=self.rest.len()];
-        outer.sort_by_key(|axis| std::cmp::Reverse(axis.src));
-        let (step_src, step_dst) = (side * a.src, side * a.dst);
+        let (tiles_a, tiles_b) = (tiles(span_a.count, a), tiles(span_b.count, b));
+        let (across, along, far) = if dst_order {
+            (tiles_a, tiles_b, b.src)
+        } else {
+            (tiles_b, tiles_a, a.dst)
+        };
+        let burst = if far >= PAGE { FAR_BURST } else { 1 };
         let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
         let lines_apart = |axis: &Axis| axis.dst % LINE == 0;
         let stream = bytes >= STREAM_BYTES
             && (dst as usize) % LINE == 0
             && lines_apart(&a)
-            && outer.iter().all(lines_apart);
+            && self.rest.iter().all(lines_apart);
+        let whole = across.n / burst;
+        let sweep = Sweep {
+            across: Axis {
+                n: whole,
+                src: burst * across.src,
+                dst: burst * across.dst,
+            },
+            burst: (burst, across),
+            along,
+            dst_order,
+            stream,
+        };
+        // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
+        unsafe {
+            if whole > 0 {
+                self.sweep::<N>(sweep, src, dst);
+            }
+            let left = across.n - whole * burst;
+            if left > 0 {
+                let sweep = Sweep {
+                    across: Axis { n: 1, ..across },
+                    burst: (left, across),
+                    ..sweep
+                };
+                let (s, d) = (whole * burst * across.src, whole * burst * across.dst);
+                self.sweep::<N>(sweep, src.add(s), dst.add(d));
+            }
+        }
+        if stream {
+            store_fence();
+        }
+    }
+
+    /// Copies the tiles of `sweep` from `src` and `dst`.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the tiles.
+    unsafe fn sweep<const N: usize>(&self, sweep: Sweep, src: *const u8, dst: *mut u8)
+    where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let mut outer = [Axis::default(); MAX_DIMS];
+        outer[..self.rest.len()].copy_from_slice(self.rest);
+        outer[self.rest.len()] = sweep.across;
+        let outer = &mut outer[..=self.rest.len()];
+        if sweep.dst_order {
+            outer.sort_by_key(|axis| std::cmp::Reverse(axis.dst));
+        } else {
+            outer.sort_by_key(|axis| std::cmp::Reverse(axis.src));
+        }
+        let (along, (burst, across)) = (sweep.along, sweep.burst);
         for_each_offset(outer, |s, d| {
-            for t in 0..span_a.count {
-                let (from, to) = (s + t * step_src, d + t * step_dst);
-                // SAFETY: one tile of the box; streamed rows start lines.
-                unsafe {
-                    if stream {
-                        Tile::<N>::stream(src.add(from), b.src, dst.add(to), a.dst);
-                    } else {
-                        Tile::<N>::copy(src.add(from), b.src, dst.add(to), a.dst);
+            for t in 0..along.n {
+                for g in 0..burst {
+                    let from = s + t * along.src + g * across.src;
+                    let to = d + t * along.dst + g * across.dst;
+                    // SAFETY: one tile of the box; streamed rows start lines.
+                    unsafe {
+                        if sweep.stream {
+                            Tile::<N>::stream(src.add(from), b.src, dst.add(to), a.dst);
+                        } else {
+                            Tile::<N>::copy(src.add(from), b.src, dst.add(to), a.dst);
+                        }
                     }
                 }
             }
         });
-        if stream {
-            store_fence();
-        }
     }
 
     /// Copies the elements outside the tiles one by one: along `a` before and
@@ -197,6 +264,23 @@ impl Tiled<'_> {
     }
 }
 
+/// The order of a box's tiles: every tile along `along` (innermost), in
+/// bursts of tiles along the other axis, at every index of `across` and the
+/// box's other axes.
+#[derive(Clone, Copy)]
+struct Sweep {
+    /// The bursts.
+    across: Axis,
+    /// The tiles of a burst, and the axis they step along.
+    burst: (usize, Axis),
+    /// The tiles innermost.
+    along: Axis,
+    /// Whether the other axes go in the destination's order, else the source's.
+    dst_order: bool,
+    /// Whether the tiles are stored non-temporally.
+    stream: bool,
+}
+
 /// The tile of elements of `N` bytes: `LINE / N` a side.
 struct Tile<const N: usize>;
 
@@ -226,8 +310,8 @@ mod sse2 {
 
     use super::{Kernel, Tile};
     use std::arch::x86_64::{
-        __m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_stream_si128, _mm_unpackhi_epi32,
-        _mm_unpackhi_epi64, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
+        __m128i, _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_stream_si128,
+        _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
     };
 
     /// Stores `value` at `at`, non-temporally when `STREAM` (then `at` a
@@ -257,21 +341,22 @@ mod sse2 {
         unsafe { _mm_loadu_si128(at.cast()) }
     }
 
-    /// The 4 × 4 tile of 16-byte elements.
+    /// The 4 × 4 tile of 16-byte elements, one destination row at a time.
     ///
     /// # Safety
     /// As [`Kernel::copy`].
     #[inline(always)]
     unsafe fn copy16<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
-        for i in 0..4 {
-            for j in 0..4 {
+        for j in 0..4 {
+            for i in 0..4 {
                 // SAFETY: element j of source row i, to element i of row j.
                 unsafe { store::<STREAM>(dst.add(j * dr + 16 * i), load(src.add(i * sr + 16 * j))) }
             }
         }
     }
 
-    /// The 8 × 8 tile of 8-byte elements, in 2 × 2 blocks.
+    /// The 8 × 8 tile of 8-byte elements, in 2 × 2 blocks, two destination
+    /// rows at a time.
     ///
     /// # Safety
     /// As [`Kernel::copy`].
@@ -292,25 +377,32 @@ mod sse2 {
         }
     }
 
-    /// The 16 × 16 tile of 4-byte elements, in 4 × 4 blocks.
+    /// The 16 × 16 tile of 4-byte elements, in 4 × 4 blocks, four destination
+    /// rows at a time, each written whole before the next.
     ///
     /// # Safety
     /// As [`Kernel::copy`].
     #[inline(always)]
     unsafe fn copy4<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
-        for j in (0..16).step_by(4) {
-            for i in (0..16).step_by(4) {
-                // SAFETY: the block of source rows i..i + 4, columns j..j + 4.
-                unsafe {
-                    let row = |k: usize| load(src.add((i + k) * sr + 4 * j));
-                    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        // SAFETY: the blocks of source rows i..i + 4, columns j..j + 4, to
+        // destination rows j..j + 4, whole.
+        unsafe {
+            for j in (0..16).step_by(4) {
+                let mut rows = [[_mm_setzero_si128(); 4]; 4];
+                for (block, i) in (0..16).step_by(4).enumerate() {
+                    let [r0, r1, r2, r3] =
+                        [0, 1, 2, 3].map(|k| load(src.add((i + k) * sr + 4 * j)));
                     let (low01, low23) = (_mm_unpacklo_epi32(r0, r1), _mm_unpacklo_epi32(r2, r3));
                     let (high01, high23) = (_mm_unpackhi_epi32(r0, r1), _mm_unpackhi_epi32(r2, r3));
-                    let at = |k: usize| dst.add((j + k) * dr + 4 * i);
-                    store::<STREAM>(at(0), _mm_unpacklo_epi64(low01, low23));
-                    store::<STREAM>(at(1), _mm_unpackhi_epi64(low01, low23));
-                    store::<STREAM>(at(2), _mm_unpacklo_epi64(high01, high23));
-                    store::<STREAM>(at(3), _mm_unpackhi_epi64(high01, high23));
+                    rows[0][block] = _mm_unpacklo_epi64(low01, low23);
+                    rows[1][block] = _mm_unpackhi_epi64(low01, low23);
+                    rows[2][block] = _mm_unpacklo_epi64(high01, high23);
+                    rows[3][block] = _mm_unpackhi_epi64(high01, high23);
+                }
+                for (k, row) in rows.iter().enumerate() {
+                    for (block, &value) in row.iter().enumerate() {
+                        store::<STREAM>(dst.add((j + k) * dr + 16 * block), value);
+                    }
                 }
             }
         }
