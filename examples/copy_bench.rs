@@ -136,7 +136,7 @@ fn bench_cube(n: usize, size: usize) {
     let memcpy = memcpy_time(count * size);
     println!(
         "{n}³ of {size}-byte elements ({} MiB): memcpy {:.2} ms ({:.1} GB/s)",
-        count * size >> 20,
+        (count * size) >> 20,
         memcpy * 1e3,
         (count * size) as f64 / memcpy / 1e9
     );
@@ -199,7 +199,7 @@ fn bench_messages(size: usize) {
     let memcpy = memcpy_time(peers * elements * size);
     println!(
         "{peers} messages of {message:?} {size}-byte elements ({} MiB): memcpy {:.2} ms",
-        peers * elements * size >> 20,
+        (peers * elements * size) >> 20,
         memcpy * 1e3
     );
     let packed = filled(peers * elements, size);

@@ -5,13 +5,12 @@
 //! the storages never overlap) and neighbours contiguous in both storages merge.
 //! Then one of three loops copies it:
 //! - **runs**, when the fastest axis is contiguous in both storages: an odometer
-//!   over the other axes, one `copy_nonoverlapping` per run;
-//! - **a blocked transpose**, when the source's fastest axis is not the
-//!   destination's: blocks over those two axes, each staged whole, the other
-//!   axes in an odometer, outermost the one of largest destination stride.
-//!   Blocks are one cache line a side, or, when each of a block's destination
-//!   rows lies in another page, 128 bytes along the source's rows by 256 along
-//!   the destination's, so that a visit to a page moves more than a line;
+//!   over the other axes, one copy per run, with non-temporal stores
+//!   ([`stream`]) when the box is large and its runs long;
+//! - **a transpose**, when the source's fastest axis is not the destination's:
+//!   of elements of 4, 8 or 16 bytes with both those axes contiguous, in
+//!   line-sized register tiles ([`tiles`]); else in blocks staged whole through
+//!   a buffer ([`staged`]), the other axes in an odometer;
 //! - **strided**, otherwise (no axis fast in both): element by element along the
 //!   destination's fastest axis, the other axes in an odometer.
 //!
@@ -19,10 +18,12 @@
 //! each; any other size moves as bytes.
 
 mod staged;
+mod stream;
 mod tiles;
 
 use crate::distribution::layout::MAX_DIMS;
 use staged::{Plane, STAGING};
+use stream::{STREAM_BYTES, STREAM_RUN, copy_streamed, store_fence};
 
 /// One N-d copy of a box of elements between two strided storages: element
 /// (i₀, …, iₙ₋₁) goes from `src + elem_size·Σ iₖ·src_stridesₖ` to
@@ -253,15 +254,26 @@ fn for_each_offset(axes: &[Axis], mut visit: impl FnMut(usize, usize)) {
 }
 
 /// Copies a run of `bytes` contiguous in both storages at every index of
-/// `outer`.
+/// `outer`, with non-temporal stores when the box is large and its runs long.
 ///
 /// # Safety
 /// As [`copy_box`], for the runs.
 unsafe fn copy_runs(outer: &[Axis], bytes: usize, src: *const u8, dst: *mut u8) {
+    let total = bytes * outer.iter().map(|axis| axis.n).product::<usize>();
+    let streamed = total >= STREAM_BYTES && bytes >= STREAM_RUN;
     for_each_offset(outer, |s, d| {
         // SAFETY: one run of the box, in both storages, which do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), bytes) }
+        unsafe {
+            if streamed {
+                copy_streamed(src.add(s), dst.add(d), bytes);
+            } else {
+                std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), bytes);
+            }
+        }
     });
+    if streamed {
+        store_fence();
+    }
 }
 
 /// Copies element by element along `inner` at every index of `outer`.
@@ -283,9 +295,9 @@ unsafe fn copy_strided<M: Mover>(
     });
 }
 
-/// Copies `axes` as a blocked transpose of the plane of axis `a` (the source's
+/// Copies `axes` as a transpose of the plane of axis `a` (the source's
 /// fastest) and the last axis (the destination's fastest), at every index of
-/// the other axes.
+/// the other axes: in tiles where a kernel fits, else in staged blocks.
 ///
 /// # Safety
 /// As [`copy_box`].
@@ -585,6 +597,22 @@ mod tests {
                 check(size, &extents, &src, &permuted_at(&extents, &order, to));
             }
             check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
+        }
+    }
+
+    #[test]
+    fn streams_the_runs_of_a_box_larger_than_the_caches() {
+        // 1.2 MB: runs of 4800 bytes between padded rows, then one run, each
+        // side starting anywhere in a line.
+        let extents = [4, 64, 600];
+        for (from, to) in [(0, 0), (3, 5), (8, 61)] {
+            let padded = Storage {
+                strides: strides(&extents, &[0, 1, 2], &[1, 2, 3], 1),
+                start: from,
+            };
+            check(8, &extents, &padded, &permuted_at(&extents, &[0, 1, 2], to));
+            let src = permuted_at(&extents, &[0, 1, 2], from);
+            check(8, &extents, &src, &permuted_at(&extents, &[0, 1, 2], to));
         }
     }
 

@@ -1,5 +1,8 @@
-//! The blocked transpose of a plane of any strides and element size: blocks
-//! staged whole through a buffer.
+//! The blocked transpose of a plane of any strides and element size (the
+//! transposes [`super::tiles`] has no kernel for): blocks one cache line a
+//! side, or, when each of a block's destination rows lies in another page, 128
+//! bytes along the source's rows by 256 along the destination's, each staged
+//! whole through a buffer, so that a visit to a page moves more than a line.
 
 use super::{Axis, Mover};
 

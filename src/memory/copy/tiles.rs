@@ -15,6 +15,7 @@
 //! (where the target has them): its lines are then never read before they are
 //! written, and no line of it is evicted and written twice.
 
+use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
 
@@ -27,11 +28,6 @@ const PAGE: usize = 4096;
 /// The tiles of a burst: the lines a visit to a row of the strided side
 /// moves when its rows lie in distinct pages.
 const FAR_BURST: usize = 4;
-
-/// The bytes of a box from which its destination is written with non-temporal
-/// stores: half the L2 of a core, past which the lines the stores would read
-/// first mostly come from memory.
-const STREAM_BYTES: usize = 1 << 20;
 
 /// Copies the plane of `a` (unit source stride) and `b` (unit destination
 /// stride) at every index of `rest` in tiles, when elements of `size` bytes
@@ -89,7 +85,12 @@ impl Span {
     /// multiple of `N`).
     fn new<const N: usize>(n: usize, at: *const u8) -> Span {
         let to_line = (LINE - at as usize % LINE) % LINE;
-        let start = if to_line % N == 0 { to_line / N } else { 0 }.min(n);
+        let start = if to_line.is_multiple_of(N) {
+            to_line / N
+        } else {
+            0
+        }
+        .min(n);
         Span {
             start,
             count: (n - start) / (LINE / N),
@@ -156,9 +157,9 @@ impl Tiled<'_> {
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
         let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
-        let lines_apart = |axis: &Axis| axis.dst % LINE == 0;
+        let lines_apart = |axis: &Axis| axis.dst.is_multiple_of(LINE);
         let stream = bytes >= STREAM_BYTES
-            && (dst as usize) % LINE == 0
+            && (dst as usize).is_multiple_of(LINE)
             && lines_apart(&a)
             && self.rest.iter().all(lines_apart);
         let whole = across.n / burst;
@@ -449,14 +450,4 @@ impl<const N: usize> Kernel for Tile<N> {
         // SAFETY: forwarded.
         unsafe { Self::copy(src, sr, dst, dr) }
     }
-}
-
-/// Orders the non-temporal stores before any later store (a no-op where the
-/// kernels have none).
-fn store_fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2, which every x86-64 has.
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
 }
