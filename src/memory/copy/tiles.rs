@@ -9,11 +9,14 @@
 //! other side is met a line per row per tile, or, when its rows lie in
 //! distinct pages, [`FAR_BURST`] lines per row (tiles in bursts), so that a
 //! visit to a page moves more than a line. The tiles start where the
-//! destination's rows start a line (and the source's, read across passes),
-//! so that a tile writes whole lines; the elements outside them move one by
-//! one. A box of [`STREAM_BYTES`] or more is written with non-temporal stores
-//! (where the target has them): its lines are then never read before they are
-//! written, and no line of it is evicted and written twice.
+//! destination's rows start a line, so that a tile writes whole lines, and
+//! where the source's rows start (a line read in part by one tile is read by
+//! the next, or, in the destination's order, stays in the caches until the
+//! next pass): peeling the source too would leave whole strips to move
+//! element by element. The elements outside the tiles move one by one. A box
+//! of [`STREAM_BYTES`] or more is written with non-temporal stores (where the
+//! target has them): its lines are then never read before they are written,
+//! and no line of it is evicted and written twice.
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -113,8 +116,10 @@ impl Tiled<'_> {
         Tile<N>: Kernel,
     {
         let (a, b) = (self.a, self.b);
-        let dst_order = b.n * b.src < a.n * a.dst;
-        let span_a = Span::new::<N>(a.n, if dst_order { src } else { std::ptr::null() });
+        let span_a = Span {
+            start: 0,
+            count: a.n / (LINE / N),
+        };
         let span_b = Span::new::<N>(b.n, dst);
         // SAFETY: the tiles, then the elements outside them, cover the box once.
         unsafe {
@@ -123,7 +128,7 @@ impl Tiled<'_> {
                     src.add(span_a.start * a.src + span_b.start * b.src),
                     dst.add(span_a.start * a.dst + span_b.start * b.dst),
                 );
-                self.copy_tiles::<N>((span_a, span_b), dst_order, corner.0, corner.1);
+                self.copy_tiles::<N>((span_a, span_b), corner.0, corner.1);
             }
             self.copy_edges::<N>((span_a, span_b), src, dst);
         }
@@ -136,7 +141,6 @@ impl Tiled<'_> {
     unsafe fn copy_tiles<const N: usize>(
         &self,
         (span_a, span_b): (Span, Span),
-        dst_order: bool,
         src: *const u8,
         dst: *mut u8,
     ) where
@@ -150,6 +154,7 @@ impl Tiled<'_> {
             dst: side * axis.dst,
         };
         let (tiles_a, tiles_b) = (tiles(span_a.count, a), tiles(span_b.count, b));
+        let dst_order = b.n * b.src < a.n * a.dst;
         let (across, along, far) = if dst_order {
             (tiles_a, tiles_b, b.src)
         } else {
