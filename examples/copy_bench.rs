@@ -210,16 +210,19 @@ fn bench_messages(size: usize) {
         size,
         extents: &message,
     };
-    let at = |q: usize| (q * elements * size, q * message[1] * size);
-    let unpack = |pencils: &mut [u8], check: bool| {
+    // Each message's offset (bytes) in the packed buffer and in the pencils.
+    let at = |q: usize| [q * elements * size, q * message[1] * size];
+    // Copies every message from `from` to `to`, each side `(buffer, strides,
+    // which offset of at)`, and checks them when `check`.
+    let move_all = |from: (&[u8], &[usize], usize), to: (&mut [u8], &[usize], usize), check| {
         for q in 0..peers {
             let src = Side {
-                bytes: &packed[at(q).0..],
-                strides: &contiguous,
+                bytes: &from.0[at(q)[from.2]..],
+                strides: from.1,
             };
             let mut dst = Side {
-                bytes: &mut pencils[at(q).1..],
-                strides: &pencil,
+                bytes: &mut to.0[at(q)[to.2]..],
+                strides: to.1,
             };
             copy.run(&src, &mut dst);
             if check {
@@ -227,23 +230,20 @@ fn bench_messages(size: usize) {
             }
         }
     };
+    let unpack = |pencils: &mut [u8], check| {
+        move_all((&packed, &contiguous, 0), (pencils, &pencil, 1), check)
+    };
     unpack(&mut pencils, true);
     let t = best_of(|| unpack(&mut pencils, false));
     report("unpack into y-fastest pencils", t, memcpy);
     let t = best_of(|| {
-        (0..peers).for_each(|q| {
-            let src = Side {
-                bytes: &pencils[at(q).1..],
-                strides: &pencil,
-            };
-            let mut dst = Side {
-                bytes: &mut repacked[at(q).0..],
-                strides: &contiguous,
-            };
-            copy.run(&src, &mut dst);
-        })
+        move_all(
+            (&pencils, &pencil, 1),
+            (&mut repacked, &contiguous, 0),
+            false,
+        )
     });
-    assert_eq!(packed, repacked, "the messages packed back");
+    assert_eq!(packed, repacked, "the messages unpacked and packed back");
     report("pack from y-fastest pencils", t, memcpy);
 }
 

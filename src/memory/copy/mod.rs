@@ -6,11 +6,11 @@
 //! Then one of three loops copies it:
 //! - **runs**, when the fastest axis is contiguous in both storages: an odometer
 //!   over the other axes, one copy per run, with non-temporal stores
-//!   ([`stream`]) when the box is large and its runs long;
+//!   (`stream.rs`) when the box is large and its runs long;
 //! - **a transpose**, when the source's fastest axis is not the destination's:
 //!   of elements of 4, 8 or 16 bytes with both those axes contiguous, in
-//!   line-sized register tiles ([`tiles`]); else in blocks staged whole through
-//!   a buffer ([`staged`]), the other axes in an odometer;
+//!   line-sized register tiles (`tiles.rs`); else in blocks staged whole through
+//!   a buffer (`staged.rs`), the other axes in an odometer;
 //! - **strided**, otherwise (no axis fast in both): element by element along the
 //!   destination's fastest axis, the other axes in an odometer.
 //!
