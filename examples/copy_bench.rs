@@ -5,12 +5,17 @@
 //! cargo run --release --features testing --example copy_bench
 //! ```
 //!
-//! For cubes of float64 (256³, 128 MiB, and 128³): the time of a `memcpy` of the
-//! box into a destination touched beforehand, then each local transpose (source in
-//! C order, destination in C order of the box's axes permuted) and the copy of the
+//! For elements of 8 bytes (float64), 16 (complex128) and 4 (float32), in cubes
+//! of side 256 and 128: the time of a `memcpy` of the box into a destination
+//! touched beforehand, then each local transpose (source in C order,
+//! destination in C order of the box's axes permuted) and the copy of the
 //! interior of a C-order array with a halo of 2 on every side into a contiguous
-//! destination, each with its ratio to the `memcpy`. Every time is the best of 5
-//! runs; every copy is verified once.
+//! destination, each with its ratio to the `memcpy`. Then the copies a
+//! message's unpack and pack make: 4 messages of (64, 256, 64) elements, each
+//! contiguous, into and out of y-fastest pencils of (64, 64, 1024) (the message
+//! of rank q at y = 256 q), against a `memcpy` of all 4. Every time is the best
+//! of 5 runs; every copy is verified once. `SIZES=8,4` and `SIDES=256` (for
+//! example) choose the element sizes and the cubes' sides.
 
 use std::time::Instant;
 
@@ -51,56 +56,101 @@ fn best_of(mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// Times the copy of the box `extents` from `src` (strides `src_strides`) into
-/// `dst` (strides `dst_strides`), after checking it once.
-fn time_copy(extents: &[usize], src: (&[f64], &[usize]), dst: (&mut [f64], &[usize])) -> f64 {
-    let (src, src_strides) = src;
-    let (dst, dst_strides) = dst;
-    let copy = BoxCopy {
-        extents,
-        src_strides,
-        dst_strides,
-    };
-    let run = |dst: &mut [f64]| {
-        // SAFETY: both strides describe storages inside their buffers, and the
-        // destination's do not overlap.
-        unsafe { copy_box(8, copy, src.as_ptr().cast(), dst.as_mut_ptr().cast()) }
-    };
-    run(dst);
-    verify(extents, (src, src_strides), (dst, dst_strides));
-    best_of(|| run(dst))
+/// `count` elements of `size` bytes, each byte from its position.
+fn filled(count: usize, size: usize) -> Vec<u8> {
+    (0..count * size).map(|b| (b * 131 % 251) as u8).collect()
 }
 
-/// Checks a sample of the box's elements, a prime step apart.
-fn verify(extents: &[usize], src: (&[f64], &[usize]), dst: (&[f64], &[usize])) {
-    let count: usize = extents.iter().product();
-    for flat in (0..count).step_by(9973) {
-        let mut rest = flat;
-        let (mut s, mut d) = (0, 0);
-        for k in (0..extents.len()).rev() {
-            let i = rest % extents[k];
-            rest /= extents[k];
-            s += i * src.1[k];
-            d += i * dst.1[k];
+/// One side of a box copy: the bytes from the box's first element and the
+/// box's strides in elements.
+struct Side<'a, T> {
+    bytes: T,
+    strides: &'a [usize],
+}
+
+/// The elements of `size` bytes of a box of `extents` from `src` into `dst`.
+struct Copy<'a> {
+    size: usize,
+    extents: &'a [usize],
+}
+
+impl Copy<'_> {
+    /// Runs the copy once.
+    fn run(&self, src: &Side<&[u8]>, dst: &mut Side<&mut [u8]>) {
+        let copy = BoxCopy {
+            extents: self.extents,
+            src_strides: src.strides,
+            dst_strides: dst.strides,
+        };
+        // SAFETY: both strides describe storages inside their buffers, and the
+        // destination's do not overlap.
+        unsafe { copy_box(self.size, copy, src.bytes.as_ptr(), dst.bytes.as_mut_ptr()) }
+    }
+
+    /// Checks a sample of the box's elements, a prime step apart.
+    fn verify(&self, src: &Side<&[u8]>, dst: &Side<&mut [u8]>) {
+        let count: usize = self.extents.iter().product();
+        for flat in (0..count).step_by(997) {
+            let mut rest = flat;
+            let (mut s, mut d) = (0, 0);
+            for k in (0..self.extents.len()).rev() {
+                let i = rest % self.extents[k];
+                rest /= self.extents[k];
+                s += i * src.strides[k] * self.size;
+                d += i * dst.strides[k] * self.size;
+            }
+            let size = self.size;
+            assert_eq!(
+                src.bytes[s..s + size],
+                dst.bytes[d..d + size],
+                "element {flat}"
+            );
         }
-        assert_eq!(src.0[s], dst.0[d], "element {flat} of the box");
+    }
+
+    /// Times the copy, after checking it once.
+    fn time(&self, src: &Side<&[u8]>, dst: &mut Side<&mut [u8]>) -> f64 {
+        self.run(src, dst);
+        self.verify(src, dst);
+        best_of(|| self.run(src, dst))
     }
 }
 
-/// Prints the memcpy, transposes and halo copy of a cube of side `n`.
-fn bench_cube(n: usize) {
+/// The time of a `memcpy` of `bytes` bytes into a touched destination.
+fn memcpy_time(bytes: usize) -> f64 {
+    let src = filled(bytes, 1);
+    let mut dst = vec![0u8; bytes];
+    best_of(|| dst.copy_from_slice(&src))
+}
+
+/// Prints one time and its ratio to `memcpy`.
+fn report(what: &str, t: f64, memcpy: f64) {
+    println!("  {what}: {:8.2} ms, {:.2}x memcpy", t * 1e3, t / memcpy);
+}
+
+/// Prints the memcpy, transposes and halo copy of a cube of side `n` of
+/// elements of `size` bytes.
+fn bench_cube(n: usize, size: usize) {
     let extents = [n, n, n];
     let count = n * n * n;
-    let src: Vec<f64> = (0..count).map(|i| i as f64).collect();
-    let mut dst = vec![-1.0f64; count];
-    let memcpy = best_of(|| dst.copy_from_slice(&src));
-    let mib = (count * 8) as f64 / (1 << 20) as f64;
+    let memcpy = memcpy_time(count * size);
     println!(
-        "{n}³ float64 ({mib:.0} MiB): memcpy {:.2} ms ({:.1} GB/s)",
+        "{n}³ of {size}-byte elements ({} MiB): memcpy {:.2} ms ({:.1} GB/s)",
+        (count * size) >> 20,
         memcpy * 1e3,
-        (count * 8) as f64 / memcpy / 1e9
+        (count * size) as f64 / memcpy / 1e9
     );
+    let input = filled(count, size);
+    let mut output = vec![0u8; count * size];
+    let copy = Copy {
+        size,
+        extents: &extents,
+    };
     let c_order = c_strides(&extents);
+    let src = Side {
+        bytes: &input[..],
+        strides: &c_order,
+    };
     for order in [
         [0, 1, 2],
         [0, 2, 1],
@@ -110,30 +160,110 @@ fn bench_cube(n: usize) {
         [2, 1, 0],
     ] {
         let strides = permuted_strides(&extents, &order);
-        let t = time_copy(&extents, (&src, &c_order), (&mut dst, &strides));
-        println!(
-            "  to order {order:?}: {:8.2} ms, {:.2}x memcpy",
-            t * 1e3,
-            t / memcpy
+        let mut dst = Side {
+            bytes: &mut output[..],
+            strides: &strides,
+        };
+        report(
+            &format!("to order {order:?}"),
+            copy.time(&src, &mut dst),
+            memcpy,
         );
     }
+    drop(input);
     let halo = [n + 4, n + 4, n + 4];
-    let padded: Vec<f64> = (0..halo.iter().product()).map(|i| i as f64).collect();
+    let padded = filled(halo.iter().product(), size);
     let strides = c_strides(&halo);
-    let interior = 2 * (strides[0] + strides[1] + strides[2]);
-    let t = time_copy(
-        &extents,
-        (&padded[interior..], &strides),
-        (&mut dst, &c_order),
-    );
-    println!(
-        "  halo 2 interior to contiguous: {:8.2} ms, {:.2}x memcpy",
-        t * 1e3,
-        t / memcpy
+    let interior = 2 * (strides[0] + strides[1] + strides[2]) * size;
+    let src = Side {
+        bytes: &padded[interior..],
+        strides: &strides,
+    };
+    let mut dst = Side {
+        bytes: &mut output[..],
+        strides: &c_order,
+    };
+    report(
+        "halo 2 interior to contiguous",
+        copy.time(&src, &mut dst),
+        memcpy,
     );
 }
 
+/// Prints the unpack of 4 messages of (64, 256, 64) elements of `size` bytes
+/// (axes z, y, x, contiguous) into y-fastest pencils of (64, 64, 1024) (z, x,
+/// y), and their pack back.
+fn bench_messages(size: usize) {
+    let (peers, message) = (4, [64usize, 256, 64]);
+    let elements = message.iter().product::<usize>();
+    let memcpy = memcpy_time(peers * elements * size);
+    println!(
+        "{peers} messages of {message:?} {size}-byte elements ({} MiB): memcpy {:.2} ms",
+        (peers * elements * size) >> 20,
+        memcpy * 1e3
+    );
+    let packed = filled(peers * elements, size);
+    let mut pencils = vec![0u8; peers * elements * size];
+    let mut repacked = vec![0u8; peers * elements * size];
+    let (contiguous, pencil) = (c_strides(&message), [64 * 1024, 1, 1024]);
+    let copy = Copy {
+        size,
+        extents: &message,
+    };
+    // Each message's offset (bytes) in the packed buffer and in the pencils.
+    let at = |q: usize| [q * elements * size, q * message[1] * size];
+    // Copies every message from `from` to `to`, each side `(buffer, strides,
+    // which offset of at)`, and checks them when `check`.
+    let move_all = |from: (&[u8], &[usize], usize), to: (&mut [u8], &[usize], usize), check| {
+        for q in 0..peers {
+            let src = Side {
+                bytes: &from.0[at(q)[from.2]..],
+                strides: from.1,
+            };
+            let mut dst = Side {
+                bytes: &mut to.0[at(q)[to.2]..],
+                strides: to.1,
+            };
+            copy.run(&src, &mut dst);
+            if check {
+                copy.verify(&src, &dst);
+            }
+        }
+    };
+    let unpack = |pencils: &mut [u8], check| {
+        move_all((&packed, &contiguous, 0), (pencils, &pencil, 1), check)
+    };
+    unpack(&mut pencils, true);
+    let t = best_of(|| unpack(&mut pencils, false));
+    report("unpack into y-fastest pencils", t, memcpy);
+    let t = best_of(|| {
+        move_all(
+            (&pencils, &pencil, 1),
+            (&mut repacked, &contiguous, 0),
+            false,
+        )
+    });
+    assert_eq!(packed, repacked, "the messages unpacked and packed back");
+    report("pack from y-fastest pencils", t, memcpy);
+}
+
+/// The numbers listed in the environment variable `name`, comma-separated, or
+/// `default`.
+fn listed(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name).map_or_else(
+        |_| default.to_vec(),
+        |list| {
+            let number = |v: &str| v.parse().expect("a list of numbers");
+            list.split(',').map(number).collect()
+        },
+    )
+}
+
 fn main() {
-    bench_cube(256);
-    bench_cube(128);
+    for size in listed("SIZES", &[8, 16, 4]) {
+        for side in listed("SIDES", &[256, 128]) {
+            bench_cube(side, size);
+        }
+        bench_messages(size);
+    }
 }

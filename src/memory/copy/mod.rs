@@ -5,20 +5,25 @@
 //! the storages never overlap) and neighbours contiguous in both storages merge.
 //! Then one of three loops copies it:
 //! - **runs**, when the fastest axis is contiguous in both storages: an odometer
-//!   over the other axes, one `copy_nonoverlapping` per run;
-//! - **a blocked transpose**, when the source's fastest axis is not the
-//!   destination's: blocks over those two axes, each staged whole, the other
-//!   axes in an odometer, outermost the one of largest destination stride.
-//!   Blocks are one cache line a side, or, when each of a block's destination
-//!   rows lies in another page, 128 bytes along the source's rows by 256 along
-//!   the destination's, so that a visit to a page moves more than a line;
+//!   over the other axes, one copy per run, with non-temporal stores
+//!   (`stream.rs`) when the box is large and its runs long;
+//! - **a transpose**, when the source's fastest axis is not the destination's:
+//!   of elements of 4, 8 or 16 bytes with both those axes contiguous, in
+//!   line-sized register tiles (`tiles.rs`); else in blocks staged whole through
+//!   a buffer (`staged.rs`), the other axes in an odometer;
 //! - **strided**, otherwise (no axis fast in both): element by element along the
 //!   destination's fastest axis, the other axes in an odometer.
 //!
 //! Elements of 1, 2, 4, 8 and 16 bytes move as one unaligned load and store
 //! each; any other size moves as bytes.
 
+mod staged;
+mod stream;
+mod tiles;
+
 use crate::distribution::layout::MAX_DIMS;
+use staged::{Plane, STAGING};
+use stream::{STREAM_BYTES, STREAM_RUN, copy_streamed, store_fence};
 
 /// One N-d copy of a box of elements between two strided storages: element
 /// (i₀, …, iₙ₋₁) goes from `src + elem_size·Σ iₖ·src_stridesₖ` to
@@ -249,15 +254,26 @@ fn for_each_offset(axes: &[Axis], mut visit: impl FnMut(usize, usize)) {
 }
 
 /// Copies a run of `bytes` contiguous in both storages at every index of
-/// `outer`.
+/// `outer`, with non-temporal stores when the box is large and its runs long.
 ///
 /// # Safety
 /// As [`copy_box`], for the runs.
 unsafe fn copy_runs(outer: &[Axis], bytes: usize, src: *const u8, dst: *mut u8) {
+    let total = bytes * outer.iter().map(|axis| axis.n).product::<usize>();
+    let streamed = total >= STREAM_BYTES && bytes >= STREAM_RUN;
     for_each_offset(outer, |s, d| {
         // SAFETY: one run of the box, in both storages, which do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), bytes) }
+        unsafe {
+            if streamed {
+                copy_streamed(src.add(s), dst.add(d), bytes);
+            } else {
+                std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), bytes);
+            }
+        }
     });
+    if streamed {
+        store_fence();
+    }
 }
 
 /// Copies element by element along `inner` at every index of `outer`.
@@ -279,9 +295,9 @@ unsafe fn copy_strided<M: Mover>(
     });
 }
 
-/// Copies `axes` as a blocked transpose of the plane of axis `a` (the source's
+/// Copies `axes` as a transpose of the plane of axis `a` (the source's
 /// fastest) and the last axis (the destination's fastest), at every index of
-/// the other axes.
+/// the other axes: in tiles where a kernel fits, else in staged blocks.
 ///
 /// # Safety
 /// As [`copy_box`].
@@ -295,6 +311,10 @@ unsafe fn copy_transposed<M: Mover>(mover: M, axes: &Axes, a: usize, src: *const
         rest[len] = *axis;
         len += 1;
     }
+    // SAFETY: forwarded from the caller.
+    if unsafe { tiles::copy_tiled(mover.size(), (all[a], b), &rest[..len], src, dst) } {
+        return;
+    }
     let plane = Plane::new(all[a], b, mover.size());
     let mut staging = [0; STAGING];
     for_each_offset(&rest[..len], |s, d| {
@@ -303,167 +323,9 @@ unsafe fn copy_transposed<M: Mover>(mover: M, axes: &Axes, a: usize, src: *const
     });
 }
 
-/// The bytes of a cache line, a block's rows when its destination rows share
-/// pages.
-const LINE: usize = 64;
-
-/// The bytes of a page: destination rows this far apart each lie in another.
-const PAGE: usize = 4096;
-
-/// The bytes a block spans along the source's rows when its destination rows
-/// lie in distinct pages.
-const FAR_SRC_ROW: usize = 128;
-
-/// The bytes a block spans along the destination's rows when those lie in
-/// distinct pages.
-const FAR_DST_ROW: usize = 256;
-
-/// The most elements a block spans along either axis.
-const MAX_SIDE: usize = 64;
-
-/// The bytes of the staging: `FAR_SRC_ROW · MAX_SIDE` bound every block, since
-/// a block spans at most `FAR_SRC_ROW / elem_size` elements along the source's
-/// rows (or `LINE / elem_size`, fewer) and `MAX_SIDE` along the other axis.
-const STAGING: usize = FAR_SRC_ROW * MAX_SIDE;
-
-/// The staging of one block.
-type Staging = [u8; STAGING];
-
-/// One plane of a transpose: axis `a` fastest in the source, `b` in the
-/// destination. It is copied in blocks, each read into a staging buffer whole,
-/// then written out whole, so that every line is touched once whatever the
-/// strides' alignment (a power-of-two stride would otherwise map a tile's lines
-/// to a few cache sets).
-struct Plane {
-    /// The source's fastest axis.
-    a: Axis,
-    /// The destination's fastest axis.
-    b: Axis,
-    /// The elements a block spans along `a`, the source's rows.
-    side_a: usize,
-    /// The elements a block spans along `b`, the destination's rows.
-    side_b: usize,
-}
-
-impl Plane {
-    /// The plane of `a` and `b` for elements of `size` bytes: blocks of one
-    /// line a side, or, when the destination's rows are a page or more apart,
-    /// of [`FAR_SRC_ROW`] by [`FAR_DST_ROW`] bytes (measured 1.5–2× faster
-    /// there on 256³ and 128³ float64 transposes, and slower elsewhere).
-    fn new(a: Axis, b: Axis, size: usize) -> Plane {
-        let (src_row, dst_row) = if a.dst >= PAGE {
-            (FAR_SRC_ROW, FAR_DST_ROW)
-        } else {
-            (LINE, LINE)
-        };
-        let side = |bytes: usize| (bytes / size).clamp(1, MAX_SIDE);
-        Plane {
-            a,
-            b,
-            side_a: side(src_row),
-            side_b: side(dst_row),
-        }
-    }
-
-    /// Copies the plane at `src` and `dst` block by block, along the shorter
-    /// of the two axes innermost: the lines a pass along it touches on its
-    /// strided side stay few, and the next pass uses their neighbours (measured
-    /// twice as fast as along the longer axis when one is 256 times the other).
-    ///
-    /// # Safety
-    /// As [`copy_box`], for the plane's elements.
-    unsafe fn copy<M: Mover>(&self, mover: M, staging: &mut Staging, src: *const u8, dst: *mut u8) {
-        let a_starts = (0..self.a.n).step_by(self.side_a);
-        let b_starts = (0..self.b.n).step_by(self.side_b);
-        // SAFETY: the blocks of the plane.
-        unsafe {
-            if self.a.n < self.b.n {
-                for b0 in b_starts {
-                    for a0 in a_starts.clone() {
-                        self.copy_block_at(mover, staging, (a0, b0), src, dst);
-                    }
-                }
-            } else {
-                for a0 in a_starts {
-                    for b0 in b_starts.clone() {
-                        self.copy_block_at(mover, staging, (a0, b0), src, dst);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Copies the block that starts at index `a0` along `a` and `b0` along `b`
-    /// of the plane at `src` and `dst`.
-    ///
-    /// # Safety
-    /// As [`copy_box`], for the plane's elements.
-    #[inline(always)]
-    unsafe fn copy_block_at<M: Mover>(
-        &self,
-        mover: M,
-        staging: &mut Staging,
-        (a0, b0): (usize, usize),
-        src: *const u8,
-        dst: *mut u8,
-    ) {
-        let extents = (
-            self.side_a.min(self.a.n - a0),
-            self.side_b.min(self.b.n - b0),
-        );
-        let (s, d) = (
-            a0 * self.a.src + b0 * self.b.src,
-            a0 * self.a.dst + b0 * self.b.dst,
-        );
-        // SAFETY: one block of the plane.
-        unsafe { self.copy_block(mover, staging, extents, src.add(s), dst.add(d)) }
-    }
-
-    /// Copies the block of `extents` (along `a`, along `b`) at `src` and `dst`:
-    /// into `staging` along `a`, the source's lines, then out along `b`, the
-    /// destination's.
-    ///
-    /// # Safety
-    /// As [`copy_box`], for the block's elements.
-    #[inline(always)]
-    unsafe fn copy_block<M: Mover>(
-        &self,
-        mover: M,
-        staging: &mut Staging,
-        (na, nb): (usize, usize),
-        src: *const u8,
-        dst: *mut u8,
-    ) {
-        let size = mover.size();
-        let row = self.side_b * size;
-        debug_assert!(
-            self.side_a * row <= STAGING,
-            "a block larger than the staging"
-        );
-        let buffer = staging.as_mut_ptr();
-        if self.side_a == 1 && self.side_b == 1 {
-            // SAFETY: the block's one element.
-            return unsafe { mover.move_one(src, dst) };
-        }
-        for j in 0..nb {
-            for i in 0..na {
-                let (from, to) = (i * self.a.src + j * self.b.src, i * row + j * size);
-                // SAFETY: an element of the block; the staging holds the block.
-                unsafe { mover.move_one(src.add(from), buffer.add(to)) }
-            }
-        }
-        for i in 0..na {
-            for j in 0..nb {
-                let (from, to) = (i * row + j * size, i * self.a.dst + j * self.b.dst);
-                // SAFETY: as above, back from the staging.
-                unsafe { mover.move_one(buffer.add(from), dst.add(to)) }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::staged::PAGE;
     use super::*;
     use proptest::prelude::*;
 
@@ -520,6 +382,23 @@ mod tests {
         all
     }
 
+    /// A cache line of bytes, aligned to one.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u8; 64]);
+
+    /// A buffer of `bytes` bytes or more set to `fill`, starting a line (so
+    /// that a storage's `start` fixes its alignment).
+    fn lines(bytes: usize, fill: u8) -> Vec<Line> {
+        vec![Line([fill; 64]); bytes.div_ceil(64)]
+    }
+
+    /// The bytes of `lines`.
+    fn bytes_of(lines: &mut [Line]) -> &mut [u8] {
+        // SAFETY: a line is 64 bytes without padding, borrowed as long.
+        unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len() * 64) }
+    }
+
     /// Copies the box with [`copy_box`] between fresh buffers and checks every
     /// element and every byte outside the box in the destination.
     fn check(elem_size: usize, extents: &[usize], src: &Storage, dst: &Storage) {
@@ -532,8 +411,14 @@ mod tests {
                     s.span(extents) * elem_size
                 }
         };
-        let input: Vec<u8> = (0..bytes(src)).map(|b| (b * 131 % 251) as u8).collect();
-        let mut output = vec![SENTINEL; bytes(dst)];
+        let mut input_lines = lines(bytes(src), 0);
+        let input = &mut bytes_of(&mut input_lines)[..bytes(src)];
+        input
+            .iter_mut()
+            .enumerate()
+            .for_each(|(b, byte)| *byte = (b * 131 % 251) as u8);
+        let mut output_lines = lines(bytes(dst), SENTINEL);
+        let output = &mut bytes_of(&mut output_lines)[..bytes(dst)];
         let copy = BoxCopy {
             extents,
             src_strides: &src.strides,
@@ -554,7 +439,7 @@ mod tests {
             want[d..d + elem_size].copy_from_slice(&input[s..s + elem_size]);
         }
         assert_eq!(
-            output, want,
+            *output, want,
             "extents {extents:?}, src {src:?}, dst {dst:?}"
         );
     }
@@ -567,7 +452,7 @@ mod tests {
             Just((0..d).collect::<Vec<_>>()).prop_shuffle(),
             prop::collection::vec(prop_oneof![3 => Just(0usize), 1 => 1usize..4], d),
             prop_oneof![4 => Just(1usize), 1 => 2usize..4],
-            0usize..8,
+            0usize..64,
             prop::collection::vec(0usize..50, d),
         )
             .prop_map(move |(order, pad, step, start, odd)| {
@@ -642,6 +527,93 @@ mod tests {
             &permuted(&extents, &[0, 1, 2]),
             &permuted(&extents, &[2, 1, 0]),
         );
+    }
+
+    /// The C-order storage of `extents` permuted by `order`, `start` bytes past
+    /// a line.
+    fn permuted_at(extents: &[usize], order: &[usize], start: usize) -> Storage {
+        Storage {
+            start,
+            ..permuted(extents, order)
+        }
+    }
+
+    /// A message's unpack: the box (z, y, x) from contiguous C order to a
+    /// y-fastest pencil whose rows hold `pad` more elements (the tiles then go
+    /// in the destination's order), each side `start` bytes past a line.
+    fn check_unpack(size: usize, extents: [usize; 3], pad: usize, start: usize) {
+        let src = permuted_at(&extents, &[0, 1, 2], start);
+        let dst = Storage {
+            strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], 1),
+            start,
+        };
+        check(size, &extents, &src, &dst);
+        check(size, &extents, &dst, &src);
+    }
+
+    #[test]
+    fn transposes_in_tiles_for_every_kernel() {
+        for size in [4, 8, 16] {
+            let side = 64 / size;
+            // Partial tiles at every edge, planes narrower than a tile, rows
+            // starting lines or not, and elements not aligned to their size.
+            let planes = [
+                [3 * side + 5, 2 * side + 3],
+                [side - 1, side + 1],
+                [side, side],
+                [2 * side + 1, side - 1],
+            ];
+            let starts = [(0, 0), (size, 3 * size), (64 - size, 0), (3, 5)];
+            for (extents, (from, to)) in planes.iter().flat_map(|p| starts.map(|s| (p, s))) {
+                let src = permuted_at(extents, &[0, 1], from);
+                check(size, extents, &src, &permuted_at(extents, &[1, 0], to));
+            }
+            let extents = [3, side + 7, 2 * side + 1];
+            for order in [[0, 2, 1], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+                let src = permuted_at(&extents, &[0, 1, 2], size);
+                check(size, &extents, &src, &permuted_at(&extents, &order, 0));
+            }
+            // Rows in distinct pages, in bursts of tiles and a part burst: the
+            // destination's (the source's order), then the source's.
+            let far = 66 * side + 3;
+            let extents = [far, 2 * side + 1];
+            let src = permuted_at(&extents, &[0, 1], size);
+            check(size, &extents, &src, &permuted_at(&extents, &[1, 0], 0));
+            for start in [0, size] {
+                check_unpack(size, [3, 2 * side + 3, side + 5], 7, start);
+                check_unpack(size, [2, 2 * side + 1, far], 5, start);
+            }
+        }
+    }
+
+    #[test]
+    fn streams_the_tiles_of_a_box_larger_than_the_caches() {
+        // 1 MiB boxes or more: destination rows starting lines (streamed), or
+        // not, in the source's order and in the destination's.
+        for size in [4, 8, 16] {
+            let extents = [4, 128, 2048 / size];
+            for (order, to) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], size)] {
+                let src = permuted_at(&extents, &[0, 1, 2], 3 * size);
+                check(size, &extents, &src, &permuted_at(&extents, &order, to));
+            }
+            check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
+        }
+    }
+
+    #[test]
+    fn streams_the_runs_of_a_box_larger_than_the_caches() {
+        // 1.2 MB: runs of 4800 bytes between padded rows, then one run, each
+        // side starting anywhere in a line.
+        let extents = [4, 64, 600];
+        for (from, to) in [(0, 0), (3, 5), (8, 61)] {
+            let padded = Storage {
+                strides: strides(&extents, &[0, 1, 2], &[1, 2, 3], 1),
+                start: from,
+            };
+            check(8, &extents, &padded, &permuted_at(&extents, &[0, 1, 2], to));
+            let src = permuted_at(&extents, &[0, 1, 2], from);
+            check(8, &extents, &src, &permuted_at(&extents, &[0, 1, 2], to));
+        }
     }
 
     #[test]

@@ -1,0 +1,458 @@
+//! The transpose of a plane whose source rows and destination rows are both
+//! contiguous, for elements of 4, 8 or 16 bytes: square tiles of one cache line
+//! a side, each read as rows and written as columns straight from registers.
+//!
+//! The tiles go along one side's rows, every tile of a row of tiles in turn,
+//! the other axes outside in that side's order: along the source's (read as a
+//! few streams), unless the source's rows span less than the destination's
+//! (then the strided side, read, stays in the caches between passes). The
+//! other side is met a line per row per tile, or, when its rows lie in
+//! distinct pages, [`FAR_BURST`] lines per row (tiles in bursts), so that a
+//! visit to a page moves more than a line. The tiles start where the
+//! destination's rows start a line, so that a tile writes whole lines, and
+//! where the source's rows start (a line read in part by one tile is read by
+//! the next, or, in the destination's order, stays in the caches until the
+//! next pass): peeling the source too would leave whole strips to move
+//! element by element. The elements outside the tiles move one by one. A box
+//! of [`STREAM_BYTES`] or more is written with non-temporal stores (where the
+//! target has them): its lines are then never read before they are written,
+//! and no line of it is evicted and written twice.
+
+use super::stream::{STREAM_BYTES, store_fence};
+use super::{Axis, Fixed, Mover, for_each_offset};
+use crate::distribution::layout::MAX_DIMS;
+
+/// The bytes of a cache line: one side of a tile.
+const LINE: usize = 64;
+
+/// The bytes of a page: rows this far apart each lie in another.
+const PAGE: usize = 4096;
+
+/// The tiles of a burst: the lines a visit to a row of the strided side
+/// moves when its rows lie in distinct pages.
+const FAR_BURST: usize = 4;
+
+/// Copies the plane of `a` (unit source stride) and `b` (unit destination
+/// stride) at every index of `rest` in tiles, when elements of `size` bytes
+/// have a tile kernel. Returns whether it copied.
+///
+/// # Safety
+/// As [`super::copy_box`], for the box of `a`, `b` and `rest`.
+pub(super) unsafe fn copy_tiled(
+    size: usize,
+    plane: (Axis, Axis),
+    rest: &[Axis],
+    src: *const u8,
+    dst: *mut u8,
+) -> bool {
+    let (a, b) = plane;
+    if a.src != size || b.dst != size {
+        return false;
+    }
+    let tiled = Tiled { a, b, rest };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match size {
+            4 => tiled.copy::<4>(src, dst),
+            8 => tiled.copy::<8>(src, dst),
+            16 => tiled.copy::<16>(src, dst),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The box of a tiled transpose.
+struct Tiled<'a> {
+    /// The source's fastest axis, of unit source stride.
+    a: Axis,
+    /// The destination's fastest axis, of unit destination stride.
+    b: Axis,
+    /// The other axes.
+    rest: &'a [Axis],
+}
+
+/// Where the tiles of a plane lie along one of its axes: `start` elements
+/// before them, then `count` tiles.
+#[derive(Clone, Copy)]
+struct Span {
+    /// The elements before the first tile.
+    start: usize,
+    /// The whole tiles.
+    count: usize,
+}
+
+impl Span {
+    /// The span along an axis of `n` elements of `N` bytes whose rows start at
+    /// `at`: the first tile starts a line, unless no element can (`at` not a
+    /// multiple of `N`).
+    fn new<const N: usize>(n: usize, at: *const u8) -> Span {
+        let to_line = (LINE - at as usize % LINE) % LINE;
+        let start = if to_line.is_multiple_of(N) {
+            to_line / N
+        } else {
+            0
+        }
+        .min(n);
+        Span {
+            start,
+            count: (n - start) / (LINE / N),
+        }
+    }
+
+    /// One past the last element in a tile.
+    fn end<const N: usize>(self) -> usize {
+        self.start + self.count * (LINE / N)
+    }
+}
+
+impl Tiled<'_> {
+    /// Copies the box, elements of `N` bytes.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`].
+    unsafe fn copy<const N: usize>(&self, src: *const u8, dst: *mut u8)
+    where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let span_a = Span {
+            start: 0,
+            count: a.n / (LINE / N),
+        };
+        let span_b = Span::new::<N>(b.n, dst);
+        // SAFETY: the tiles, then the elements outside them, cover the box once.
+        unsafe {
+            if span_a.count > 0 && span_b.count > 0 {
+                let corner = (
+                    src.add(span_a.start * a.src + span_b.start * b.src),
+                    dst.add(span_a.start * a.dst + span_b.start * b.dst),
+                );
+                self.copy_tiles::<N>((span_a, span_b), corner.0, corner.1);
+            }
+            self.copy_edges::<N>((span_a, span_b), src, dst);
+        }
+    }
+
+    /// Copies the tiles of the box, the first at `src` and `dst`.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the tiles.
+    unsafe fn copy_tiles<const N: usize>(
+        &self,
+        (span_a, span_b): (Span, Span),
+        src: *const u8,
+        dst: *mut u8,
+    ) where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let side = LINE / N;
+        let tiles = |n: usize, axis: Axis| Axis {
+            n,
+            src: side * axis.src,
+            dst: side * axis.dst,
+        };
+        let (tiles_a, tiles_b) = (tiles(span_a.count, a), tiles(span_b.count, b));
+        let dst_order = b.n * b.src < a.n * a.dst;
+        let (across, along, far) = if dst_order {
+            (tiles_a, tiles_b, b.src)
+        } else {
+            (tiles_b, tiles_a, a.dst)
+        };
+        let burst = if far >= PAGE { FAR_BURST } else { 1 };
+        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
+        let lines_apart = |axis: &Axis| axis.dst.is_multiple_of(LINE);
+        let stream = bytes >= STREAM_BYTES
+            && (dst as usize).is_multiple_of(LINE)
+            && lines_apart(&a)
+            && self.rest.iter().all(lines_apart);
+        let whole = across.n / burst;
+        let sweep = Sweep {
+            across: Axis {
+                n: whole,
+                src: burst * across.src,
+                dst: burst * across.dst,
+            },
+            burst: (burst, across),
+            along,
+            dst_order,
+            stream,
+        };
+        // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
+        unsafe {
+            if whole > 0 {
+                self.sweep::<N>(sweep, src, dst);
+            }
+            let left = across.n - whole * burst;
+            if left > 0 {
+                let sweep = Sweep {
+                    across: Axis { n: 1, ..across },
+                    burst: (left, across),
+                    ..sweep
+                };
+                let (s, d) = (whole * burst * across.src, whole * burst * across.dst);
+                self.sweep::<N>(sweep, src.add(s), dst.add(d));
+            }
+        }
+        if stream {
+            store_fence();
+        }
+    }
+
+    /// Copies the tiles of `sweep` from `src` and `dst`.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the tiles.
+    unsafe fn sweep<const N: usize>(&self, sweep: Sweep, src: *const u8, dst: *mut u8)
+    where
+        Tile<N>: Kernel,
+    {
+        let (a, b) = (self.a, self.b);
+        let mut outer = [Axis::default(); MAX_DIMS];
+        outer[..self.rest.len()].copy_from_slice(self.rest);
+        outer[self.rest.len()] = sweep.across;
+        let outer = &mut outer[..=self.rest.len()];
+        if sweep.dst_order {
+            outer.sort_by_key(|axis| std::cmp::Reverse(axis.dst));
+        } else {
+            outer.sort_by_key(|axis| std::cmp::Reverse(axis.src));
+        }
+        let (along, (burst, across)) = (sweep.along, sweep.burst);
+        for_each_offset(outer, |s, d| {
+            for t in 0..along.n {
+                for g in 0..burst {
+                    let from = s + t * along.src + g * across.src;
+                    let to = d + t * along.dst + g * across.dst;
+                    // SAFETY: one tile of the box; streamed rows start lines.
+                    unsafe {
+                        if sweep.stream {
+                            Tile::<N>::stream(src.add(from), b.src, dst.add(to), a.dst);
+                        } else {
+                            Tile::<N>::copy(src.add(from), b.src, dst.add(to), a.dst);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Copies the elements outside the tiles one by one: along `a` before and
+    /// after them, and along `b` beside them.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for those elements.
+    unsafe fn copy_edges<const N: usize>(
+        &self,
+        (span_a, span_b): (Span, Span),
+        src: *const u8,
+        dst: *mut u8,
+    ) {
+        let (a, b) = (self.a, self.b);
+        let (end_a, end_b) = (span_a.end::<N>(), span_b.end::<N>());
+        let strips = [
+            ((0, span_a.start), (0, b.n)),
+            ((end_a, a.n), (0, b.n)),
+            ((span_a.start, end_a), (0, span_b.start)),
+            ((span_a.start, end_a), (end_b, b.n)),
+        ];
+        for_each_offset(self.rest, |s, d| {
+            for ((a0, a1), (b0, b1)) in strips {
+                for i in a0..a1 {
+                    for j in b0..b1 {
+                        let (from, to) = (s + i * a.src + j * b.src, d + i * a.dst + j * b.dst);
+                        // SAFETY: an element of the box outside the tiles.
+                        unsafe { Fixed::<N>.move_one(src.add(from), dst.add(to)) }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The order of a box's tiles: every tile along `along` (innermost), in
+/// bursts of tiles along the other axis, at every index of `across` and the
+/// box's other axes.
+#[derive(Clone, Copy)]
+struct Sweep {
+    /// The bursts.
+    across: Axis,
+    /// The tiles of a burst, and the axis they step along.
+    burst: (usize, Axis),
+    /// The tiles innermost.
+    along: Axis,
+    /// Whether the other axes go in the destination's order, else the source's.
+    dst_order: bool,
+    /// Whether the tiles are stored non-temporally.
+    stream: bool,
+}
+
+/// The tile of elements of `N` bytes: `LINE / N` a side.
+struct Tile<const N: usize>;
+
+/// How a tile moves.
+trait Kernel {
+    /// Copies the tile whose source rows start at `src`, `src_row` bytes apart,
+    /// into the destination rows from `dst`, `dst_row` bytes apart: element
+    /// `j` of source row `i` becomes element `i` of destination row `j`.
+    ///
+    /// # Safety
+    /// The tile's elements readable at `src` and writable at `dst`, not
+    /// overlapping; any alignment.
+    unsafe fn copy(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+
+    /// As [`Kernel::copy`], with non-temporal stores where the target has
+    /// them; [`store_fence`] must follow before the destination is read.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`], and `dst` and `dst_row` multiples of 16.
+    unsafe fn stream(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    //! The tile kernels with SSE2 (every x86-64 has it): 16-byte loads, the
+    //! shuffles of a 2 × 2 (8-byte) or 4 × 4 (4-byte) transpose, 16-byte stores.
+
+    use super::{Kernel, Tile};
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_stream_si128,
+        _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
+    };
+
+    /// Stores `value` at `at`, non-temporally when `STREAM` (then `at` a
+    /// multiple of 16).
+    ///
+    /// # Safety
+    /// 16 bytes writable at `at`.
+    #[inline(always)]
+    unsafe fn store<const STREAM: bool>(at: *mut u8, value: __m128i) {
+        // SAFETY: as documented; streamed stores are aligned by the caller.
+        unsafe {
+            if STREAM {
+                _mm_stream_si128(at.cast(), value)
+            } else {
+                _mm_storeu_si128(at.cast(), value)
+            }
+        }
+    }
+
+    /// Loads 16 bytes at `at`.
+    ///
+    /// # Safety
+    /// 16 bytes readable at `at`.
+    #[inline(always)]
+    unsafe fn load(at: *const u8) -> __m128i {
+        // SAFETY: as documented; the load is unaligned.
+        unsafe { _mm_loadu_si128(at.cast()) }
+    }
+
+    /// The 4 × 4 tile of 16-byte elements, one destination row at a time.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy16<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        for j in 0..4 {
+            for i in 0..4 {
+                // SAFETY: element j of source row i, to element i of row j.
+                unsafe { store::<STREAM>(dst.add(j * dr + 16 * i), load(src.add(i * sr + 16 * j))) }
+            }
+        }
+    }
+
+    /// The 8 × 8 tile of 8-byte elements, in 2 × 2 blocks, two destination
+    /// rows at a time.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy8<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        for j in (0..8).step_by(2) {
+            for i in (0..8).step_by(2) {
+                // SAFETY: the block of source rows i, i + 1 and columns j, j + 1.
+                unsafe {
+                    let (r0, r1) = (
+                        load(src.add(i * sr + 8 * j)),
+                        load(src.add((i + 1) * sr + 8 * j)),
+                    );
+                    store::<STREAM>(dst.add(j * dr + 8 * i), _mm_unpacklo_epi64(r0, r1));
+                    store::<STREAM>(dst.add((j + 1) * dr + 8 * i), _mm_unpackhi_epi64(r0, r1));
+                }
+            }
+        }
+    }
+
+    /// The 16 × 16 tile of 4-byte elements, in 4 × 4 blocks, four destination
+    /// rows at a time, each written whole before the next.
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`].
+    #[inline(always)]
+    unsafe fn copy4<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        // SAFETY: the blocks of source rows i..i + 4, columns j..j + 4, to
+        // destination rows j..j + 4, whole.
+        unsafe {
+            for j in (0..16).step_by(4) {
+                let mut rows = [[_mm_setzero_si128(); 4]; 4];
+                for (block, i) in (0..16).step_by(4).enumerate() {
+                    let [r0, r1, r2, r3] =
+                        [0, 1, 2, 3].map(|k| load(src.add((i + k) * sr + 4 * j)));
+                    let (low01, low23) = (_mm_unpacklo_epi32(r0, r1), _mm_unpacklo_epi32(r2, r3));
+                    let (high01, high23) = (_mm_unpackhi_epi32(r0, r1), _mm_unpackhi_epi32(r2, r3));
+                    rows[0][block] = _mm_unpacklo_epi64(low01, low23);
+                    rows[1][block] = _mm_unpackhi_epi64(low01, low23);
+                    rows[2][block] = _mm_unpacklo_epi64(high01, high23);
+                    rows[3][block] = _mm_unpackhi_epi64(high01, high23);
+                }
+                for (k, row) in rows.iter().enumerate() {
+                    for (block, &value) in row.iter().enumerate() {
+                        store::<STREAM>(dst.add((j + k) * dr + 16 * block), value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A kernel from the function of one element size.
+    macro_rules! kernel {
+        ($n:literal, $copy:ident) => {
+            impl Kernel for Tile<$n> {
+                #[inline(always)]
+                unsafe fn copy(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+                    // SAFETY: forwarded.
+                    unsafe { $copy::<false>(src, sr, dst, dr) }
+                }
+
+                #[inline(always)]
+                unsafe fn stream(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+                    // SAFETY: forwarded, `dst` and `dr` aligned as required.
+                    unsafe { $copy::<true>(src, sr, dst, dr) }
+                }
+            }
+        };
+    }
+    kernel!(4, copy4);
+    kernel!(8, copy8);
+    kernel!(16, copy16);
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl<const N: usize> Kernel for Tile<N> {
+    #[inline(always)]
+    unsafe fn copy(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        let side = LINE / N;
+        for i in 0..side {
+            for j in 0..side {
+                // SAFETY: element j of source row i, to element i of row j.
+                unsafe { Fixed::<N>.move_one(src.add(i * sr + j * N), dst.add(j * dr + i * N)) }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn stream(src: *const u8, sr: usize, dst: *mut u8, dr: usize) {
+        // SAFETY: forwarded.
+        unsafe { Self::copy(src, sr, dst, dr) }
+    }
+}
