@@ -176,35 +176,38 @@ impl Stream {
         self.pending = 0;
     }
 
-    /// Posts this stream's next round into `requests` (one each, at most
-    /// `requests.len()` messages); marks the stream done when nothing is left.
+    /// Posts this stream's next round into `requests` (at most `requests.len()`
+    /// requests: one per message, or one per field for a batch's messages that
+    /// travel apart, [`FieldMessages`]); marks the stream done when nothing is
+    /// left.
     ///
     /// # Safety
     /// The messages must lie inside `buffer`, this stream's slot inside `slots`.
     pub(super) unsafe fn post_round<T: Transport>(
         &mut self,
         channel: Channel<'_, T>,
-        memory: Memory<'_>,
+        (memory, apart): (Memory<'_>, FieldMessages),
         slots: *mut u8,
         requests: &mut [T::Request],
     ) -> Result<()> {
-        let (side, per_round) = (self.spec.side, requests.len());
+        let side = self.spec.side;
+        let per_round = requests.len() / apart.requests_per_message(memory.bases.len());
         let (transport, envelope) = (channel.transport, channel.envelope(side, self.spec.peer));
         // SAFETY: the slot lies inside the slots' capacity.
         let slot = unsafe { slots.add(self.slot.start) };
         let (mut posted, mut unpack) = (0, false);
         let mut post_one = |kind: MessageKind, segments: &[Segment]| {
-            let request = &mut requests[posted];
             let message = Message {
                 kind,
                 segments,
                 memory,
                 slot,
             };
+            let requests = &mut requests[posted..];
             // SAFETY: forwarded from the caller.
-            let packed = unsafe { post(transport, envelope, message, request) }?;
-            posted += 1;
-            unpack |= packed && side == Side::Receive;
+            let started = unsafe { post(transport, envelope, (message, apart), requests) }?;
+            posted += started.requests;
+            unpack |= started.packed && side == Side::Receive;
             Ok(())
         };
         let segments = &mut self.segments;
@@ -374,51 +377,111 @@ impl Message<'_> {
     }
 }
 
-/// Posts one message into `request`: straight from or into the buffers when it
-/// is one segment there, or direct (segments at one stride, through a strided
-/// datatype), every field's part of it in one message; otherwise through the
-/// slot (packed first for a send), every field's part back to back. Returns
-/// whether the message went through the slot.
+/// From how many bytes of one field's part a batch's message travels as one
+/// message per field ([`MessageLimits::field_message_bytes`]; `usize::MAX`:
+/// never): the same at both ends of a stream, so that they post the same
+/// messages in the same rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FieldMessages {
+    pub(super) from_bytes: usize,
+}
+
+impl FieldMessages {
+    /// Apart from [`MessageLimits::field_message_bytes`] in an execution of
+    /// `fields` fields with `per_round` requests per stream and round; never
+    /// for one field, nor when a round has no room for one message per field.
+    pub(super) fn new(limits: MessageLimits, fields: usize, per_round: usize) -> FieldMessages {
+        let from_bytes = match fields > 1 && fields <= per_round {
+            true => limits.field_message_bytes,
+            false => usize::MAX,
+        };
+        FieldMessages { from_bytes }
+    }
+
+    /// The requests a round keeps for each message of `fields` fields.
+    fn requests_per_message(self, fields: usize) -> usize {
+        match self.from_bytes {
+            usize::MAX => 1,
+            _ => fields,
+        }
+    }
+
+    /// True when a message of `fields` fields, `field_bytes` of each, travels
+    /// as one message per field.
+    fn apart(self, fields: usize, field_bytes: usize) -> bool {
+        fields > 1 && field_bytes >= self.from_bytes
+    }
+}
+
+/// What posting one message started.
+struct Started {
+    /// Requests used.
+    requests: usize,
+    /// True when the message went through the slot.
+    packed: bool,
+}
+
+/// Posts one message into `requests`: straight from or into the buffers when
+/// it is one segment there, or direct (segments at one stride, through a
+/// strided datatype); otherwise through the slot (packed first for a send),
+/// every field's part back to back. A batch's message carries every field's
+/// part in one message (one request), or, when `apart` says, one message per
+/// field (one request each).
 ///
 /// # Safety
 /// The segments must lie inside every field's buffer; the slot must hold their
-/// total length times the fields and be unused until the request completes.
+/// total length times the fields and be unused until the requests complete.
 unsafe fn post<T: Transport>(
     transport: &T,
     envelope: Envelope,
-    message: Message<'_>,
-    request: &mut T::Request,
-) -> Result<bool> {
+    (message, apart): (Message<'_>, FieldMessages),
+    requests: &mut [T::Request],
+) -> Result<Started> {
     let bases = message.memory.bases;
+    let field_len = message.segments.iter().map(|s| s.len).sum::<usize>();
+    let apart = apart.apart(bases.len(), field_len);
+    let started = |packed| Started {
+        requests: if apart { bases.len() } else { 1 },
+        packed,
+    };
     let Some((offset, shape)) = message.in_buffer() else {
-        let len = message.segments.iter().map(|s| s.len).sum::<usize>() * bases.len();
         if envelope.side == Side::Send {
             let (memory, slot) = (message.memory, message.slot);
-            // SAFETY: the segments lie inside the buffers; the slot holds `len` bytes.
+            // SAFETY: the segments lie inside the buffers; the slot holds their
+            // bytes of every field.
             unsafe { memory.transfer(message.segments, slot, Direction::Gather) };
         }
-        let bytes = Bytes::contiguous(message.slot, len);
-        // SAFETY: the slot is valid until the request completes.
-        unsafe { transport.start(envelope, bytes, request) }?;
-        return Ok(true);
-    };
-    // SAFETY: the bytes are valid until the request completes (no dereference
-    // here: `post`'s contract makes them bytes of the buffers).
-    unsafe {
-        match bases {
-            [base] => {
-                let at = base.wrapping_add(offset);
-                transport.start(envelope, Bytes { at, shape }, request)
-            }
-            _ => {
-                let fields = FieldBytes {
-                    offset,
-                    shape,
-                    bases,
-                };
-                transport.start_fields(envelope, fields, request)
-            }
+        let parts = match apart {
+            true => bases.len(),
+            false => 1,
+        };
+        let part_len = field_len * bases.len() / parts;
+        for (i, request) in requests[..parts].iter_mut().enumerate() {
+            let bytes = Bytes::contiguous(message.slot.wrapping_add(i * part_len), part_len);
+            // SAFETY: the slot is valid until the request completes.
+            unsafe { transport.start(envelope, bytes, request) }?;
         }
-    }?;
-    Ok(false)
+        return Ok(started(true));
+    };
+    if bases.len() == 1 || apart {
+        for (base, request) in bases.iter().zip(requests.iter_mut()) {
+            let bytes = Bytes {
+                at: base.wrapping_add(offset),
+                shape,
+            };
+            // SAFETY: the bytes are valid until the request completes (no
+            // dereference here: `post`'s contract makes them bytes of the
+            // buffers).
+            unsafe { transport.start(envelope, bytes, request) }?;
+        }
+        return Ok(started(false));
+    }
+    let fields = FieldBytes {
+        offset,
+        shape,
+        bases,
+    };
+    // SAFETY: as above.
+    unsafe { transport.start_fields(envelope, fields, &mut requests[0]) }?;
+    Ok(started(false))
 }
