@@ -348,7 +348,7 @@ fn roomy_limits(rng: &mut Rng) -> MessageLimits {
         max_runs: [2, 1 << 10][rng.below(2) as usize],
         strided_runs: STRIDED_RUNS[rng.below(STRIDED_RUNS.len() as u64) as usize],
         packs_all: false,
-        field_message_bytes: [8 * (1 + rng.below(16) as usize), 1 << 20][rng.below(2) as usize],
+        field_message_bytes: [8 * (1 + rng.below(16) as usize), 1 << 20][rng.below(3) as usize / 2],
     }
 }
 
@@ -479,7 +479,8 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
 /// or strided, blocking or not, lists kept or cut, small or roomy message
 /// limits, twice each: every element of every field arrives right, no sentinel
 /// is touched, every input is unchanged, and a rank receives exactly the fields
-/// times its plan's bytes (a batch reads nothing directly). With roomy limits
+/// times its plan's bytes, in messages or by direct reads of every field
+/// (with announcements of 8 bytes per field). With roomy limits
 /// (every field's part of every message fits one) a batch posts exactly the
 /// messages of one array between every pair of ranks when no field's part of
 /// a message reaches [`MessageLimits::field_message_bytes`] (1 MiB), and
@@ -488,7 +489,7 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
 #[test]
 fn real_exchange_delivers_random_batches() {
     let mut rng = Rng(0xba7c);
-    let mut seen = [0u64; 4];
+    let mut seen = [0u64; 5];
     for case in 0..BATCH_CASES {
         let c = random_plans(&mut rng, case);
         let p = c.plans.len();
@@ -534,16 +535,16 @@ fn real_exchange_delivers_random_batches() {
             let report = run_batch(&batch, &network, &mut exchanges, run, &context);
             for (r, plan) in c.plans.iter().enumerate() {
                 let direct = exchanges[r].direct_streams();
-                let (count, read) = match fields {
-                    1 => (direct.count as u64, direct.bytes_read),
-                    _ => (0, 0),
-                };
-                let expected = fields as u64 * plan.stats().bytes_received + 8 * count;
+                let read = fields as u64 * direct.bytes_read;
+                let expected = fields as u64 * plan.stats().bytes_received
+                    + direct.control_bytes_received(fields);
                 assert_eq!(report.read[r], read, "rank {r} read: {}", context());
                 let moved = report.received[r] + report.read[r];
                 assert_eq!(moved, expected, "rank {r} received: {}", context());
             }
         }
+        let reads = exchanges.iter().map(|e| e.direct_streams().reads).sum::<usize>();
+        seen[4] += u64::from(fields > 1 && reads > 0);
         seen[0] += u64::from(fields > 1);
         seen[1] += u64::from(fields > 1 && strided);
         if roomy {
@@ -572,8 +573,8 @@ fn real_exchange_delivers_random_batches() {
             seen[2] += u64::from(fields > 1 && messages > 0);
         }
     }
-    eprintln!("{BATCH_CASES} cases: batches, strided batches, counted, apart: {seen:?}");
-    let often = seen[..3].iter().all(|&n| n > BATCH_CASES / 8);
+    eprintln!("{BATCH_CASES} cases: batches, strided batches, counted, apart, read: {seen:?}");
+    let often = [seen[0], seen[1], seen[2], seen[4]].iter().all(|&n| n > BATCH_CASES / 8);
     assert!(often && seen[3] > BATCH_CASES / 50, "{seen:?}");
 }
 
