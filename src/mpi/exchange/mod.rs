@@ -47,6 +47,14 @@
 //! bounce buffer; where some input is strided, only streams whose elements are
 //! one box read directly, gathered by the sender's storage.
 //!
+//! A batch (k fields in separate buffers, [`Exchange::run_batch`]) cuts the
+//! messages of one array: a message whose part of one field is shorter than
+//! [`MessageLimits::field_message_bytes`] carries every field's part (through
+//! one datatype over the fields' buffers, or back to back in the slot), a
+//! longer one travels as one message per field, since MPICH moves a contiguous
+//! message in one copy but packs a datatype spanning several buffers; direct
+//! streams are read field by field.
+//!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
 //! progress loops), [`direct`] (the direct reads) and [`local`] (the local
 //! copies, the slots and the pack buffer).
@@ -336,8 +344,8 @@ impl<T: Transport> Exchange<T> {
     }
 
     /// Makes room for executions of `fields` fields (a batch; 1 for one array):
-    /// the fields' buffers and the slots their packed messages need, within the
-    /// plan's slot budget. Allocates only for a batch of more fields, or larger
+    /// the fields' buffers, the slots their packed messages need, within the
+    /// plan's slot budget, and the direct reads' announcements. Allocates only for a batch of more fields, or larger
     /// slots, than any before, and keeps it; fails, changing nothing, when that
     /// allocation fails. Executions call it themselves; calling it first lets a
     /// failure be agreed before any message moves.
