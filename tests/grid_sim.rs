@@ -543,7 +543,10 @@ fn real_exchange_delivers_random_batches() {
                 assert_eq!(moved, expected, "rank {r} received: {}", context());
             }
         }
-        let reads = exchanges.iter().map(|e| e.direct_streams().reads).sum::<usize>();
+        let reads = exchanges
+            .iter()
+            .map(|e| e.direct_streams().reads)
+            .sum::<usize>();
         seen[4] += u64::from(fields > 1 && reads > 0);
         seen[0] += u64::from(fields > 1);
         seen[1] += u64::from(fields > 1 && strided);
@@ -574,7 +577,9 @@ fn real_exchange_delivers_random_batches() {
         }
     }
     eprintln!("{BATCH_CASES} cases: batches, strided batches, counted, apart, read: {seen:?}");
-    let often = [seen[0], seen[1], seen[2], seen[4]].iter().all(|&n| n > BATCH_CASES / 8);
+    let often = [seen[0], seen[1], seen[2], seen[4]]
+        .iter()
+        .all(|&n| n > BATCH_CASES / 8);
     assert!(often && seen[3] > BATCH_CASES / 50, "{seen:?}");
 }
 

@@ -315,7 +315,13 @@ impl<T: Transport> DirectReads<T> {
     ///
     /// # Safety
     /// The payloads must stay in place until the message completes.
-    unsafe fn acknowledge(&mut self, transport: &T, i: usize, side: Side, tag: c_int) -> Result<()> {
+    unsafe fn acknowledge(
+        &mut self,
+        transport: &T,
+        i: usize,
+        side: Side,
+        tag: c_int,
+    ) -> Result<()> {
         let peer = self.streams[i].peer;
         let envelope = Envelope { side, peer, tag };
         let bytes = payload_bytes(std::slice::from_mut(&mut self.acknowledged[i]));

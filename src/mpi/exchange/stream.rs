@@ -27,6 +27,10 @@ pub(super) struct Stream {
     /// Bytes of the largest message of `cut` (0 when none was kept): a batch
     /// replays `cut` when its fields' parts of it fit one message.
     pub(super) largest: usize,
+    /// Bytes of the largest packed message of `cut`, scattered or not (0 when
+    /// none was kept): a batch packs every field's part of one through the
+    /// slot.
+    largest_packed: usize,
     /// How many messages of `cut` this execution has posted.
     pub(super) replayed: usize,
     /// Cuts the messages during an execution that does not replay them from `cut`
@@ -70,6 +74,7 @@ impl Stream {
             bytes: elems.saturating_mul(plan.elem_size),
             cut: None,
             largest: 0,
+            largest_packed: 0,
             replayed: 0,
             cutter: None,
             replaying: false,
@@ -107,6 +112,7 @@ impl Stream {
             .cut
             .as_ref()
             .map_or(0, CutMessages::largest_message_bytes);
+        self.largest_packed = (self.cut.as_ref()).map_or(0, |cut| cut.largest_packed_bytes(true));
         // Sends are cut again in place with everything sent staged, and any
         // stream by a batch whose parts of its messages do not fit one.
         self.cutter = Some(cutter());
@@ -136,8 +142,11 @@ impl Stream {
 
     /// The bytes of this stream's slot in an execution of `fields` fields (of
     /// `elem_size` bytes each): the fields' parts of its largest scattered
-    /// message; when its messages are cut anew, a packed message (whose parts
-    /// hold one element at least), within the stream's bytes.
+    /// message, for a batch of its largest packed one (a batch packs its
+    /// fields' parts of a short message through the slot even where one
+    /// field's part is one segment); when its messages are cut anew, a packed
+    /// message (whose parts hold one element at least), within the stream's
+    /// bytes.
     pub(super) fn slot_bytes(
         &self,
         fields: usize,
@@ -145,7 +154,8 @@ impl Stream {
         elem_size: usize,
     ) -> usize {
         match self.replays(fields, limits) {
-            true => self.field_slot * fields,
+            true if fields == 1 => self.field_slot,
+            true => self.field_slot.max(self.largest_packed) * fields,
             false => {
                 (limits.packed_bytes.max(fields * elem_size)).min(self.bytes.saturating_mul(fields))
             }
@@ -194,7 +204,7 @@ impl Stream {
         let per_round = requests.len() / apart.requests_per_message(memory.bases.len());
         let (transport, envelope) = (channel.transport, channel.envelope(side, self.spec.peer));
         // SAFETY: the slot lies inside the slots' capacity.
-        let slot = unsafe { slots.add(self.slot.start) };
+        let (slot, slot_len) = (unsafe { slots.add(self.slot.start) }, self.slot.len());
         let (mut posted, mut unpack) = (0, false);
         let mut post_one = |kind: MessageKind, segments: &[Segment]| {
             let message = Message {
@@ -202,6 +212,7 @@ impl Stream {
                 segments,
                 memory,
                 slot,
+                slot_len,
             };
             let requests = &mut requests[posted..];
             // SAFETY: forwarded from the caller.
@@ -349,11 +360,26 @@ struct Message<'a> {
     kind: MessageKind,
     segments: &'a [Segment],
     memory: Memory<'a>,
-    /// The stream's slot, for a packed message scattered in the buffers.
+    /// The stream's slot, for a packed message scattered in the buffers (or
+    /// a batch's short packed message).
     slot: *mut u8,
+    /// The slot's bytes.
+    slot_len: usize,
 }
 
 impl Message<'_> {
+    /// True when this message of several fields, `field_len` bytes of each,
+    /// travelling as one message (not `apart`), is packed through the slot
+    /// where one field's part is one segment: a packed message (the last of
+    /// its round, so the slot is free until it completes) whose fields' parts
+    /// fit the slot. A contiguous message then leaves instead of one datatype
+    /// over the fields' buffers, made and freed for every message.
+    fn packs_fields(&self, apart: bool, field_len: usize) -> bool {
+        let fields = self.memory.bases.len();
+        let fits = field_len.saturating_mul(fields) <= self.slot_len;
+        fields > 1 && !apart && self.kind == MessageKind::Packed && fits
+    }
+
     /// Its bytes in each field's buffer, from the buffer's start: one segment,
     /// or (direct) segments of one length at one stride; `None` for a packed
     /// message over several segments, or any message of a strided buffer.
@@ -444,7 +470,8 @@ unsafe fn post<T: Transport>(
         requests: if apart { bases.len() } else { 1 },
         packed,
     };
-    let Some((offset, shape)) = message.in_buffer() else {
+    let packs_fields = message.packs_fields(apart, field_len);
+    let Some((offset, shape)) = message.in_buffer().filter(|_| !packs_fields) else {
         if envelope.side == Side::Send {
             let (memory, slot) = (message.memory, message.slot);
             // SAFETY: the segments lie inside the buffers; the slot holds their
