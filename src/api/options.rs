@@ -137,9 +137,9 @@ impl PlanOptions {
     pub const DIRECT_BYTES: usize = 64 << 10;
 
     /// A batch's message whose part of one field holds at least this many bytes
-    /// (16 KiB) travels as one message per field; shorter ones carry every
+    /// (32 KiB) travels as one message per field; shorter ones carry every
     /// field in one message (docs/src/performance/grids.md, "Batches").
-    pub const FIELD_MESSAGE_BYTES: usize = 16 << 10;
+    pub const FIELD_MESSAGE_BYTES: usize = 32 << 10;
 
     /// Shorter runs of at least this many bytes (1 KiB) that follow one another
     /// at one stride in the sender's buffer, back to back in the receiver's,

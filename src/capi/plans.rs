@@ -445,7 +445,7 @@ pub unsafe extern "C" fn dr_plan_execute(
 /// same `k`): field `i` reads `in[i]` and writes `out[i]` (`out_capacity`
 /// elements each), each as `dr_plan_execute` would, every field with the plan's
 /// layouts, element type and storages. Out of place on every rank the fields
-/// move in one exchange: a message whose part of one field is under 16 KiB
+/// move in one exchange: a message whose part of one field is under 32 KiB
 /// carries every field's part (no more messages per peer than one array's while
 /// the fields' parts of a message fit the plan's message caps; beyond, each
 /// field's part is cut within the caps divided by `k`), a longer one travels as

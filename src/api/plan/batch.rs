@@ -4,7 +4,7 @@
 //! whose part of one field is short carries every field's part of it, so a
 //! latency-bound batch posts no more messages per peer than one array (more
 //! only when the fields' parts of a message exceed the plan's message caps,
-//! which then shrink by `k`); a message whose part of one field holds 16 KiB
+//! which then shrink by `k`); a message whose part of one field holds 32 KiB
 //! or more travels as one message per field, straight from and into each
 //! field's buffer (MPI moves those in one copy, a datatype spanning the
 //! buffers in two); streams read directly within the node are read field by
