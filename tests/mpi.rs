@@ -426,6 +426,7 @@ fn worker() {
     }
     if cases_asked == Cases::LongRuns {
         grids::long_runs(&w);
+        batch::long_runs(&w);
         return;
     }
     plan_on_another_thread(&w, provided);

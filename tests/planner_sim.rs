@@ -153,6 +153,7 @@ fn case() -> impl Strategy<Value = Case> {
                         max_runs,
                         strided_runs: STRIDED_RUNS[max_runs % STRIDED_RUNS.len()],
                         packs_all: false,
+                        field_message_bytes: usize::MAX,
                     },
                 })
             },
@@ -435,6 +436,7 @@ fn seed_case(n: u64, p: u64) -> Case {
             max_runs: 1 << 10,
             strided_runs: StridedRuns::StridedReceives,
             packs_all: false,
+            field_message_bytes: usize::MAX,
         },
     }
 }
@@ -481,6 +483,7 @@ fn non_divisible_same_split_falls_back_to_exchange() {
             max_runs: 2,
             strided_runs: StridedRuns::StridedDatatypes,
             packs_all: false,
+            field_message_bytes: usize::MAX,
         },
     };
     check_case(&case);

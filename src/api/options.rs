@@ -136,6 +136,11 @@ impl PlanOptions {
     /// are packed.
     pub const DIRECT_BYTES: usize = 64 << 10;
 
+    /// A batch's message whose part of one field holds at least this many bytes
+    /// (32 KiB) travels as one message per field; shorter ones carry every
+    /// field in one message (docs/src/performance/grids.md, "Batches").
+    pub const FIELD_MESSAGE_BYTES: usize = 32 << 10;
+
     /// Shorter runs of at least this many bytes (1 KiB) that follow one another
     /// at one stride in the sender's buffer, back to back in the receiver's,
     /// travel together as one strided send where the MPI library's strided
@@ -207,6 +212,7 @@ impl PlanOptions {
             max_runs: (self.run_budget / peers).max(1),
             strided_runs,
             packs_all: false,
+            field_message_bytes: PlanOptions::FIELD_MESSAGE_BYTES,
         }
     }
 

@@ -445,10 +445,11 @@ pub unsafe extern "C" fn dr_plan_execute(
 /// same `k`): field `i` reads `in[i]` and writes `out[i]` (`out_capacity`
 /// elements each), each as `dr_plan_execute` would, every field with the plan's
 /// layouts, element type and storages. Out of place on every rank the fields
-/// move in one exchange whose messages each carry every field's part: no more
-/// messages per peer than one array's while the fields' parts of a message fit
-/// the plan's message caps (beyond, each field's part is cut within the caps
-/// divided by `k`). With `in[i] == out[i]` for some field on some rank, the
+/// move in one exchange: a message whose part of one field is under 32 KiB
+/// carries every field's part (no more messages per peer than one array's while
+/// the fields' parts of a message fit the plan's message caps; beyond, each
+/// field's part is cut within the caps divided by `k`), a longer one travels as
+/// one message per field, straight between the fields' buffers. With `in[i] == out[i]` for some field on some rank, the
 /// fields run one after another, each as `dr_plan_execute` runs it (in place
 /// within the plan's in-place bounds). `k = 1` behaves as `dr_plan_execute`.
 /// The checks of every field's buffers, `k` (below 1: `DR_ERROR_INVALID_SHAPE`;

@@ -48,6 +48,12 @@ pub struct MessageLimits {
     /// storage on some rank, [`MessageLimits::all_packed`]); `direct_bytes` then
     /// only says which streams have runs long enough to be read directly.
     pub packs_all: bool,
+    /// In a batch, a message whose part of one field holds at least this many
+    /// bytes travels as one message per field (each straight from or into its
+    /// field's buffer, or its part of the slot); shorter ones carry every
+    /// field's part in one message. MPICH moves a contiguous message in one
+    /// copy but packs a datatype spanning several buffers.
+    pub field_message_bytes: usize,
 }
 
 impl MessageLimits {
@@ -518,7 +524,7 @@ mod tests {
             strided_short_bytes in 1usize..16
         ) {
             let RegionPair { a, b, .. } = pair;
-            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes, packed_bytes: 24, max_runs: 3, strided_runs, packs_all: false };
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes, packed_bytes: 24, max_runs: 3, strided_runs, packs_all: false, field_message_bytes: usize::MAX };
             let cutter = || MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut fresh = cutter();
             let (mut want, mut segs) = (Vec::new(), Vec::new());
@@ -551,7 +557,7 @@ mod tests {
         ) {
             let RegionPair { a, b, .. } = pair;
             let packed_bytes = packed.min(max_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all, field_message_bytes: usize::MAX };
             let cut = |limits| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Target, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());
@@ -581,7 +587,7 @@ mod tests {
         ) {
             let RegionPair { a, b, a_members, b_members } = pair;
             let packed_bytes = packed.min(max_bytes);
-            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct.min(packed_bytes), strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false, field_message_bytes: usize::MAX };
             let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), Placement::Source, 4, limits);
             let mut segs = Vec::new();
             let mut covered = Vec::new();
@@ -609,7 +615,7 @@ mod tests {
         ) {
             let RegionPair { a, b, .. } = pair;
             let packed_bytes = packed.clamp(direct, max_bytes.max(direct));
-            let limits = MessageLimits { max_bytes, direct_bytes: direct, strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false };
+            let limits = MessageLimits { max_bytes, direct_bytes: direct, strided_short_bytes, packed_bytes, max_runs, strided_runs, packs_all: false, field_message_bytes: usize::MAX };
             let cut = |placement| {
                 let mut cutter = MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
                 let (mut segs, mut messages) = (Vec::new(), Vec::new());

@@ -244,13 +244,14 @@ pub fn run_real_exchange(
                 true => exchanges[r].direct_streams(),
                 false => DirectStreams {
                     count: 0,
+                    reads: 0,
                     bytes_read: 0,
                 },
             };
             assert_eq!(report.read[r], direct.bytes_read, "rank {r} read");
             assert_eq!(
                 report.received[r] + report.read[r],
-                stats.bytes_received + 8 * direct.count as u64,
+                stats.bytes_received + direct.control_bytes_received(1),
                 "rank {r} received: {}",
                 context()
             );

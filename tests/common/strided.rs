@@ -172,7 +172,7 @@ pub fn run_strided_exchange(
         for (r, plan) in case.plans.iter().enumerate() {
             let direct = exchanges[r].direct_streams();
             let moved = report.received[r] + report.read[r];
-            let expected = plan.stats().bytes_received + 8 * direct.count as u64;
+            let expected = plan.stats().bytes_received + direct.control_bytes_received(1);
             assert_eq!(
                 report.read[r],
                 direct.bytes_read,

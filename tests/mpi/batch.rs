@@ -10,7 +10,7 @@ use distreshape::{Error, Layout, Plan};
 
 use super::World;
 use super::common::alloc::measure;
-use super::grids::{GridCase, cases_for_storage, pencil_case};
+use super::grids::{GridCase, cases_for_storage, long_runs_case, pencil_case};
 
 /// What field `f`'s elements hold beyond the global index: `f` times this.
 const FIELD_OFFSET: u64 = 1 << 40;
@@ -60,6 +60,17 @@ fn check_fields(w: &World, c: &GridCase, how: &str, got: &[Vec<u64>], want: &[u6
             w.fail(&c.name, what);
         }
     }
+}
+
+/// Batches of 1 and 3 fields of the long-runs case, whose streams move by
+/// direct reads where the environment asks for them (every field read
+/// directly, the repeated batch allocating nothing).
+pub fn long_runs(w: &World) {
+    let c = long_runs_case(w.size);
+    for fields in [1, 3] {
+        check_case(w, &c, fields);
+    }
+    w.passed("batches of long runs");
 }
 
 /// A batch of `fields` fields out of place (twice, the second allocating

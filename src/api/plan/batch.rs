@@ -1,12 +1,17 @@
 //! Batches: one execution of the plan moving `k` arrays (fields) in separate
 //! allocations, every field with the plan's layouts, element type and storages.
-//! Out of place on every rank, the fields travel together: each message carries
-//! every field's part of it, so a batch posts no more messages per peer than one
-//! array (more only when the fields' parts of a message exceed the plan's
-//! message caps, which then shrink by `k`), the kept elements are copied field
-//! by field, and the extra memory is the slots' growth to hold `k` fields' parts
-//! of a packed message, made by the first batch that needs it and kept (never
-//! beyond a packed message per stream, the plan's slot budget). With a field in
+//! Out of place on every rank, the fields travel in one exchange: a message
+//! whose part of one field is short carries every field's part of it, so a
+//! latency-bound batch posts no more messages per peer than one array (more
+//! only when the fields' parts of a message exceed the plan's message caps,
+//! which then shrink by `k`); a message whose part of one field holds 32 KiB
+//! or more travels as one message per field, straight from and into each
+//! field's buffer (MPI moves those in one copy, a datatype spanning the
+//! buffers in two); streams read directly within the node are read field by
+//! field. The kept elements are copied field by field, and the extra memory is
+//! the slots' growth to hold `k` fields' parts of a packed message, made by the
+//! first batch that needs it and kept (never beyond a packed message per
+//! stream, the plan's slot budget). With a field in
 //! place on any rank, the fields run one after another, each as
 //! [`Plan::execute`] runs it (in place within the plan's in-place bounds).
 //!
@@ -50,9 +55,10 @@ impl BatchBuffers<'_> {
 impl Plan {
     /// Executes the plan on a batch (collective, every rank with as many
     /// fields): field `i` from `inputs[i]` into `outputs[i]`, each as
-    /// [`Plan::execute`] would, in one exchange whose messages each carry
-    /// every field's part (no more messages per peer than one array's while
-    /// the fields' parts fit the plan's message caps). One field behaves as
+    /// [`Plan::execute`] would, in one exchange whose short messages each
+    /// carry every field's part (no more messages per peer than one array's
+    /// while the fields' parts fit the plan's message caps) and whose long
+    /// ones travel one per field (see the module docs). One field behaves as
     /// [`Plan::execute`]. A different count on some rank fails on every rank
     /// with [`Error::InconsistentArguments`]; no fields, or `inputs` and
     /// `outputs` of different lengths, with [`Error::InvalidShape`]. Out of

@@ -2,12 +2,13 @@
 //! memory (as the exchange was told when it was made) and whose joint runs are
 //! long (at least half the direct message size on average) moves no message.
 //! When every rank executes out of place, the sender announces the address of its
-//! input (one 8-byte message), the receiver reads the stream's joint runs straight
-//! from it into its output as soon as the announcement arrives
-//! ([`Transport::read`]), and acknowledges (8 bytes: 0, or 1 when the read
+//! input (one 8-byte message; a batch's announces every field's input, 8 bytes
+//! each, in one message), the receiver reads the stream's joint runs straight
+//! from it into its output (field by field) as soon as the announcement arrives
+//! ([`Transport::read`]), and acknowledges (8 bytes: 0, or 1 when a read
 //! failed); the sender completes its execution only once acknowledged, so its
-//! input stays unchanged while it is read. Executions with a rank in place send
-//! these streams' messages as usual.
+//! inputs stay unchanged while they are read. Executions with a rank in place
+//! send these streams' messages as usual.
 //!
 //! Where some rank's input is strided, a stream moves by direct reads only when
 //! its elements are one box (the overlap of the sender's input box and the
@@ -59,9 +60,13 @@ pub(super) struct DirectReads<T: Transport> {
     streams: Vec<DirectStream>,
     /// How many of `streams` are receives.
     receives: usize,
-    /// Per direct stream, the announced input address (received by a receive
-    /// stream, sent by a send stream), then per direct stream its acknowledgement.
-    payloads: Vec<u64>,
+    /// Per direct stream, the announced input addresses, one per field (received
+    /// by a receive stream, sent by a send stream): stream `i`'s are
+    /// `announced[i * fields..][..fields]`. Room for one field is made with the
+    /// exchange, for more by the first batch of more fields, and kept.
+    announced: Vec<u64>,
+    /// Per direct stream its acknowledgement.
+    acknowledged: Vec<u64>,
     /// Per direct stream its announcement's request, then per direct stream its
     /// acknowledgement's.
     requests: Vec<T::Request>,
@@ -165,8 +170,10 @@ impl<T: Transport> DirectReads<T> {
         let receives = direct.iter().filter(|d| d.runs.is_some()).count();
         let n = direct.len();
         let rank = plan.rank;
-        let mut payloads = try_vec(2 * n, "the direct reads' control messages", rank)?;
-        payloads.resize(2 * n, 0);
+        let mut announced = try_vec(n, "the direct reads' announcements", rank)?;
+        announced.resize(n, 0);
+        let mut acknowledged = try_vec(n, "the direct reads' acknowledgements", rank)?;
+        acknowledged.resize(n, 0);
         let mut requests = try_vec(2 * n, "the direct reads' requests", rank)?;
         requests.resize(2 * n, T::null_request());
         let mut completed = try_vec(n, "the direct reads' completions", rank)?;
@@ -183,7 +190,8 @@ impl<T: Transport> DirectReads<T> {
             bounce,
             streams: direct,
             receives,
-            payloads,
+            announced,
+            acknowledged,
             requests,
             completed,
             runs,
@@ -196,35 +204,64 @@ impl<T: Transport> DirectReads<T> {
         self.streams.len()
     }
 
-    /// The bytes of the direct receive streams.
+    /// The bytes of the direct receive streams, of one field.
     pub(super) fn bytes_read(&self) -> u64 {
         self.bytes_read
     }
 
-    /// Starts an execution's direct reads: announces `input` to every direct
-    /// receiver and posts every announcement and acknowledgement receive.
+    /// How many of the direct streams this rank reads.
+    pub(super) fn receives(&self) -> usize {
+        self.receives
+    }
+
+    /// Makes room for the announcements of executions of `fields` fields
+    /// (allocating only for more fields than any before, and keeping it);
+    /// fails, changing nothing, when that allocation fails.
+    pub(super) fn reserve(&mut self, fields: usize, rank: usize) -> Result<()> {
+        let len = self.streams.len() * fields;
+        let more = len.saturating_sub(self.announced.len());
+        self.announced.try_reserve_exact(more).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "cannot list the direct reads' announcements of {fields} fields on rank {rank}"
+            ))
+        })
+    }
+
+    /// Starts an execution's direct reads of the fields whose inputs are
+    /// `inputs`: announces them to every direct receiver and posts every
+    /// announcement and acknowledgement receive. Allocates nothing once
+    /// [`DirectReads::reserve`] has made room for as many fields.
     ///
     /// # Safety
-    /// `input` must stay readable and unchanged until the execution completes.
+    /// Every input must stay readable and unchanged until the execution
+    /// completes.
     pub(super) unsafe fn start(
         &mut self,
         transport: &T,
         execution: u64,
-        input: *const u8,
+        inputs: &[*const u8],
     ) -> Result<DirectExecution> {
         let tags = transport.control_tags(execution);
-        let n = self.streams.len();
+        let (n, fields) = (self.streams.len(), inputs.len());
+        self.announced.resize(n * fields, 0);
         for i in 0..n {
             let (peer, receives) = (self.streams[i].peer, self.streams[i].runs.is_some());
             let side = if receives { Side::Receive } else { Side::Send };
+            let announced = &mut self.announced[i * fields..(i + 1) * fields];
             if !receives {
-                self.payloads[i] = input as u64;
+                (announced.iter_mut().zip(inputs)).for_each(|(a, &input)| *a = input as u64);
             }
             // SAFETY: the payloads live in the plan until the execution completes.
             unsafe {
-                self.post(transport, i, side, peer, tags.announcement)?;
+                let envelope = Envelope {
+                    side,
+                    peer,
+                    tag: tags.announcement,
+                };
+                let bytes = payload_bytes(announced);
+                transport.start(envelope, bytes, &mut self.requests[i])?;
                 if !receives {
-                    self.post(transport, n + i, Side::Receive, peer, tags.acknowledgement)?;
+                    self.acknowledge(transport, i, Side::Receive, tags.acknowledgement)?;
                 }
             }
         }
@@ -235,10 +272,9 @@ impl<T: Transport> DirectReads<T> {
         })
     }
 
-    /// Reads every stream whose announcement has arrived into `output` (one
-    /// field: a batch's direct streams move by messages), and
-    /// acknowledges it: until every stream is read when `blocking`. Returns
-    /// whether every stream is read.
+    /// Reads every stream whose announcement has arrived into `output` (every
+    /// field's), and acknowledges it: until every stream is read when
+    /// `blocking`. Returns whether every stream is read.
     ///
     /// # Safety
     /// `output` the execution's output buffer, valid until it completes.
@@ -262,58 +298,82 @@ impl<T: Transport> DirectReads<T> {
                 // SAFETY: forwarded from the caller; the sender keeps its input
                 // until acknowledged.
                 let read = unsafe { self.read(transport, i, output) };
-                let n = self.streams.len();
-                self.payloads[n + i] = u64::from(read.is_err());
+                self.acknowledged[i] = u64::from(read.is_err());
                 if let Err(e) = read {
                     state.failure.get_or_insert(e);
                 }
-                let peer = self.streams[i].peer;
                 // SAFETY: the payload lives in the plan until the execution completes.
-                unsafe { self.post(transport, n + i, Side::Send, peer, tag) }?;
+                unsafe { self.acknowledge(transport, i, Side::Send, tag) }?;
                 state.reads_left -= 1;
             }
         }
         Ok(true)
     }
 
-    /// Starts control message `index` (its payload and request) on `side` with
-    /// `peer`.
+    /// Starts direct stream `i`'s acknowledgement (its payload and request) on
+    /// `side`.
     ///
     /// # Safety
     /// The payloads must stay in place until the message completes.
-    unsafe fn post(
+    unsafe fn acknowledge(
         &mut self,
         transport: &T,
-        index: usize,
+        i: usize,
         side: Side,
-        peer: usize,
         tag: c_int,
     ) -> Result<()> {
+        let peer = self.streams[i].peer;
         let envelope = Envelope { side, peer, tag };
-        let payload = &mut self.payloads[index];
-        let bytes = Bytes::contiguous((payload as *mut u64).cast(), size_of::<u64>());
+        let bytes = payload_bytes(std::slice::from_mut(&mut self.acknowledged[i]));
+        let request = &mut self.requests[self.streams.len() + i];
         // SAFETY: forwarded from the caller.
-        unsafe { transport.start(envelope, bytes, &mut self.requests[index]) }
+        unsafe { transport.start(envelope, bytes, request) }
     }
 
-    /// Reads direct receive stream `i` from its sender's announced input.
+    /// Reads direct receive stream `i` from its sender's announced inputs, field
+    /// by field (`output` holds every field's buffer).
     ///
     /// # Safety
     /// As [`DirectReads::serve`].
     unsafe fn read(&mut self, transport: &T, i: usize, output: Memory<'_>) -> Result<()> {
+        let fields = output.bases.len();
+        for f in 0..fields {
+            let remote_base = self.announced[i * fields + f] as usize;
+            let field = Memory {
+                bases: &output.bases[f..=f],
+                ..output
+            };
+            // SAFETY: forwarded from the caller.
+            unsafe { self.read_field(transport, i, remote_base, field) }?;
+        }
+        Ok(())
+    }
+
+    /// Reads direct receive stream `i` of one field from its sender's input at
+    /// `remote_base` into `output` (that field's buffer).
+    ///
+    /// # Safety
+    /// As [`DirectReads::serve`].
+    unsafe fn read_field(
+        &mut self,
+        transport: &T,
+        i: usize,
+        remote_base: usize,
+        output: Memory<'_>,
+    ) -> Result<()> {
         let runs = match self.streams[i].runs.as_ref() {
             Some(ReadFrom::Runs(runs)) => runs,
             Some(ReadFrom::Box(_)) => {
                 // SAFETY: forwarded from the caller.
-                return unsafe { self.read_box(transport, i, output) };
+                return unsafe { self.read_box(transport, (i, remote_base), output) };
             }
             None => unreachable!("a receive stream reads"),
         };
         if let Some(storage) = output.strided {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.read_strided(transport, i, output, storage) };
+            return unsafe { self.read_strided(transport, (i, remote_base), output, storage) };
         }
-        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
+        let size = output.elem_size;
         let stream = &self.streams[i];
         for chunk in runs.chunks(RUNS_PER_READ) {
             self.runs.clear();
@@ -329,19 +389,20 @@ impl<T: Transport> DirectReads<T> {
         Ok(())
     }
 
-    /// Reads direct receive stream `i` into the bounce buffer a bounce at a
-    /// time, each scattered into the output's `storage` once read.
+    /// Reads direct receive stream `i` of one field from the sender's input at
+    /// `remote_base` into the bounce buffer a bounce at a time, each scattered
+    /// into the output's `storage` once read.
     ///
     /// # Safety
     /// As [`DirectReads::serve`].
     unsafe fn read_strided(
         &mut self,
         transport: &T,
-        i: usize,
+        (i, remote_base): (usize, usize),
         output: Memory<'_>,
         storage: &Storage,
     ) -> Result<()> {
-        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
+        let size = output.elem_size;
         let stream = &self.streams[i];
         let Some(ReadFrom::Runs(runs)) = stream.runs.as_ref() else {
             unreachable!("read by runs")
@@ -385,15 +446,20 @@ impl<T: Transport> DirectReads<T> {
         Ok(())
     }
 
-    /// Reads direct receive stream `i`, one box, into the bounce buffer a
-    /// bounce at a time, in the sender's memory order (its rows, joined where
-    /// they follow one another in the sender's input), each copied into the
-    /// output once read.
+    /// Reads direct receive stream `i` of one field, one box, from the sender's
+    /// input at `remote_base` into the bounce buffer a bounce at a time, in the
+    /// sender's memory order (its rows, joined where they follow one another in
+    /// the sender's input), each copied into the output once read.
     ///
     /// # Safety
     /// As [`DirectReads::serve`].
-    unsafe fn read_box(&mut self, transport: &T, i: usize, output: Memory<'_>) -> Result<()> {
-        let (remote_base, size) = (self.payloads[i] as usize, output.elem_size);
+    unsafe fn read_box(
+        &mut self,
+        transport: &T,
+        (i, remote_base): (usize, usize),
+        output: Memory<'_>,
+    ) -> Result<()> {
+        let size = output.elem_size;
         let stream = &self.streams[i];
         let Some(ReadFrom::Box(read)) = stream.runs.as_ref() else {
             unreachable!("read as a box")
@@ -464,7 +530,7 @@ impl<T: Transport> DirectReads<T> {
             return Err(e);
         }
         let n = self.streams.len();
-        let failed = (self.receives..n).find(|&i| self.payloads[n + i] != 0);
+        let failed = (self.receives..n).find(|&i| self.acknowledged[i] != 0);
         match failed {
             Some(i) => Err(Error::Mpi(format!(
                 "rank {} could not read this rank's input directly",
@@ -478,6 +544,11 @@ impl<T: Transport> DirectReads<T> {
     pub(super) fn abandon(&mut self, transport: &T) {
         transport.cancel_all(&mut self.requests);
     }
+}
+
+/// The bytes of control message `payload`.
+fn payload_bytes(payload: &mut [u64]) -> Bytes {
+    Bytes::contiguous(payload.as_mut_ptr().cast(), size_of_val(payload))
 }
 
 /// Extends `last` by `run` when `run` follows it in both memories; returns

@@ -47,6 +47,14 @@
 //! bounce buffer; where some input is strided, only streams whose elements are
 //! one box read directly, gathered by the sender's storage.
 //!
+//! A batch (k fields in separate buffers, [`Exchange::run_batch`]) cuts the
+//! messages of one array: a message whose part of one field is shorter than
+//! [`MessageLimits::field_message_bytes`] carries every field's part (through
+//! one datatype over the fields' buffers, or back to back in the slot), a
+//! longer one travels as one message per field, since MPICH moves a contiguous
+//! message in one copy but packs a datatype spanning several buffers; direct
+//! streams are read field by field.
+//!
 //! The jobs, a module each: [`stream`] (one peer and direction), [`progress`] (the
 //! progress loops), [`direct`] (the direct reads) and [`local`] (the local
 //! copies, the slots and the pack buffer).
@@ -111,8 +119,20 @@ pub enum Mode {
 pub struct DirectStreams {
     /// How many (each end of a stream counts on its rank).
     pub count: usize,
-    /// The bytes this rank reads in them.
+    /// How many of them this rank reads (the others it is read in).
+    pub reads: usize,
+    /// The bytes this rank reads in them, of one field.
     pub bytes_read: u64,
+}
+
+impl DirectStreams {
+    /// The bytes of control messages this rank receives in an execution of
+    /// `fields` fields: an announcement of 8 bytes per field for each stream it
+    /// reads, an acknowledgement of 8 bytes for each stream it is read in.
+    pub fn control_bytes_received(&self, fields: usize) -> u64 {
+        let announced = (self.reads * fields) as u64;
+        8 * (announced + (self.count - self.reads) as u64)
+    }
 }
 
 /// This rank's plan and the transport to the other ranks, whose plans are of the
@@ -324,22 +344,24 @@ impl<T: Transport> Exchange<T> {
     }
 
     /// Makes room for executions of `fields` fields (a batch; 1 for one array):
-    /// the fields' buffers and the slots their packed messages need, within the
-    /// plan's slot budget. Allocates only for a batch of more fields, or larger
+    /// the fields' buffers, the slots their packed messages need, within the
+    /// plan's slot budget, and the direct reads' announcements. Allocates only for a batch of more fields, or larger
     /// slots, than any before, and keeps it; fails, changing nothing, when that
     /// allocation fails. Executions call it themselves; calling it first lets a
     /// failure be agreed before any message moves.
     pub fn prepare_fields(&mut self, fields: usize, rank: usize) -> Result<()> {
         self.fields.reserve(fields, rank)?;
+        self.direct.reserve(fields, rank)?;
         self.messaging.place_slots(fields, rank)
     }
 
     /// Runs a batch out of place to completion, as [`Exchange::run`] runs one
     /// array: the same messages (at most as many per peer as one array's, each
     /// carrying every field's part, cut within the caps shrunk by the fields:
-    /// [`MessageLimits::per_field`]), the kept elements copied field by field.
-    /// `mode` is [`Mode::OutOfPlace`] or [`Mode::AllOutOfPlace`] (with more than
-    /// one field, the direct streams then move by messages too).
+    /// [`MessageLimits::per_field`]; those whose part of one field reaches
+    /// [`MessageLimits::field_message_bytes`] one message per field), the kept
+    /// elements copied field by field. `mode` is [`Mode::OutOfPlace`] or
+    /// [`Mode::AllOutOfPlace`] (the direct streams then read every field).
     ///
     /// # Safety
     /// As [`Exchange::run`] out of place, for every field's input and output; no
@@ -377,6 +399,7 @@ impl<T: Transport> Exchange<T> {
     pub fn direct_streams(&self) -> DirectStreams {
         DirectStreams {
             count: self.direct.len(),
+            reads: self.direct.receives(),
             bytes_read: self.direct.bytes_read(),
         }
     }
@@ -400,11 +423,6 @@ impl<T: Transport> Exchange<T> {
     ) -> Result<()> {
         let fields = buffers.outputs.len();
         self.prepare_fields(fields, on.plan.rank)?;
-        // Direct reads read one field: a batch's direct streams move by messages.
-        let mode = match mode {
-            Mode::AllOutOfPlace if fields > 1 => Mode::OutOfPlace,
-            mode => mode,
-        };
         self.next_execution(mode);
         let out_of_place = matches!(mode, Mode::OutOfPlace | Mode::AllOutOfPlace);
         match out_of_place {
@@ -421,7 +439,7 @@ impl<T: Transport> Exchange<T> {
             // (caller's contract).
             let direct = unsafe {
                 self.direct
-                    .start(on.transport, self.executions, buffers.inputs[0])
+                    .start(on.transport, self.executions, buffers.inputs)
             };
             active.direct = direct.inspect_err(|_| self.direct.abandon(on.transport))?;
         }

@@ -6,7 +6,7 @@
 use std::os::raw::c_int;
 
 use super::direct::DirectExecution;
-use super::stream::{Memory, Stream};
+use super::stream::{FieldMessages, Memory, Stream};
 use crate::core::error::{Error, Result};
 use crate::core::fallible::try_vec;
 use crate::distribution::storage::Storages;
@@ -95,6 +95,12 @@ impl<T: Transport> Messaging<T> {
         Ok(())
     }
 
+    /// Which messages of an execution of `fields` travel as one message per
+    /// field.
+    fn field_messages(&self, fields: &Fields) -> FieldMessages {
+        FieldMessages::new(self.limits, fields.output.len(), self.per_round)
+    }
+
     /// Cancels every message in flight and completes it, and marks every stream
     /// idle.
     pub(super) fn abandon(&mut self, transport: &T) {
@@ -134,12 +140,13 @@ impl<T: Transport> Messaging<T> {
             if window.is_empty() {
                 return Ok(true);
             }
+            let apart = self.field_messages(fields);
             for stream in self.streams[window.clone()].iter_mut().filter(|s| !s.done) {
                 let side = stream.spec.side;
                 let base = memory(&self.strided, self.elem_size, fields.bases(side), side);
                 let requests = &mut self.requests[active.posted..active.posted + per_round];
                 // SAFETY: the messages lie inside their buffer (planner invariant).
-                unsafe { stream.post_round(channel, base, slots, requests) }?;
+                unsafe { stream.post_round(channel, (base, apart), slots, requests) }?;
                 active.posted += stream.pending;
             }
             copy_once(active);
@@ -175,6 +182,7 @@ impl<T: Transport> Messaging<T> {
         copy_once: &mut dyn FnMut(&mut Active),
     ) -> Result<bool> {
         let (slots, transport) = (self.slots.as_mut_ptr(), channel.transport);
+        let apart = self.field_messages(fields);
         loop {
             let mut in_flight = 0;
             for (stream, requests) in self
@@ -187,7 +195,7 @@ impl<T: Transport> Messaging<T> {
                     let side = stream.spec.side;
                     let base = memory(&self.strided, self.elem_size, fields.bases(side), side);
                     // SAFETY: the messages lie inside their buffers (planner invariant).
-                    unsafe { stream.post_round(channel, base, slots, requests) }?;
+                    unsafe { stream.post_round(channel, (base, apart), slots, requests) }?;
                 }
                 in_flight += stream.pending;
             }

@@ -27,6 +27,10 @@ pub(super) struct Stream {
     /// Bytes of the largest message of `cut` (0 when none was kept): a batch
     /// replays `cut` when its fields' parts of it fit one message.
     pub(super) largest: usize,
+    /// Bytes of the largest packed message of `cut`, scattered or not (0 when
+    /// none was kept): a batch packs every field's part of one through the
+    /// slot.
+    largest_packed: usize,
     /// How many messages of `cut` this execution has posted.
     pub(super) replayed: usize,
     /// Cuts the messages during an execution that does not replay them from `cut`
@@ -70,6 +74,7 @@ impl Stream {
             bytes: elems.saturating_mul(plan.elem_size),
             cut: None,
             largest: 0,
+            largest_packed: 0,
             replayed: 0,
             cutter: None,
             replaying: false,
@@ -107,6 +112,7 @@ impl Stream {
             .cut
             .as_ref()
             .map_or(0, CutMessages::largest_message_bytes);
+        self.largest_packed = (self.cut.as_ref()).map_or(0, |cut| cut.largest_packed_bytes(true));
         // Sends are cut again in place with everything sent staged, and any
         // stream by a batch whose parts of its messages do not fit one.
         self.cutter = Some(cutter());
@@ -136,8 +142,11 @@ impl Stream {
 
     /// The bytes of this stream's slot in an execution of `fields` fields (of
     /// `elem_size` bytes each): the fields' parts of its largest scattered
-    /// message; when its messages are cut anew, a packed message (whose parts
-    /// hold one element at least), within the stream's bytes.
+    /// message, for a batch of its largest packed one (a batch packs its
+    /// fields' parts of a short message through the slot even where one
+    /// field's part is one segment); when its messages are cut anew, a packed
+    /// message (whose parts hold one element at least), within the stream's
+    /// bytes.
     pub(super) fn slot_bytes(
         &self,
         fields: usize,
@@ -145,7 +154,8 @@ impl Stream {
         elem_size: usize,
     ) -> usize {
         match self.replays(fields, limits) {
-            true => self.field_slot * fields,
+            true if fields == 1 => self.field_slot,
+            true => self.field_slot.max(self.largest_packed) * fields,
             false => {
                 (limits.packed_bytes.max(fields * elem_size)).min(self.bytes.saturating_mul(fields))
             }
@@ -176,35 +186,39 @@ impl Stream {
         self.pending = 0;
     }
 
-    /// Posts this stream's next round into `requests` (one each, at most
-    /// `requests.len()` messages); marks the stream done when nothing is left.
+    /// Posts this stream's next round into `requests` (at most `requests.len()`
+    /// requests: one per message, or one per field for a batch's messages that
+    /// travel apart, [`FieldMessages`]); marks the stream done when nothing is
+    /// left.
     ///
     /// # Safety
     /// The messages must lie inside `buffer`, this stream's slot inside `slots`.
     pub(super) unsafe fn post_round<T: Transport>(
         &mut self,
         channel: Channel<'_, T>,
-        memory: Memory<'_>,
+        (memory, apart): (Memory<'_>, FieldMessages),
         slots: *mut u8,
         requests: &mut [T::Request],
     ) -> Result<()> {
-        let (side, per_round) = (self.spec.side, requests.len());
+        let side = self.spec.side;
+        let per_round = requests.len() / apart.requests_per_message(memory.bases.len());
         let (transport, envelope) = (channel.transport, channel.envelope(side, self.spec.peer));
         // SAFETY: the slot lies inside the slots' capacity.
-        let slot = unsafe { slots.add(self.slot.start) };
+        let (slot, slot_len) = (unsafe { slots.add(self.slot.start) }, self.slot.len());
         let (mut posted, mut unpack) = (0, false);
         let mut post_one = |kind: MessageKind, segments: &[Segment]| {
-            let request = &mut requests[posted];
             let message = Message {
                 kind,
                 segments,
                 memory,
                 slot,
+                slot_len,
             };
+            let requests = &mut requests[posted..];
             // SAFETY: forwarded from the caller.
-            let packed = unsafe { post(transport, envelope, message, request) }?;
-            posted += 1;
-            unpack |= packed && side == Side::Receive;
+            let started = unsafe { post(transport, envelope, (message, apart), requests) }?;
+            posted += started.requests;
+            unpack |= started.packed && side == Side::Receive;
             Ok(())
         };
         let segments = &mut self.segments;
@@ -346,11 +360,26 @@ struct Message<'a> {
     kind: MessageKind,
     segments: &'a [Segment],
     memory: Memory<'a>,
-    /// The stream's slot, for a packed message scattered in the buffers.
+    /// The stream's slot, for a packed message scattered in the buffers (or
+    /// a batch's short packed message).
     slot: *mut u8,
+    /// The slot's bytes.
+    slot_len: usize,
 }
 
 impl Message<'_> {
+    /// True when this message of several fields, `field_len` bytes of each,
+    /// travelling as one message (not `apart`), is packed through the slot
+    /// where one field's part is one segment: a packed message (the last of
+    /// its round, so the slot is free until it completes) whose fields' parts
+    /// fit the slot. A contiguous message then leaves instead of one datatype
+    /// over the fields' buffers, made and freed for every message.
+    fn packs_fields(&self, apart: bool, field_len: usize) -> bool {
+        let fields = self.memory.bases.len();
+        let fits = field_len.saturating_mul(fields) <= self.slot_len;
+        fields > 1 && !apart && self.kind == MessageKind::Packed && fits
+    }
+
     /// Its bytes in each field's buffer, from the buffer's start: one segment,
     /// or (direct) segments of one length at one stride; `None` for a packed
     /// message over several segments, or any message of a strided buffer.
@@ -374,51 +403,112 @@ impl Message<'_> {
     }
 }
 
-/// Posts one message into `request`: straight from or into the buffers when it
-/// is one segment there, or direct (segments at one stride, through a strided
-/// datatype), every field's part of it in one message; otherwise through the
-/// slot (packed first for a send), every field's part back to back. Returns
-/// whether the message went through the slot.
+/// From how many bytes of one field's part a batch's message travels as one
+/// message per field ([`MessageLimits::field_message_bytes`]; `usize::MAX`:
+/// never): the same at both ends of a stream, so that they post the same
+/// messages in the same rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FieldMessages {
+    pub(super) from_bytes: usize,
+}
+
+impl FieldMessages {
+    /// Apart from [`MessageLimits::field_message_bytes`] in an execution of
+    /// `fields` fields with `per_round` requests per stream and round; never
+    /// for one field, nor when a round has no room for one message per field.
+    pub(super) fn new(limits: MessageLimits, fields: usize, per_round: usize) -> FieldMessages {
+        let from_bytes = match fields > 1 && fields <= per_round {
+            true => limits.field_message_bytes,
+            false => usize::MAX,
+        };
+        FieldMessages { from_bytes }
+    }
+
+    /// The requests a round keeps for each message of `fields` fields.
+    fn requests_per_message(self, fields: usize) -> usize {
+        match self.from_bytes {
+            usize::MAX => 1,
+            _ => fields,
+        }
+    }
+
+    /// True when a message of `fields` fields, `field_bytes` of each, travels
+    /// as one message per field.
+    fn apart(self, fields: usize, field_bytes: usize) -> bool {
+        fields > 1 && field_bytes >= self.from_bytes
+    }
+}
+
+/// What posting one message started.
+struct Started {
+    /// Requests used.
+    requests: usize,
+    /// True when the message went through the slot.
+    packed: bool,
+}
+
+/// Posts one message into `requests`: straight from or into the buffers when
+/// it is one segment there, or direct (segments at one stride, through a
+/// strided datatype); otherwise through the slot (packed first for a send),
+/// every field's part back to back. A batch's message carries every field's
+/// part in one message (one request), or, when `apart` says, one message per
+/// field (one request each).
 ///
 /// # Safety
 /// The segments must lie inside every field's buffer; the slot must hold their
-/// total length times the fields and be unused until the request completes.
+/// total length times the fields and be unused until the requests complete.
 unsafe fn post<T: Transport>(
     transport: &T,
     envelope: Envelope,
-    message: Message<'_>,
-    request: &mut T::Request,
-) -> Result<bool> {
+    (message, apart): (Message<'_>, FieldMessages),
+    requests: &mut [T::Request],
+) -> Result<Started> {
     let bases = message.memory.bases;
-    let Some((offset, shape)) = message.in_buffer() else {
-        let len = message.segments.iter().map(|s| s.len).sum::<usize>() * bases.len();
+    let field_len = message.segments.iter().map(|s| s.len).sum::<usize>();
+    let apart = apart.apart(bases.len(), field_len);
+    let started = |packed| Started {
+        requests: if apart { bases.len() } else { 1 },
+        packed,
+    };
+    let packs_fields = message.packs_fields(apart, field_len);
+    let Some((offset, shape)) = message.in_buffer().filter(|_| !packs_fields) else {
         if envelope.side == Side::Send {
             let (memory, slot) = (message.memory, message.slot);
-            // SAFETY: the segments lie inside the buffers; the slot holds `len` bytes.
+            // SAFETY: the segments lie inside the buffers; the slot holds their
+            // bytes of every field.
             unsafe { memory.transfer(message.segments, slot, Direction::Gather) };
         }
-        let bytes = Bytes::contiguous(message.slot, len);
-        // SAFETY: the slot is valid until the request completes.
-        unsafe { transport.start(envelope, bytes, request) }?;
-        return Ok(true);
-    };
-    // SAFETY: the bytes are valid until the request completes (no dereference
-    // here: `post`'s contract makes them bytes of the buffers).
-    unsafe {
-        match bases {
-            [base] => {
-                let at = base.wrapping_add(offset);
-                transport.start(envelope, Bytes { at, shape }, request)
-            }
-            _ => {
-                let fields = FieldBytes {
-                    offset,
-                    shape,
-                    bases,
-                };
-                transport.start_fields(envelope, fields, request)
-            }
+        let parts = match apart {
+            true => bases.len(),
+            false => 1,
+        };
+        let part_len = field_len * bases.len() / parts;
+        for (i, request) in requests[..parts].iter_mut().enumerate() {
+            let bytes = Bytes::contiguous(message.slot.wrapping_add(i * part_len), part_len);
+            // SAFETY: the slot is valid until the request completes.
+            unsafe { transport.start(envelope, bytes, request) }?;
         }
-    }?;
-    Ok(false)
+        return Ok(started(true));
+    };
+    if bases.len() == 1 || apart {
+        for (base, request) in bases.iter().zip(requests.iter_mut()) {
+            let bytes = Bytes {
+                at: base.wrapping_add(offset),
+                shape,
+            };
+            // SAFETY: the bytes are valid until the request completes (no
+            // dereference here: `post`'s contract makes them bytes of the
+            // buffers).
+            unsafe { transport.start(envelope, bytes, request) }?;
+        }
+        return Ok(started(false));
+    }
+    let fields = FieldBytes {
+        offset,
+        shape,
+        bases,
+    };
+    // SAFETY: as above.
+    unsafe { transport.start_fields(envelope, fields, &mut requests[0]) }?;
+    Ok(started(false))
 }
