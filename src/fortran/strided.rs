@@ -37,7 +37,10 @@ const MAX_RANK: usize = 15;
 ///
 /// # Safety
 /// `desc` NULL or readable.
-pub(super) unsafe fn descriptor<'a>(name: &str, desc: *const ArrayDescriptor) -> Result<&'a ArrayDescriptor> {
+pub(super) unsafe fn descriptor<'a>(
+    name: &str,
+    desc: *const ArrayDescriptor,
+) -> Result<&'a ArrayDescriptor> {
     // SAFETY: as documented.
     unsafe { desc.as_ref() }.ok_or_else(|| Error::NullPointer(format!("{name} is NULL")))
 }

@@ -452,11 +452,29 @@ impl CutMessages {
         largest
     }
 
-    /// Replays the messages from the `next`-th on.
+    /// Every kept segment, message after message, in the order they were cut.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Replays the messages from the `next`-th on, each as the segments it was
+    /// cut into.
     pub fn replay(&self, next: usize) -> Replay<'_> {
         Replay {
             messages: self,
             next,
+            packed_at: None,
+        }
+    }
+
+    /// Replays the messages from the `next`-th on placed back to back from byte
+    /// `at` of a packed buffer (the messages cut with [`Placement::Packed`]): each
+    /// one segment as long as the message.
+    pub fn replay_packed(&self, next: usize, at: usize) -> Replay<'_> {
+        Replay {
+            messages: self,
+            next,
+            packed_at: Some(at),
         }
     }
 }
@@ -466,12 +484,19 @@ impl CutMessages {
 pub struct Replay<'a> {
     messages: &'a CutMessages,
     next: usize,
+    /// Where the next message starts in a packed buffer, when replayed packed.
+    packed_at: Option<usize>,
 }
 
 impl Replay<'_> {
     /// Index of the next message to hand out.
     pub fn position(&self) -> usize {
         self.next
+    }
+
+    /// Where the next message starts in the packed buffer, when replayed packed.
+    pub fn packed_position(&self) -> Option<usize> {
+        self.packed_at
     }
 }
 
@@ -482,8 +507,16 @@ impl Messages for Replay<'_> {
             .next
             .checked_sub(1)
             .map_or(0, |i| self.messages.ends[i].0);
+        let cut = &self.messages.segments[start..end];
         segments.clear();
-        segments.extend_from_slice(&self.messages.segments[start..end]);
+        match &mut self.packed_at {
+            Some(at) => {
+                let len = cut.iter().map(|s| s.len).sum();
+                segments.push(Segment { offset: *at, len });
+                *at += len;
+            }
+            None => segments.extend_from_slice(cut),
+        }
         self.next += 1;
         Some(kind)
     }
@@ -578,6 +611,29 @@ mod tests {
                 again.push((kind, segs.clone()));
             }
             prop_assert_eq!(again, cut(limits.per_field(fields)));
+        }
+
+        #[test]
+        fn packed_replay_places_what_the_cutter_places_packed(
+            pair in region_pair(), strided_runs in any_strided_runs(), at in 0usize..100
+        ) {
+            let RegionPair { a, b, .. } = pair;
+            let limits = MessageLimits { max_bytes: 24, direct_bytes: 12, strided_short_bytes: 8, packed_bytes: 24, max_runs: 3, strided_runs, packs_all: false, field_message_bytes: usize::MAX };
+            let cutter = |placement| MessageCutter::new(RegionRuns::new(&a, &b), placement, 4, limits);
+            let mut packed = cutter(Placement::Packed { next: at });
+            let (mut want, mut segs) = (Vec::new(), Vec::new());
+            while let Some(kind) = packed.next_message(&mut segs) {
+                want.push((kind, segs.clone()));
+            }
+            let kept = CutMessages::cut(cutter(Placement::Source), usize::MAX, &mut segs).unwrap().unwrap();
+            let mut got = Vec::new();
+            let mut replay = kept.replay_packed(0, at);
+            while let Some(kind) = replay.next_message(&mut segs) {
+                got.push((kind, segs.clone()));
+                // A round ends anywhere: resuming from the positions goes on alike.
+                replay = kept.replay_packed(replay.position(), replay.packed_position().unwrap());
+            }
+            prop_assert_eq!(got, want);
         }
 
         #[test]

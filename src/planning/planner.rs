@@ -220,19 +220,11 @@ impl RankPlan {
     }
 
     /// Moves the elements this rank keeps from their input to their output positions
-    /// within one buffer. Both positions grow with the global index, so moving the runs
-    /// that go down in ascending order, then those that go up in descending order,
-    /// never overwrites a run before it has moved.
+    /// within one buffer ([`move_kept_within`]).
     pub fn move_kept_in_place(&self, buffer: &mut [u8]) {
-        let down = self
-            .kept_bytes(self.local_runs())
-            .filter(|c| c.to < c.from.start);
-        let up = self
-            .kept_bytes(self.local_runs().descending())
-            .filter(|c| c.to > c.from.start);
-        for KeptCopy { from, to } in down.chain(up) {
-            buffer.copy_within(from, to);
-        }
+        let ascending = self.kept_bytes(self.local_runs());
+        let descending = self.kept_bytes(self.local_runs().descending());
+        move_kept_within(buffer, ascending, descending);
     }
 
     /// Elements in this rank's input buffer.
@@ -312,6 +304,23 @@ pub struct KeptCopy {
     pub from: Range<usize>,
     /// Byte offset in the output buffer.
     pub to: usize,
+}
+
+/// Moves kept copies from their input to their output positions within one
+/// buffer: `ascending` and `descending` hand out the same copies (of one rank, in
+/// global order) in the two orders. Both positions grow with the global index, so
+/// moving the copies that go down in ascending order, then those that go up in
+/// descending order, never overwrites elements before they have moved.
+pub fn move_kept_within(
+    buffer: &mut [u8],
+    ascending: impl Iterator<Item = KeptCopy>,
+    descending: impl Iterator<Item = KeptCopy>,
+) {
+    let down = ascending.filter(|c| c.to < c.from.start);
+    let up = descending.filter(|c| c.to > c.from.start);
+    for KeptCopy { from, to } in down.chain(up) {
+        buffer.copy_within(from, to);
+    }
 }
 
 /// The slab layout of `shape` from per-rank row counts along `split` (replicated

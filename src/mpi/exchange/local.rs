@@ -11,7 +11,8 @@ use crate::distribution::region::RegionRuns;
 use crate::distribution::storage::Storages;
 use crate::memory::Host;
 use crate::memory::strided::Copier;
-use crate::planning::planner::{KeptCopy, RankPlan};
+use crate::planning::planner::{KeptCopy, RankPlan, move_kept_within};
+use crate::planning::schedule::Side;
 
 use super::stream::Stream;
 
@@ -34,21 +35,52 @@ pub(super) fn packed_starts(plan: &RankPlan) -> Result<Vec<usize>> {
     Ok(starts)
 }
 
-/// Copies everything this rank sends into the pack buffer `packed` and moves the
-/// kept elements within `buffer`; returns where the sends are read from.
+/// The indices of the send streams of `streams` in the order of `plan.sends`
+/// (the layout of [`RankPlan::pack_sends`]), when every peer sent to has one and
+/// every one kept its messages: an execution in place then packs the sends
+/// through them, rather than walking the plan's runs again. `None` otherwise.
+pub(super) fn kept_send_order(plan: &RankPlan, streams: &[Stream]) -> Result<Option<Vec<usize>>> {
+    let sends = || {
+        streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.spec.side == Side::Send)
+    };
+    if sends().count() != plan.sends.len() || sends().any(|(_, s)| s.cut.is_none()) {
+        return Ok(None);
+    }
+    let mut order = try_vec(plan.sends.len(), "the order of the packed sends", plan.rank)?;
+    order.extend(sends().map(|(i, _)| i));
+    order.sort_unstable_by_key(|&i| streams[i].packed_at);
+    Ok(Some(order))
+}
+
+/// Copies everything this rank sends into the pack buffer `packed`, through the
+/// send streams' kept messages in `send_order` ([`kept_send_order`]) or else the
+/// plan's runs, and moves the kept elements within `buffer`; returns where the
+/// sends are read from.
 ///
 /// # Safety
 /// `buffer` must hold the larger of the plan's input and output sizes.
 pub(super) unsafe fn pack_in_place(
     plan: &RankPlan,
+    streams: &[Stream],
+    send_order: Option<&[usize]>,
+    kept: &LocalCopies,
     packed: &mut Vec<u8>,
     buffer: *mut u8,
 ) -> *const u8 {
     let in_bytes = plan.input_elems() as usize * plan.elem_size;
     // SAFETY: as documented.
     let buffer = unsafe { in_place_buffer(plan, buffer) };
-    plan.pack_sends(&buffer[..in_bytes], packed);
-    plan.move_kept_in_place(buffer);
+    let input = &buffer[..in_bytes];
+    match send_order {
+        Some(order) => order
+            .iter()
+            .for_each(|&i| streams[i].pack_kept(input, packed)),
+        None => plan.pack_sends(input, packed),
+    }
+    kept.move_in_place(plan, buffer);
     packed.as_ptr()
 }
 
@@ -124,6 +156,18 @@ impl LocalCopies {
         }
         let list = KeptList::Listed(kept);
         Ok(LocalCopies { list, strided })
+    }
+
+    /// Moves the elements `plan` keeps to their output positions within `buffer`
+    /// (in place, dense storage), through the listed copies when they are listed.
+    pub(super) fn move_in_place(&self, plan: &RankPlan, buffer: &mut [u8]) {
+        match &self.list {
+            KeptList::Listed(kept) if self.strided.is_none() => {
+                let (ascending, descending) = (kept.iter().cloned(), kept.iter().rev().cloned());
+                move_kept_within(buffer, ascending, descending);
+            }
+            _ => plan.move_kept_in_place(buffer),
+        }
     }
 
     /// The number of copies listed (`None` when they are cut at every execution).

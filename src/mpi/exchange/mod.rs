@@ -69,7 +69,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
 pub use self::direct::ReadPeers;
-use self::local::{LocalCopies, in_place_buffer, pack_in_place, packed_starts, slots};
+use self::local::{
+    LocalCopies, in_place_buffer, kept_send_order, pack_in_place, packed_starts, slots,
+};
 use self::progress::{Active, Fields, Messaging, Sides};
 use self::stream::{Memory, Stream};
 use crate::core::error::Result;
@@ -162,6 +164,9 @@ pub struct Exchange<T: Transport> {
     messaging: Messaging<T>,
     /// The local copies, listed once when they fit the plan's budget.
     kept: LocalCopies,
+    /// The send streams in the order of the packed sends, when they all kept
+    /// their messages (an execution in place packs through them).
+    send_order: Option<Vec<usize>>,
     /// Executions started so far, by either engine: the same count on every rank,
     /// which gives every execution its tag ([`Transport::tag`]).
     executions: u64,
@@ -240,6 +245,7 @@ impl<T: Transport> Exchange<T> {
             streams.push(stream);
         }
         let slots = slots(&streams, slot_bytes, plan.rank)?;
+        let send_order = kept_send_order(plan, &streams)?;
         let output = strided.as_ref().map_or_else(
             || Storage::dense(&plan.layouts.output().rank_box(plan.rank).extents),
             |s| s.output.clone(),
@@ -264,6 +270,7 @@ impl<T: Transport> Exchange<T> {
                 elem_size: plan.elem_size,
             },
             kept,
+            send_order,
             executions: 0,
             direct,
             active: None,
@@ -304,14 +311,15 @@ impl<T: Transport> Exchange<T> {
         self.prepare_fields(1, plan.rank)?;
         self.next_execution(mode);
         self.fields.set(buffers.inputs, buffers.outputs);
-        let mut sides = |sides: Sides| {
-            self.active = Some(Active::new(false, Vec::new(), sides));
-            self.advance(on, true)
+        let sides = |exchange: &mut Self, sides: Sides| {
+            exchange.active = Some(Active::new(false, Vec::new(), sides));
+            exchange.advance(on, true)
         };
-        sides(Sides::Sends)?;
+        sides(self, Sides::Sends)?;
         // SAFETY: every send has completed, so the buffer is ours (caller's contract).
-        unsafe { plan.move_kept_in_place(in_place_buffer(plan, output)) };
-        sides(Sides::Receives).map(drop)
+        let buffer = unsafe { in_place_buffer(plan, output) };
+        self.kept.move_in_place(plan, buffer);
+        sides(self, Sides::Receives).map(drop)
     }
 
     /// Starts an execution and progresses it as far as it goes without waiting;
@@ -429,7 +437,9 @@ impl<T: Transport> Exchange<T> {
             true => self.fields.set(buffers.inputs, buffers.outputs),
             // SAFETY: forwarded from the caller.
             false => unsafe {
-                let sends = pack_in_place(on.plan, &mut packed, buffers.outputs[0]);
+                let (streams, order) = (&self.messaging.streams, self.send_order.as_deref());
+                let output = buffers.outputs[0];
+                let sends = pack_in_place(on.plan, streams, order, &self.kept, &mut packed, output);
                 self.fields.set(&[sends], buffers.outputs);
             },
         }

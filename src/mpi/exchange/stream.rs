@@ -33,10 +33,13 @@ pub(super) struct Stream {
     largest_packed: usize,
     /// How many messages of `cut` this execution has posted.
     pub(super) replayed: usize,
+    /// Where the next message of `cut` starts in the pack buffer, when this
+    /// execution replays the sends from there ([`Mode::InPlacePacked`]).
+    pub(super) replayed_packed: Option<usize>,
     /// Cuts the messages during an execution that does not replay them from `cut`
-    /// (none were kept, the sends are read from the packed sends, or a batch's
-    /// parts of them do not fit one message): made when the plan is created,
-    /// rewound by every execution, so executions allocate nothing.
+    /// (none were kept, or a batch's parts of them do not fit one message): made
+    /// when the plan is created, rewound by every execution, so executions
+    /// allocate nothing.
     pub(super) cutter: Option<MessageCutter>,
     /// True when this execution replays `cut`.
     pub(super) replaying: bool,
@@ -76,6 +79,7 @@ impl Stream {
             largest: 0,
             largest_packed: 0,
             replayed: 0,
+            replayed_packed: None,
             cutter: None,
             replaying: false,
             segments: try_vec(
@@ -113,8 +117,8 @@ impl Stream {
             .as_ref()
             .map_or(0, CutMessages::largest_message_bytes);
         self.largest_packed = (self.cut.as_ref()).map_or(0, |cut| cut.largest_packed_bytes(true));
-        // Sends are cut again in place with everything sent staged, and any
-        // stream by a batch whose parts of its messages do not fit one.
+        // Any stream is cut again by a batch whose parts of its messages do not
+        // fit one.
         self.cutter = Some(cutter());
         Ok(self.cut.as_ref().map_or(0, CutMessages::segment_count))
     }
@@ -163,10 +167,10 @@ impl Stream {
     }
 
     /// Rewinds the stream for an execution in `mode` of `fields` fields: the kept
-    /// messages are replayed, except for sends read from the packed buffer of an
-    /// in-place execution and by a batch whose parts of them do not fit one
-    /// message (cut anew within [`MessageLimits::per_field`]); a direct stream
-    /// posts none when every rank is out of place.
+    /// messages are replayed (sends read from the pack buffer of an in-place
+    /// execution placed back to back there), except by a batch whose parts of them
+    /// do not fit one message (cut anew within [`MessageLimits::per_field`]); a
+    /// direct stream posts none when every rank is out of place.
     pub(super) fn reset(&mut self, mode: Mode, fields: usize, limits: MessageLimits) {
         let placement = match (self.spec.side, mode) {
             (Side::Receive, _) => Placement::Target,
@@ -175,12 +179,15 @@ impl Stream {
             },
             (Side::Send, _) => Placement::Source,
         };
-        let repacked = matches!(placement, Placement::Packed { .. });
-        self.replaying = self.replays(fields, limits) && !repacked;
+        self.replaying = self.replays(fields, limits);
         if let (false, Some(cutter)) = (self.replaying, &mut self.cutter) {
             cutter.recut(placement, limits.per_field(fields));
         }
         self.replayed = 0;
+        self.replayed_packed = match placement {
+            Placement::Packed { next } => Some(next),
+            _ => None,
+        };
         self.unpack_pending = false;
         self.done = self.direct && mode == Mode::AllOutOfPlace;
         self.pending = 0;
@@ -224,9 +231,13 @@ impl Stream {
         let segments = &mut self.segments;
         let cut = match (self.replaying, &mut self.cutter, &self.cut) {
             (true, _, Some(cut)) => {
-                let mut replay = cut.replay(self.replayed);
+                let mut replay = match self.replayed_packed {
+                    Some(at) => cut.replay_packed(self.replayed, at),
+                    None => cut.replay(self.replayed),
+                };
                 let round = replay.next_round(segments, per_round, &mut post_one);
                 self.replayed = replay.position();
+                self.replayed_packed = replay.packed_position();
                 round
             }
             (false, Some(cutter), _) => cutter.next_round(segments, per_round, &mut post_one),
@@ -244,6 +255,15 @@ impl Stream {
             (true, _, Some(cut)) => cut.replay(self.replayed).is_exhausted(),
             (false, Some(cutter), _) => cutter.is_exhausted(),
             _ => true,
+        }
+    }
+
+    /// Appends the bytes this send stream moves to `packed`, read from `input`
+    /// through its kept messages (in the order [`Mode::InPlacePacked`] reads
+    /// them); nothing when it kept none.
+    pub(super) fn pack_kept(&self, input: &[u8], packed: &mut Vec<u8>) {
+        for s in self.cut.iter().flat_map(CutMessages::segments) {
+            packed.extend_from_slice(&input[s.offset..s.offset + s.len]);
         }
     }
 
