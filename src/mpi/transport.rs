@@ -103,6 +103,7 @@ impl FieldBytes<'_> {
     }
 
     /// How many bytes the message moves.
+    #[cfg(feature = "testing")]
     pub fn total_bytes(&self) -> usize {
         self.shape.total_bytes() * self.bases.len()
     }

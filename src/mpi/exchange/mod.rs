@@ -131,6 +131,7 @@ impl DirectStreams {
     /// The bytes of control messages this rank receives in an execution of
     /// `fields` fields: an announcement of 8 bytes per field for each stream it
     /// reads, an acknowledgement of 8 bytes for each stream it is read in.
+    #[cfg(feature = "testing")]
     pub fn control_bytes_received(&self, fields: usize) -> u64 {
         let announced = (self.reads * fields) as u64;
         8 * (announced + (self.count - self.reads) as u64)
