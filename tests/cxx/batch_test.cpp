@@ -19,6 +19,8 @@
 #include <distreshape.hpp>
 #include <mpi.h>
 
+#include "checks.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -29,34 +31,11 @@ namespace dr = distreshape;
 
 namespace {
 
-int rank, nranks;
-int failures;
-
-void check(bool ok, const std::string& what)
-{
-    if (!ok) {
-        std::printf("rank %d: FAIL %s\n", rank, what.c_str());
-        failures++;
-    }
-}
-
 using ivec = std::vector<std::int64_t>;
 using fields = std::vector<std::vector<double>>;
 constexpr std::int64_t rows = 37, cols = 5;
 constexpr double field_offset = 1e6;
 constexpr double sentinel = -7.0;
-
-// The status of what `f` throws (DR_SUCCESS when it throws nothing).
-template <class F>
-dr_status status_of(F&& f)
-{
-    try {
-        f();
-    } catch (const dr::error& e) {
-        return e.status();
-    }
-    return DR_SUCCESS;
-}
 
 // The (37, 5) -> (5, 37) plan and this rank's slabs.
 struct slabs {

@@ -19,6 +19,8 @@
 #include <distreshape.hpp>
 #include <mpi.h>
 
+#include "checks.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -29,17 +31,6 @@
 namespace dr = distreshape;
 
 namespace {
-
-int rank, nranks;
-int failures;
-
-void check(bool ok, const std::string& what)
-{
-    if (!ok) {
-        std::printf("rank %d: FAIL %s\n", rank, what.c_str());
-        failures++;
-    }
-}
 
 static_assert(std::is_default_constructible_v<dr::layout> &&
               std::is_copy_constructible_v<dr::layout> && std::is_copy_assignable_v<dr::layout> &&

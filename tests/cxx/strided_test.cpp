@@ -18,6 +18,8 @@
 #include <distreshape.hpp>
 #include <mpi.h>
 
+#include "checks.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -29,32 +31,9 @@ namespace dr = distreshape;
 
 namespace {
 
-int rank, nranks;
-int failures;
-
-void check(bool ok, const std::string& what)
-{
-    if (!ok) {
-        std::printf("rank %d: FAIL %s\n", rank, what.c_str());
-        failures++;
-    }
-}
-
 using ivec = std::vector<std::int64_t>;
 constexpr std::int64_t n0 = 6, n1 = 5, n2 = 4;
 constexpr double sentinel = -7.0;
-
-// The status of what `f` throws (DR_SUCCESS when it throws nothing).
-template <class F>
-dr_status status_of(F&& f)
-{
-    try {
-        f();
-    } catch (const dr::error& e) {
-        return e.status();
-    }
-    return DR_SUCCESS;
-}
 
 // A padded 3-D array: `box` extents stored at `strides` from the element at
 // `first`, every other element a sentinel.
