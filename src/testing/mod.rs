@@ -15,7 +15,8 @@ pub use crate::memory::copy::copy_box;
 pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
 pub use crate::mpi::exchange::{
-    DirectStreams, Exchange, FieldBuffers, Mode, Participant, ReadPeers,
+    DirectStreams, Exchange, FRAMED_BYTES, FieldBuffers, FusedExchange, FusedPlan, FusedRun, Mode,
+    Participant, ReadPeers,
 };
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};
@@ -31,6 +32,6 @@ pub use crate::planning::planner::{KeptCopy, RankPlan, Route};
 pub use crate::planning::schedule::{
     Progress, ScheduledStream, Side, proposed_window_width, schedule,
 };
-pub use network::{Endpoint, INJECTED_PANIC, Network, NetworkReport};
+pub use network::{Endpoint, INJECTED_PANIC, Network, NetworkReport, PLAN_SLOTS};
 
 mod network;

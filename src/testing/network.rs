@@ -35,7 +35,13 @@ use crate::planning::schedule::Side;
 const NULL: usize = usize::MAX;
 
 /// Tags per kind of message: data, announcements, acknowledgements.
-const TAGS_PER_LANE: u64 = 1 << 20;
+const TAGS_PER_LANE: u64 = 1 << 16;
+
+/// Kinds of message, each with its lane of tags.
+const LANES: u64 = 3;
+
+/// Plans with tags of their own ([`Network::plan_endpoint`]).
+pub const PLAN_SLOTS: u64 = 8;
 
 /// How the message of a panic asked for by [`Network::panic_at_next_waits`]
 /// begins, so that tests can tell it from a real one.
@@ -175,9 +181,18 @@ impl Network {
 
     /// Rank `rank`'s end of the network.
     pub fn endpoint(&self, rank: usize) -> Endpoint<'_> {
+        self.plan_endpoint(rank, 0)
+    }
+
+    /// Rank `rank`'s end of the network for the plan in tag slot `slot` (below
+    /// [`PLAN_SLOTS`]): plans of one communicator have tags of their own, as
+    /// they do on MPI, so that several run at once (a fused execution).
+    pub fn plan_endpoint(&self, rank: usize, slot: u64) -> Endpoint<'_> {
+        assert!(slot < PLAN_SLOTS, "tag slot {slot} beyond {PLAN_SLOTS}");
         Endpoint {
             network: self,
             rank,
+            first_tag: slot * LANES * TAGS_PER_LANE,
         }
     }
 
@@ -305,6 +320,8 @@ impl State {
 pub struct Endpoint<'a> {
     network: &'a Network,
     rank: usize,
+    /// The first tag of the plan's slot.
+    first_tag: u64,
 }
 
 impl Endpoint<'_> {
@@ -399,7 +416,7 @@ impl Transport for Endpoint<'_> {
     }
 
     fn tag(&self, execution: u64) -> c_int {
-        (execution % TAGS_PER_LANE) as c_int
+        (self.first_tag + execution % TAGS_PER_LANE) as c_int
     }
 
     fn control_tags(&self, execution: u64) -> ControlTags {

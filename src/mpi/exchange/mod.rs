@@ -60,6 +60,7 @@
 //! copies, the slots and the pack buffer).
 
 mod direct;
+mod fused;
 mod local;
 mod progress;
 mod stream;
@@ -69,6 +70,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
 pub use self::direct::ReadPeers;
+pub use self::fused::{FRAMED_BYTES, FusedExchange, FusedPlan, FusedRun};
 use self::local::{
     LocalCopies, in_place_buffer, kept_send_order, pack_in_place, packed_starts, slots,
 };
@@ -403,6 +405,35 @@ impl<T: Transport> Exchange<T> {
         self.advance(on, false)
     }
 
+    /// Starts a batch out of place as [`Exchange::begin_batch`] does, except
+    /// that the streams `framed` (indices among this exchange's streams) post
+    /// nothing: a fused execution moves them in its frames
+    /// ([`FusedExchange`]). Returns whether it completed.
+    ///
+    /// # Safety
+    /// As [`Exchange::begin_batch`].
+    pub(super) unsafe fn begin_fused(
+        &mut self,
+        on: Participant<'_, T>,
+        mode: Mode,
+        buffers: FieldBuffers<'_>,
+        framed: &[usize],
+    ) -> Result<bool> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start(on, mode, Vec::new(), buffers) }?;
+        for &stream in framed {
+            self.messaging.streams[stream].done = true;
+        }
+        self.advance(on, false)
+    }
+
+    /// The fields' buffers at `bases` as this exchange's streams of `side`
+    /// see them (with the side's storage when it is strided).
+    fn memory<'a>(&'a self, bases: &'a [*mut u8], side: Side) -> Memory<'a> {
+        let m = &self.messaging;
+        progress::memory(&m.strided, m.elem_size, bases, side)
+    }
+
     /// How many streams move by direct reads when every rank is out of place, and
     /// how many bytes this rank then reads.
     pub fn direct_streams(&self) -> DirectStreams {
@@ -622,4 +653,14 @@ pub struct FieldBuffers<'a> {
     pub inputs: &'a [*const u8],
     /// Each field's output, as many.
     pub outputs: &'a [*mut u8],
+}
+
+impl<'a> FieldBuffers<'a> {
+    /// The inputs as the bases a stream's memory takes (which it only reads
+    /// from on the sending side).
+    fn inputs_as_bases(&self) -> &'a [*mut u8] {
+        // SAFETY: `*const u8` and `*mut u8` have one layout; the pointers are
+        // only read through (the sends gather from them).
+        unsafe { std::slice::from_raw_parts(self.inputs.as_ptr().cast(), self.inputs.len()) }
+    }
 }

@@ -48,7 +48,7 @@ pub(super) struct Messaging<T: Transport> {
 
 /// The fields' buffers at `bases` that streams of `side` work on, as they see
 /// them.
-fn memory<'a>(
+pub(super) fn memory<'a>(
     strided: &'a Option<Storages>,
     elem_size: usize,
     bases: &'a [*mut u8],

@@ -320,7 +320,12 @@ impl Memory<'_> {
     /// The segments must lie inside every field's buffer (as runs of its box when
     /// strided), and `packed` must hold their total length times the fields
     /// without overlapping them.
-    unsafe fn transfer(&self, segments: &[Segment], packed: *mut u8, direction: Direction) {
+    pub(super) unsafe fn transfer(
+        &self,
+        segments: &[Segment],
+        packed: *mut u8,
+        direction: Direction,
+    ) {
         let len: usize = segments.iter().map(|s| s.len).sum();
         for (i, &base) in self.bases.iter().enumerate() {
             // SAFETY: as documented: field `i`'s part lies `i * len` bytes in.
