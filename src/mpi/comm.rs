@@ -69,6 +69,9 @@ impl Drop for Shared {
 #[derive(Debug)]
 pub struct Comm {
     shared: Arc<Shared>,
+    /// Which plan this is on the communicator: plans made before it there (the
+    /// same number on every rank).
+    number: u64,
     /// The first of this plan's `shared.tags_per_plan` tags.
     first_tag: u64,
     /// The datatypes of this plan's strided messages, kept for its executions.
@@ -106,15 +109,41 @@ impl Comm {
             require_intracommunicator(caller)?;
             cached_duplicate(caller)
         })?;
-        let plan = shared.plans.fetch_add(1, Ordering::Relaxed);
         // Decided now, so that executions, which must not allocate, only read it.
         oversubscribed();
-        Ok(Comm {
-            first_tag: (plan % PLAN_SLOTS) * shared.tags_per_plan,
+        Ok(Comm::numbered(shared, sleeping))
+    }
+
+    /// The next plan's use of `shared`.
+    fn numbered(shared: Arc<Shared>, sleeping: bool) -> Comm {
+        let number = shared.plans.fetch_add(1, Ordering::Relaxed);
+        Comm {
+            first_tag: (number % PLAN_SLOTS) * shared.tags_per_plan,
+            number,
             shared,
             strided_datatypes: StridedDatatypes::default(),
             sleeping,
-        })
+        }
+    }
+
+    /// Another use of this plan's private communicator, with tags of its own
+    /// (the next plan's), for an object made collectively from plans on it
+    /// (a fused execution): local, numbered alike on every rank when every
+    /// rank makes it at the same point.
+    pub fn sibling(&self) -> Comm {
+        Comm::numbered(Arc::clone(&self.shared), self.sleeping)
+    }
+
+    /// True when `other` is a use of the same private communicator (plans made
+    /// on one caller communicator).
+    pub fn shares_communicator(&self, other: &Comm) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Which plan this is on its communicator: the same number on every rank
+    /// for one collective plan, different for two plans of one rank.
+    pub fn plan_number(&self) -> u64 {
+        self.number
     }
 
     /// The tag of this plan's `execution`-th execution: executions cycle through

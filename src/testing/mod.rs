@@ -15,8 +15,8 @@ pub use crate::memory::copy::copy_box;
 pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
 pub use crate::mpi::exchange::{
-    DirectStreams, Exchange, FRAMED_BYTES, FieldBuffers, FusedExchange, FusedPlan, FusedRun, Mode,
-    Participant, ReadPeers,
+    DirectStreams, Exchange, FRAMED_BYTES, FieldBuffers, FusedExchange, FusedPlan, FusedRun,
+    FusedRuns, Mode, Participant, ReadPeers,
 };
 pub use crate::mpi::inplace_exchange::ScheduledExchange;
 pub use crate::mpi::transport::{Bytes, Channel, Envelope, Transport};

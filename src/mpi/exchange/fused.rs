@@ -55,6 +55,31 @@ pub struct FusedRun<'a, T: Transport> {
     pub buffers: FieldBuffers<'a>,
 }
 
+/// The plans of a fused execution as it runs, by their index in the order the
+/// fused exchange was made for.
+pub trait FusedRuns<T: Transport> {
+    /// Plan `plan`'s run.
+    fn run(&mut self, plan: usize) -> FusedRun<'_, T>;
+
+    /// How many plans.
+    fn plans(&self) -> usize;
+}
+
+impl<T: Transport> FusedRuns<T> for [FusedRun<'_, T>] {
+    fn run(&mut self, plan: usize) -> FusedRun<'_, T> {
+        let run = &mut self[plan];
+        FusedRun {
+            exchange: &mut *run.exchange,
+            on: run.on,
+            buffers: run.buffers,
+        }
+    }
+
+    fn plans(&self) -> usize {
+        self.len()
+    }
+}
+
 /// One plan's part of a frame: its segments of the pair's traffic.
 #[derive(Clone, Debug)]
 struct FramePart {
@@ -215,7 +240,7 @@ impl<T: Transport> FusedExchange<T> {
         &mut self,
         transport: &T,
         mode: Mode,
-        runs: &mut [FusedRun<'_, T>],
+        runs: &mut (impl FusedRuns<T> + ?Sized),
     ) -> Result<()> {
         // Unwind safe: on a panic everything in flight is abandoned before the
         // panic carries on.
@@ -241,20 +266,22 @@ impl<T: Transport> FusedExchange<T> {
         &mut self,
         transport: &T,
         mode: Mode,
-        runs: &mut [FusedRun<'_, T>],
+        runs: &mut (impl FusedRuns<T> + ?Sized),
     ) -> Result<()> {
         self.executions += 1;
         let tag = transport.tag(self.executions);
         // SAFETY: forwarded from the caller.
         unsafe { self.post_frames(transport, tag, runs) }?;
-        for (run, framed) in runs.iter_mut().zip(&self.framed_streams) {
+        for (plan, framed) in self.framed_streams.iter().enumerate() {
+            let run = runs.run(plan);
             // SAFETY: forwarded from the caller.
             unsafe { run.exchange.begin_fused(run.on, mode, run.buffers, framed) }?;
         }
         // Every rank completes the plans in the same order, and a plan's
         // progress waits only for its own messages: a rank waiting in one plan
         // waits for ranks that are in it too, or past it.
-        for run in runs.iter_mut() {
+        for plan in 0..runs.plans() {
+            let run = runs.run(plan);
             run.exchange.advance(run.on, true)?;
         }
         transport.complete_all(&mut self.requests, true)?;
@@ -271,7 +298,7 @@ impl<T: Transport> FusedExchange<T> {
         &mut self,
         transport: &T,
         tag: c_int,
-        runs: &[FusedRun<'_, T>],
+        runs: &mut (impl FusedRuns<T> + ?Sized),
     ) -> Result<()> {
         // SAFETY: the sends' parts lie inside the inputs (caller's contract).
         unsafe { self.transfer_frames(Side::Send, runs) };
@@ -296,7 +323,7 @@ impl<T: Transport> FusedExchange<T> {
     ///
     /// # Safety
     /// Every part's segments lie inside its plan's buffers on that side.
-    unsafe fn transfer_frames(&mut self, side: Side, runs: &[FusedRun<'_, T>]) {
+    unsafe fn transfer_frames(&mut self, side: Side, runs: &mut (impl FusedRuns<T> + ?Sized)) {
         let direction = match side {
             Side::Send => Direction::Gather,
             Side::Receive => Direction::Scatter,
@@ -305,7 +332,7 @@ impl<T: Transport> FusedExchange<T> {
         for frame in self.frames.iter().filter(|f| f.side == side) {
             let mut at = frame.bytes.start;
             for part in &self.parts[frame.parts.clone()] {
-                let run = &runs[part.plan];
+                let run = runs.run(part.plan);
                 let bases = match side {
                     Side::Send => run.buffers.inputs_as_bases(),
                     Side::Receive => run.buffers.outputs,
@@ -321,9 +348,10 @@ impl<T: Transport> FusedExchange<T> {
     }
 
     /// Cancels and completes every frame and every plan's messages in flight.
-    fn abandon(&mut self, transport: &T, runs: &mut [FusedRun<'_, T>]) {
+    fn abandon(&mut self, transport: &T, runs: &mut (impl FusedRuns<T> + ?Sized)) {
         transport.cancel_all(&mut self.requests);
-        for run in runs {
+        for plan in 0..runs.plans() {
+            let run = runs.run(plan);
             run.exchange.abandon(run.on.transport);
         }
     }

@@ -70,7 +70,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
 pub use self::direct::ReadPeers;
-pub use self::fused::{FRAMED_BYTES, FusedExchange, FusedPlan, FusedRun};
+pub use self::fused::{FRAMED_BYTES, FusedExchange, FusedPlan, FusedRun, FusedRuns};
 use self::local::{
     LocalCopies, in_place_buffer, kept_send_order, pack_in_place, packed_starts, slots,
 };
