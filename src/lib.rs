@@ -48,7 +48,7 @@ pub mod testing;
 
 pub use crate::api::array::reshape_array;
 pub use crate::api::options::PlanOptions;
-pub use crate::api::plan::{Execution, Plan, RawBatch, reshape};
+pub use crate::api::plan::{Execution, Fused, FusedField, Plan, RawBatch, reshape};
 /// The options of a plan by key (`dr_option`, from the one option table in the
 /// crate): [`PlanOptions::set`] takes one with a value as C and Python pass it.
 pub use crate::core::abi::dr_option as PlanOption;

@@ -46,7 +46,7 @@ pub(crate) struct BatchBuffers<'a> {
 
 impl BatchBuffers<'_> {
     /// Field `i`'s buffers.
-    fn field(&self, i: usize) -> Buffers {
+    pub(super) fn field(&self, i: usize) -> Buffers {
         let (input_len, capacity) = (self.lens)(i);
         Buffers::new(self.inputs[i], input_len, self.outputs[i], capacity)
     }
@@ -258,29 +258,39 @@ impl Plan {
     /// Checks that no two fields of `batch` share a byte of their buffers.
     fn check_fields_apart(&self, batch: &BatchBuffers<'_>, rank: usize) -> Result<()> {
         let size = self.plan.elem_size;
-        let (in_bytes, out_bytes) = (self.input_span() * size, self.output_span() * size);
-        let spans = |i: usize| {
-            let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
-            match input == output {
-                true => [(output, in_bytes.max(out_bytes)), (output, 0)],
-                false => [(input, in_bytes), (output, out_bytes)],
-            }
-        };
-        let overlap = |(a, n): (usize, usize), (b, m): (usize, usize)| {
-            n > 0 && m > 0 && a < b + m && b < a + n
-        };
-        for j in 1..batch.outputs.len() {
-            for i in 0..j {
-                let shared = (spans(i).iter()).any(|&a| spans(j).iter().any(|&b| overlap(a, b)));
-                if shared {
-                    return Err(Error::Aliasing(format!(
-                        "the buffers of fields {i} and {j} overlap on rank {rank}: each field needs its own"
-                    )));
-                }
+        let spans = |_| (self.input_span() * size, self.output_span() * size);
+        check_apart(batch, &spans, rank)
+    }
+}
+
+/// Checks that no two fields of `batch` share a byte of their buffers, field
+/// `i`'s input spanning `spans(i).0` bytes and its output `spans(i).1`.
+pub(super) fn check_apart(
+    batch: &BatchBuffers<'_>,
+    spans: &dyn Fn(usize) -> (usize, usize),
+    rank: usize,
+) -> Result<()> {
+    let held = |i: usize| {
+        let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
+        let (in_bytes, out_bytes) = spans(i);
+        match input == output {
+            true => [(output, in_bytes.max(out_bytes)), (output, 0)],
+            false => [(input, in_bytes), (output, out_bytes)],
+        }
+    };
+    let overlap =
+        |(a, n): (usize, usize), (b, m): (usize, usize)| n > 0 && m > 0 && a < b + m && b < a + n;
+    for j in 1..batch.outputs.len() {
+        for i in 0..j {
+            let shared = (held(i).iter()).any(|&a| held(j).iter().any(|&b| overlap(a, b)));
+            if shared {
+                return Err(Error::Aliasing(format!(
+                    "the buffers of fields {i} and {j} overlap on rank {rank}: each field needs its own"
+                )));
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The error of a batch of `count` fields, fewer than one.
@@ -291,7 +301,7 @@ fn no_fields(count: i64, rank: usize) -> Error {
 }
 
 /// `error`, found in field `i`'s buffers, saying so.
-fn in_field(error: Error, i: usize) -> Error {
+pub(super) fn in_field(error: Error, i: usize) -> Error {
     let detail = format!("field {i}: {}", error.detail());
     Error::from_status(error.status(), detail)
 }
@@ -318,14 +328,14 @@ fn with_slices<T, R>(
 }
 
 /// Items listed on the stack up to [`STACK_FIELDS`], else on the heap.
-enum Listed<P> {
+pub(super) enum Listed<P> {
     Stack([P; STACK_FIELDS], usize),
     Heap(Vec<P>),
 }
 
 impl<P: Copy> Listed<P> {
     /// `items`, listed.
-    fn new(mut items: impl ExactSizeIterator<Item = P>) -> Listed<P> {
+    pub(super) fn new(mut items: impl ExactSizeIterator<Item = P>) -> Listed<P> {
         let count = items.len();
         let first = match count > STACK_FIELDS {
             true => None,
@@ -341,7 +351,7 @@ impl<P: Copy> Listed<P> {
         Listed::Stack(stack, count)
     }
 
-    fn as_slice(&self) -> &[P] {
+    pub(super) fn as_slice(&self) -> &[P] {
         match self {
             Listed::Stack(stack, count) => &stack[..*count],
             Listed::Heap(heap) => heap,

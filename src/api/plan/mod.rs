@@ -17,6 +17,7 @@
 mod batch;
 mod creation;
 mod execution;
+mod fused;
 mod in_place;
 mod launch;
 mod queries;
@@ -36,6 +37,7 @@ use self::creation::{
     gather_input_storages,
 };
 pub use self::execution::Execution;
+pub use self::fused::{Fused, FusedField};
 use self::in_place::InPlaceRoute;
 pub use self::raw_batch::RawBatch;
 use crate::api::options::PlanOptions;

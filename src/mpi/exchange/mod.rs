@@ -70,7 +70,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use self::direct::DirectReads;
 pub use self::direct::ReadPeers;
-pub use self::fused::{FRAMED_BYTES, FusedExchange, FusedPlan, FusedRun, FusedRuns};
+#[cfg(feature = "testing")]
+pub use self::fused::FRAMED_BYTES;
+pub use self::fused::{FusedExchange, FusedPlan, FusedRun, FusedRuns};
 use self::local::{
     LocalCopies, in_place_buffer, kept_send_order, pack_in_place, packed_starts, slots,
 };
