@@ -1,9 +1,12 @@
-//! Benchmark of batches (issue 36): three float64 fields of `n`³ moved from
-//! x-pencils to y-pencils (on the pencil grid of `examples/grid_bench.rs`), as
-//! one batch (`Plan::execute_batch`), as three executions of the same plan, and
-//! as one array of shape (n, n, n, 3) with the trailing axis unsplit (the fields
-//! interleaved in one allocation, PencilArrays' `extra_dims`), all measured in
-//! the same run.
+//! Benchmark of batches and fused plans (issue 36): three float64 fields of
+//! `n`³ moved from x-pencils to y-pencils (on the pencil grid of
+//! `examples/grid_bench.rs`), as one batch (`Plan::execute_batch`), as three
+//! executions of the same plan, as one array of shape (n, n, n, 3) with the
+//! trailing axis unsplit (the fields interleaved in one allocation,
+//! PencilArrays' `extra_dims`) and as the same plan fused three times
+//! (`Fused`); then the three fields with a float32 scalar moved the other way
+//! (y- to x-pencils, other boxes) fused into one round, against the batch and
+//! the scalar's execution one after the other. All measured in the same run.
 //!
 //! ```text
 //! MPICC=mpicc.mpich cargo build --release --example batch_bench
@@ -19,12 +22,15 @@
 
 use std::time::Instant;
 
-use distreshape::{GridBox, Layout, Plan};
+use distreshape::{Fused, FusedField, GridBox, Layout, Plan};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 /// Fields per batch.
 const FIELDS: usize = 3;
+
+/// What the scalar holds beyond the global index.
+const SCALAR_OFFSET: f64 = 3.0 * FIELD_OFFSET;
 
 /// What field `f` holds beyond the global index: `f` times this.
 const FIELD_OFFSET: f64 = (1u64 << 32) as f64;
@@ -141,58 +147,139 @@ fn timed(world: &SimpleCommunicator, f: impl FnOnce()) -> f64 {
     max(world, t.elapsed().as_secs_f64())
 }
 
-/// The three ways of moving the fields of `n`³, timed interleaved; prints the
-/// line of rank 0.
+/// The plans and buffers of one size.
+struct Case {
+    full: [u64; 4],
+    plan: Plan,
+    plan4: Plan,
+    scalar: Plan,
+    inputs: Vec<Vec<f64>>,
+    input4: Vec<f64>,
+    scalar_input: Vec<f32>,
+}
+
+impl Case {
+    fn new(world: &SimpleCommunicator, n: u64) -> Case {
+        let p = world.size() as i64;
+        let (x, y) = pencils(&[n as i64; 3], p);
+        let plan = Plan::from_layouts::<f64, _>(world, &x, &y).expect("plan");
+        let (x4, y4) = pencils(&[n as i64, n as i64, n as i64, FIELDS as i64], p);
+        let plan4 = Plan::from_layouts::<f64, _>(world, &x4, &y4).expect("plan, trailing axis");
+        let scalar = Plan::from_layouts::<f32, _>(world, &y, &x).expect("scalar plan");
+        let full = [n, n, n, FIELDS as u64];
+        let in_box = plan.input_box();
+        let scalar_input = filled(&full, &scalar.input_box(), 0)
+            .iter()
+            .map(|&v| (v + SCALAR_OFFSET) as f32)
+            .collect();
+        Case {
+            inputs: (0..FIELDS).map(|f| filled(&full, &in_box, f)).collect(),
+            input4: filled(&full, &plan4.input_box(), 0),
+            scalar_input,
+            full,
+            plan,
+            plan4,
+            scalar,
+        }
+    }
+
+    /// True when `output` holds the scalar's output box.
+    fn holds_scalar(&self, output: &[f32]) -> bool {
+        let mut right = true;
+        for_each(&self.full, &self.scalar.output_box(), |at, flat, _| {
+            right &= output[at] == (value(flat, 0) + SCALAR_OFFSET) as f32
+        });
+        right
+    }
+}
+
+/// The ways of moving the fields of `n`³, timed interleaved; prints the lines
+/// of rank 0.
 fn run(world: &SimpleCommunicator, n: u64, o: &Options) {
-    let p = world.size() as i64;
-    let shape = [n as i64; 3];
-    let (x, y) = pencils(&shape, p);
-    let plan = Plan::from_layouts::<f64, _>(world, &x, &y).expect("plan");
-    let (x4, y4) = pencils(&[n as i64, n as i64, n as i64, FIELDS as i64], p);
-    let plan4 = Plan::from_layouts::<f64, _>(world, &x4, &y4).expect("plan with a trailing axis");
-    let full = [n, n, n, FIELDS as u64];
-    let (in_box, out_box) = (plan.input_box(), plan.output_box());
-    let inputs: Vec<Vec<f64>> = (0..FIELDS).map(|f| filled(&full, &in_box, f)).collect();
-    let mut outputs = vec![vec![f64::NAN; plan.output_elems()]; FIELDS];
-    let mut separate = outputs.clone();
-    let input4 = filled(&full, &plan4.input_box(), 0);
-    let mut output4 = vec![f64::NAN; plan4.output_elems()];
-    let ins: Vec<&[f64]> = inputs.iter().map(|v| &v[..]).collect();
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let p = world.size();
+    let c = Case::new(world, n);
+    let plan = &c.plan;
+    let fused = Fused::new(vec![plan; FIELDS]).expect("fused");
+    let mixed = Fused::new(vec![plan, plan, plan, &c.scalar]).expect("fused with the scalar");
+    let fresh = || vec![vec![f64::NAN; plan.output_elems()]; FIELDS];
+    let (mut outputs, mut separate, mut fused_out) = (fresh(), fresh(), fresh());
+    let mut output4 = vec![f64::NAN; c.plan4.output_elems()];
+    let mut scalar_out = vec![f32::NAN; c.scalar.output_elems()];
+    let ins: Vec<&[f64]> = c.inputs.iter().map(|v| &v[..]).collect();
+    let mut times = vec![Vec::new(); 6];
     for run in 0..o.warmup + o.repeat {
         let mut outs: Vec<&mut [f64]> = outputs.iter_mut().map(|v| &mut v[..]).collect();
         let batch = timed(world, || {
             plan.execute_batch(&ins, &mut outs).expect("batch")
         });
         let three = timed(world, || {
-            for (input, output) in inputs.iter().zip(&mut separate) {
+            for (input, output) in c.inputs.iter().zip(&mut separate) {
                 plan.execute(input, output).expect("execute");
             }
         });
         let trailing = timed(world, || {
-            plan4.execute(&input4, &mut output4).expect("execute")
+            c.plan4.execute(&c.input4, &mut output4).expect("execute")
+        });
+        let fused_three = timed(world, || {
+            let mut fields: Vec<FusedField<'_>> = (c.inputs.iter().zip(&mut fused_out))
+                .map(|(input, output)| FusedField::new(input, output))
+                .collect();
+            fused.execute(&mut fields).expect("fused")
+        });
+        let apart = timed(world, || {
+            plan.execute_batch(&ins, &mut outs).expect("batch");
+            c.scalar
+                .execute(&c.scalar_input, &mut scalar_out)
+                .expect("scalar");
+        });
+        let together = timed(world, || {
+            let mut fields: Vec<FusedField<'_>> = (c.inputs.iter().zip(&mut fused_out))
+                .map(|(input, output)| FusedField::new(input, output))
+                .collect();
+            fields.push(FusedField::new(&c.scalar_input, &mut scalar_out));
+            mixed.execute(&mut fields).expect("fused with the scalar")
         });
         if run >= o.warmup {
-            for (t, s) in times.iter_mut().zip([batch, three, trailing]) {
+            for (t, s) in
+                times
+                    .iter_mut()
+                    .zip([batch, three, trailing, fused_three, apart, together])
+            {
                 t.push(s);
             }
         }
     }
-    let right = (0..FIELDS)
-        .all(|f| holds(&full, &out_box, f, &outputs[f]) && holds(&full, &out_box, f, &separate[f]))
-        && holds(&full, &plan4.output_box(), 0, &output4);
+    let out_box = plan.output_box();
+    let right = (0..FIELDS).all(|f| {
+        [&outputs[f], &separate[f], &fused_out[f]]
+            .iter()
+            .all(|b| holds(&c.full, &out_box, f, b))
+    }) && holds(&c.full, &c.plan4.output_box(), 0, &output4)
+        && c.holds_scalar(&scalar_out);
     let wrong = max(world, f64::from(u8::from(!right)));
     assert_eq!(wrong, 0.0, "a wrong output element");
-    let [batch, three, trailing] = times.map(median);
+    let [batch, three, trailing, fused_three, apart, together] =
+        times.into_iter().map(median).collect::<Vec<_>>()[..]
+    else {
+        unreachable!("six ways")
+    };
     if world.rank() == 0 {
         println!(
-            "n = {n} P = {p} fields = {FIELDS}: batch {:.3} ms, three executions {:.3} ms, trailing axis {:.3} ms; batch / three = {:.2}, trailing / three = {:.2}, batch / trailing = {:.2}",
+            "n = {n} P = {p} fields = {FIELDS}: batch {:.3} ms, three executions {:.3} ms, trailing axis {:.3} ms, fused (one plan 3 times) {:.3} ms; batch / three = {:.2}, trailing / three = {:.2}, batch / trailing = {:.2}, fused / three = {:.2}",
             batch * 1e3,
             three * 1e3,
             trailing * 1e3,
+            fused_three * 1e3,
             batch / three,
             trailing / three,
-            batch / trailing
+            batch / trailing,
+            fused_three / three,
+        );
+        println!(
+            "n = {n} P = {p} three fields and a float32 scalar the other way: batch then scalar {:.3} ms, fused {:.3} ms; fused / apart = {:.2}",
+            apart * 1e3,
+            together * 1e3,
+            together / apart,
         );
     }
 }

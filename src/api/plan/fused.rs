@@ -8,6 +8,7 @@
 use std::borrow::Borrow;
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
@@ -56,8 +57,9 @@ use crate::mpi::status::require_mpi;
 pub struct Fused<P: Borrow<Plan>> {
     /// What executions reuse; declared (so dropped) before `comm`.
     state: Mutex<FusedState>,
-    /// The plans' communicator, with tags of the fused object's own.
-    comm: Comm,
+    /// The plans' communicator, with tags of the fused object's own; released
+    /// only on a thread that may call MPI (see [`Plan`]'s threads).
+    comm: ManuallyDrop<Comm>,
     /// The plans, in the order given.
     plans: Vec<P>,
     /// The distinct plans and their entries.
@@ -198,7 +200,7 @@ impl<P: Borrow<Plan>> Fused<P> {
         agree(&comm, state.as_ref().err(), &mut [])?;
         Ok(Fused {
             state: Mutex::new(state?),
-            comm,
+            comm: ManuallyDrop::new(comm),
             plans,
             groups,
             not_shared: PhantomData,
@@ -424,6 +426,18 @@ impl<P: Borrow<Plan>> Fused<P> {
         };
         check_apart(fields, &spans, rank)?;
         Ok(in_place)
+    }
+}
+
+impl<P: Borrow<Plan>> Drop for Fused<P> {
+    /// Releases the fused object's use of the communicator, unless this thread
+    /// may not call MPI (the reference is then leaked, as a plan's is); then
+    /// the plans, when the object held the last reference to some.
+    fn drop(&mut self) {
+        if self.plan(0).threads.allows_this_thread() {
+            // SAFETY: dropped once, here, and not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
+        }
     }
 }
 
