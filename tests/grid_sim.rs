@@ -21,7 +21,8 @@ use distreshape::testing::{
 
 use common::STRIDED_RUNS;
 use common::batch::{BatchCase, BatchEngine, batch_exchanges, run_batch};
-use common::engine::{Engine, RankRun, run_failing_reads, run_real_exchange};
+use common::engine::{Engine, RankRun, dense_storages, run_failing_reads, run_real_exchange};
+use common::fused::{FusedPart, FusedSeen, run_fused};
 use common::inplace::run_in_place;
 use common::strided::{StridedCase, random_storages, run_strided_exchange};
 
@@ -33,6 +34,10 @@ const ENGINE_CASES: u64 = 600;
 
 /// Random batches run through every rank's real exchange engine.
 const BATCH_CASES: u64 = 400;
+
+/// Random fused executions of several plans through every rank's real
+/// exchange engines.
+const FUSED_CASES: u64 = 600;
 
 /// Random grid redistributions whose in-place schedules run on every rank's real
 /// in-place engine.
@@ -395,13 +400,25 @@ struct RandomPlans {
 fn random_plans(rng: &mut Rng, case: u64) -> RandomPlans {
     let p = 1 + rng.below(8);
     let shape = input_shape(rng);
-    let new_shape = reshaped(rng, &shape);
-    let (input, output) = (layout(rng, &shape, p), layout(rng, &new_shape, p));
+    random_plans_of(rng, case, &shape, p, 8)
+}
+
+/// A random grid redistribution of an array of `shape` (reshaped at random)
+/// over `p` ranks, of elements of `elem_size` bytes.
+fn random_plans_of(
+    rng: &mut Rng,
+    case: u64,
+    shape: &[u64],
+    p: u64,
+    elem_size: usize,
+) -> RandomPlans {
+    let new_shape = reshaped(rng, shape);
+    let (input, output) = (layout(rng, shape, p), layout(rng, &new_shape, p));
     let (inputs, outputs) = (members(&input), members(&output));
-    let context = format!("case {case}: {input:?} -> {output:?}");
+    let context = format!("case {case}: {elem_size} B {input:?} -> {output:?}");
     let layouts = Arc::new(Redistribution::new(input, output).unwrap());
     let plans = (0..p as usize)
-        .map(|r| RankPlan::for_layouts(layouts.clone(), 8, r).expect("plan"))
+        .map(|r| RankPlan::for_layouts(layouts.clone(), elem_size, r).expect("plan"))
         .collect();
     RandomPlans {
         plans,
@@ -581,6 +598,201 @@ fn real_exchange_delivers_random_batches() {
         .iter()
         .all(|&n| n > BATCH_CASES / 8);
     assert!(often && seen[3] > BATCH_CASES / 50, "{seen:?}");
+}
+
+/// `limits` drawn for 8-byte elements, for elements of `elem_size` bytes:
+/// every byte count scaled alike, the roomy ones (1 MiB and up) kept.
+fn scaled_limits(limits: MessageLimits, elem_size: usize) -> MessageLimits {
+    let scale = |bytes: usize| match bytes >= 1 << 20 {
+        true => bytes,
+        false => bytes / 8 * elem_size,
+    };
+    MessageLimits {
+        max_bytes: scale(limits.max_bytes),
+        direct_bytes: scale(limits.direct_bytes),
+        strided_short_bytes: scale(limits.strided_short_bytes),
+        packed_bytes: scale(limits.packed_bytes),
+        field_message_bytes: scale(limits.field_message_bytes),
+        ..limits
+    }
+}
+
+/// A large input shape: 2 or 3 axes, up to some 12000 elements, so that a
+/// pair of ranks may move more than `FRAMED_BYTES` over the fused plans.
+fn large_shape(rng: &mut Rng) -> Vec<u64> {
+    let mut shape = vec![8 + rng.below(25), 8 + rng.below(25)];
+    if rng.chance(2) {
+        shape.push(2 + rng.below(11));
+    }
+    shape
+}
+
+/// The redistribution of `part`'s plans, of elements of `elem_size` bytes.
+fn same_layouts(part: &FusedPart, elem_size: usize) -> RandomPlans {
+    let plans = (part.plans.iter())
+        .map(|plan| RankPlan::for_layouts(plan.layouts.clone(), elem_size, plan.rank))
+        .collect::<distreshape::Result<_>>()
+        .expect("plan");
+    RandomPlans {
+        plans,
+        inputs: part.inputs.clone(),
+        outputs: part.outputs.clone(),
+        context: format!("{elem_size} B, the plan before's layouts"),
+    }
+}
+
+/// Random fused executions of 2-4 plans over 1-8 ranks through every rank's
+/// real exchange engines (see [`common::fused`]): each plan its own random
+/// grid redistribution (now and then the one before's, or a large array),
+/// of 4, 8 or 16-byte elements, 1-3 fields (a plan fused that many times),
+/// dense or strided, small or roomy message limits, lists kept or cut, the
+/// pairs of ranks reading each other directly where a plan's inputs are
+/// dense. Fused, each plan alone, then fused again: every element of every
+/// field arrives right, no sentinel is touched, every input is unchanged,
+/// every rank receives exactly every plan's bytes times its fields; between
+/// every two ranks the fused execution posts the messages of the plans
+/// alone, but one frame on exactly the pairs where two plans or more move
+/// fewer than `FRAMED_BYTES` in all, no plan reading directly; each rank's
+/// frames' buffer holds exactly its framed pairs' bytes.
+#[test]
+fn real_exchange_delivers_random_fusions() {
+    let mut rng = Rng(0xf05e);
+    let mut seen = FusedSeen::default();
+    for case in 0..FUSED_CASES {
+        let p = 1 + rng.below(8);
+        let direct_pairs = [0, u64::MAX, rng.below(u64::MAX)][rng.below(3) as usize];
+        let (mut parts, mut contexts) = (Vec::<FusedPart>::new(), Vec::new());
+        for _ in 0..2 + rng.below(3) {
+            let elem_size = [4, 8, 16][rng.below(3) as usize];
+            let c = match parts.last() {
+                Some(before) if rng.chance(4) => same_layouts(before, elem_size),
+                _ => {
+                    let shape = match rng.chance(8) {
+                        true => large_shape(&mut rng),
+                        false => input_shape(&mut rng),
+                    };
+                    random_plans_of(&mut rng, case, &shape, p, elem_size)
+                }
+            };
+            let fields = 1 + rng.below(3) as usize;
+            let (strided, dense_inputs) = (rng.chance(3), rng.chance(2));
+            let mut below = |n| rng.below(n);
+            let storages: Vec<Storages> = (c.plans.iter())
+                .map(|plan| match strided {
+                    true => random_storages(&mut below, plan, dense_inputs),
+                    false => Storages {
+                        input: Storage::dense(&plan.local_input_shape()),
+                        output: Storage::dense(&plan.local_output_shape()),
+                    },
+                })
+                .collect();
+            let large = c.inputs.iter().map(Vec::len).sum::<usize>() > 2000;
+            let limits = match large || rng.chance(2) {
+                true => roomy_limits(&mut rng),
+                false => small_limits(&mut rng),
+            };
+            let engine = BatchEngine {
+                limits: scaled_limits(limits, elem_size),
+                window: 1 + rng.below(3) as usize,
+                per_round: [1, 2, 3, 5][rng.below(4) as usize],
+                keep_budget: [0, 3, 1 << 20][rng.below(3) as usize],
+                direct_pairs,
+            };
+            contexts.push(format!(
+                "{fields} fields, {engine:?} {storages:?} {}",
+                c.context
+            ));
+            parts.push(FusedPart {
+                plans: c.plans,
+                storages,
+                inputs: c.inputs,
+                outputs: c.outputs,
+                fields,
+                engine,
+            });
+        }
+        let context = || {
+            let plans = contexts.join("; plan: ");
+            format!("case {case}, {p} ranks, direct {direct_pairs:#x}, plan: {plans}")
+        };
+        seen.add(run_fused(&parts, direct_pairs, &context));
+    }
+    eprintln!("{FUSED_CASES} cases: {seen:?}");
+    let often = [
+        seen.framed_cases,
+        seen.fewer_messages,
+        seen.direct_cases,
+        seen.strided_cases,
+    ];
+    assert!(often.iter().all(|&n| n > FUSED_CASES / 8), "{seen:?}");
+    assert!(seen.framed_batches > FUSED_CASES / 16, "{seen:?}");
+    assert!(
+        seen.too_large_pairs > 0 && seen.maybe_direct_pairs > 0,
+        "{seen:?}"
+    );
+}
+
+/// Two plans fused on 2 ranks, each moving every element from rank 0 to rank
+/// 1 in one run (a 1-d array, its one block moving over): 16 KiB of 16-byte
+/// elements, and two fields of 4-byte elements, 16 KiB or 8 bytes less. The
+/// pair travels framed below `FRAMED_BYTES` (32 KiB) only, and never when
+/// the ranks read each other directly (the runs are long).
+#[test]
+fn fusions_frame_a_pair_only_below_framed_bytes() {
+    let moved = |elems: u64, elem_size: usize, fields: usize| {
+        let blocks = |first: u64| {
+            [BlockLengths::Explicit(vec![
+                first as i64,
+                (elems - first) as i64,
+            ])]
+        };
+        let layout =
+            |first| GridLayout::new(&[elems], &[2], &[Some(0)], &blocks(first), 2).unwrap();
+        let (input, output) = (layout(elems), layout(0));
+        let (inputs, outputs) = (members(&input), members(&output));
+        let layouts = Arc::new(Redistribution::new(input, output).unwrap());
+        let plans: Vec<RankPlan> = (0..2)
+            .map(|r| RankPlan::for_layouts(layouts.clone(), elem_size, r).expect("plan"))
+            .collect();
+        let storages = plans.iter().map(dense_storages).collect();
+        let limits = MessageLimits {
+            max_bytes: 1 << 20,
+            direct_bytes: 64,
+            strided_short_bytes: 16,
+            packed_bytes: 1 << 20,
+            max_runs: 1 << 10,
+            strided_runs: StridedRuns::Slots,
+            packs_all: false,
+            field_message_bytes: 1 << 20,
+        };
+        let engine = BatchEngine {
+            limits,
+            window: 1,
+            per_round: 2,
+            keep_budget: 1 << 20,
+            direct_pairs: 0,
+        };
+        FusedPart {
+            plans,
+            storages,
+            inputs,
+            outputs,
+            fields,
+            engine,
+        }
+    };
+    for (small, direct_pairs, framed) in [(2047, 0, 1), (2048, 0, 0), (2047, u64::MAX, 0)] {
+        let parts = [moved(1024, 16, 1), moved(small, 4, 2)];
+        let context = || format!("{small} 4-byte elements, direct {direct_pairs:#x}");
+        let seen = run_fused(&parts, direct_pairs, &context);
+        assert_eq!(seen.framed_pairs, framed, "{seen:?}: {}", context());
+        assert_eq!(
+            seen.direct_cases,
+            u64::from(direct_pairs != 0),
+            "{}",
+            context()
+        );
+    }
 }
 
 /// A panic inside every rank's message loop, once its first messages are posted,

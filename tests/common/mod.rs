@@ -3,8 +3,9 @@
 //! and, with the `testing` feature, the kept-element copy of a rank's plan
 //! ([`kept`]), every rank's real exchange engine run over an in-memory network
 //! ([`engine`]), the byte-by-byte replay of in-place schedules ([`inplace`]), and the
-//! exchange on strided storage with sentinels in every gap ([`strided`]), and
-//! batches of fields through one exchange ([`batch`]).
+//! exchange on strided storage with sentinels in every gap ([`strided`]),
+//! batches of fields through one exchange ([`batch`]), and several plans'
+//! exchanges fused in one execution ([`fused`]).
 //! Each test binary includes this module (`mod common;`) and uses part of it, hence
 //! the `dead_code` allowance below.
 
@@ -15,6 +16,8 @@ pub mod alloc;
 pub mod batch;
 #[cfg(feature = "testing")]
 pub mod engine;
+#[cfg(feature = "testing")]
+pub mod fused;
 #[cfg(feature = "testing")]
 pub mod inplace;
 #[cfg(feature = "testing")]

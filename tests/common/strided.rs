@@ -37,7 +37,8 @@ pub fn random_strides(below: &mut dyn FnMut(u64) -> u64, extents: &[u64]) -> Opt
     Some(strides)
 }
 
-/// A rank's storages from random strides (its input dense with `dense_input`).
+/// A rank's storages from random strides (its input dense with `dense_input`),
+/// checked for the plan's element size.
 pub fn random_storages(
     below: &mut dyn FnMut(u64) -> u64,
     plan: &RankPlan,
@@ -46,7 +47,9 @@ pub fn random_storages(
     let side = |extents: Vec<u64>, side, below: &mut dyn FnMut(u64) -> u64| match random_strides(
         below, &extents,
     ) {
-        Some(strides) => Storage::new(&extents, &strides, side, 8, plan.rank).expect("strides"),
+        Some(strides) => {
+            Storage::new(&extents, &strides, side, plan.elem_size, plan.rank).expect("strides")
+        }
         None => Storage::dense(&extents),
     };
     use distreshape::testing::ReshapeSide::{Input, Output};
@@ -61,7 +64,7 @@ pub fn random_storages(
 
 /// The buffer position (from the box's first element) of each box element, in
 /// the box's C order.
-fn positions(storage: &Storage) -> Vec<usize> {
+pub fn positions(storage: &Storage) -> Vec<usize> {
     let extents = storage.extents();
     let total: u64 = extents.iter().product();
     (0..total)
