@@ -14,9 +14,10 @@
 //! the next, or, in the destination's order, stays in the caches until the
 //! next pass): peeling the source too would leave whole strips to move
 //! element by element. The elements outside the tiles move one by one. A box
-//! of [`STREAM_BYTES`] or more is written with non-temporal stores (where the
-//! target has them): its lines are then never read before they are written,
-//! and no line of it is evicted and written twice.
+//! of [`STREAM_BYTES`] or more, or part of a destination that large
+//! ([`super::copy_box_within`]), is written with non-temporal stores (where
+//! the target has them): its lines are then never read before they are
+//! written, and no line of it is evicted and written twice.
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -34,7 +35,8 @@ const FAR_BURST: usize = 4;
 
 /// Copies the plane of `a` (unit source stride) and `b` (unit destination
 /// stride) at every index of `rest` in tiles, when elements of `size` bytes
-/// have a tile kernel. Returns whether it copied.
+/// have a tile kernel, as part of a destination of `whole` bytes
+/// ([`super::copy_box_within`]). Returns whether it copied.
 ///
 /// # Safety
 /// As [`super::copy_box`], for the box of `a`, `b` and `rest`.
@@ -42,14 +44,14 @@ pub(super) unsafe fn copy_tiled(
     size: usize,
     plane: (Axis, Axis),
     rest: &[Axis],
-    src: *const u8,
-    dst: *mut u8,
+    (src, dst): (*const u8, *mut u8),
+    whole: usize,
 ) -> bool {
     let (a, b) = plane;
     if a.src != size || b.dst != size {
         return false;
     }
-    let tiled = Tiled { a, b, rest };
+    let tiled = Tiled { a, b, rest, whole };
     // SAFETY: forwarded from the caller.
     unsafe {
         match size {
@@ -70,6 +72,8 @@ struct Tiled<'a> {
     b: Axis,
     /// The other axes.
     rest: &'a [Axis],
+    /// The bytes of the destination the box is part of (0 when none).
+    whole: usize,
 }
 
 /// Where the tiles of a plane lie along one of its axes: `start` elements
@@ -163,7 +167,7 @@ impl Tiled<'_> {
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
         let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
         let lines_apart = |axis: &Axis| axis.dst.is_multiple_of(LINE);
-        let stream = bytes >= STREAM_BYTES
+        let stream = bytes.max(self.whole) >= STREAM_BYTES
             && (dst as usize).is_multiple_of(LINE)
             && lines_apart(&a)
             && self.rest.iter().all(lines_apart);
