@@ -671,6 +671,13 @@ mod tests {
                 let dst = permuted_at(&extents, &order, to);
                 check_within(size, &extents, (&src, &dst), 1 << 20);
             }
+            // Destination rows 16 bytes longer: apart by 16-byte units, not
+            // lines, in the destination's order.
+            let dst = Storage {
+                strides: strides(&extents, &[0, 2, 1], &[0, 16 / size, 0], 1),
+                start: 0,
+            };
+            check_within(size, &extents, (&src, &dst), 1 << 20);
         }
         let extents = [3, 5, 70];
         for (from, to) in [(0, 0), (3, 5)] {

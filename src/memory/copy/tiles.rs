@@ -17,7 +17,14 @@
 //! of [`STREAM_BYTES`] or more, or part of a destination that large
 //! ([`super::copy_box_within`]), is written with non-temporal stores (where
 //! the target has them): its lines are then never read before they are
-//! written, and no line of it is evicted and written twice.
+//! written, and no line of it is evicted and written twice. So it is when
+//! every destination row starts a line, each tile then writing whole lines;
+//! or, for elements of 8 or 16 bytes, when the rows start at multiples of
+//! [`STORE`] bytes less than a page apart (a halo'd or padded output) and the
+//! tiles go in the destination's order one at a time: a tile then leaves two
+//! part lines in each of its 8 or 4 rows, which the next tile along those rows
+//! completes while they are still being combined (the 16 rows of a 4-byte
+//! tile would leave too many).
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -25,6 +32,10 @@ use crate::distribution::layout::MAX_DIMS;
 
 /// The bytes of a cache line: one side of a tile.
 const LINE: usize = 64;
+
+/// The bytes of a tile kernel's store, to which its non-temporal stores are
+/// aligned.
+const STORE: usize = 16;
 
 /// The bytes of a page: rows this far apart each lie in another.
 const PAGE: usize = 4096;
@@ -166,11 +177,15 @@ impl Tiled<'_> {
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
         let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
-        let lines_apart = |axis: &Axis| axis.dst.is_multiple_of(LINE);
+        let unit = match dst_order && burst == 1 && N >= 8 && a.dst < PAGE {
+            true => STORE,
+            false => LINE,
+        };
+        let apart = |axis: &Axis| axis.dst.is_multiple_of(unit);
         let stream = bytes.max(self.whole) >= STREAM_BYTES
-            && (dst as usize).is_multiple_of(LINE)
-            && lines_apart(&a)
-            && self.rest.iter().all(lines_apart);
+            && (dst as usize).is_multiple_of(unit)
+            && apart(&a)
+            && self.rest.iter().all(apart);
         let whole = across.n / burst;
         let sweep = Sweep {
             across: Axis {
