@@ -661,6 +661,24 @@ mod tests {
     }
 
     #[test]
+    fn streams_a_large_box_in_the_source_order_when_its_source_rows_span_far() {
+        // Source rows spanning 256 KiB or more, fewer than the destination's:
+        // the source's order, whole lines streamed; then the same rows not
+        // starting lines (the destination's order).
+        for (size, outer) in [(4, 8), (8, 4), (16, 2)] {
+            let extents = [outer, 128, 256];
+            let src = permuted_at(&extents, &[0, 1, 2], size);
+            for to in [0, size] {
+                let dst = Storage {
+                    strides: strides(&extents, &[0, 2, 1], &[0, 128, 0], 1),
+                    start: to,
+                };
+                check(size, &extents, &src, &dst);
+            }
+        }
+    }
+
+    #[test]
     fn streams_a_small_part_of_a_large_destination() {
         // Tiles whose destination rows start lines, then lines apart or not,
         // and runs long enough to stream, each part of a 1 MiB destination.

@@ -5,15 +5,19 @@
 //! The tiles go along one side's rows, every tile of a row of tiles in turn,
 //! the other axes outside in that side's order: along the source's (read as a
 //! few streams), unless the source's rows span less than the destination's
-//! (then the strided side, read, stays in the caches between passes). The
-//! other side is met a line per row per tile, or, when its rows lie in
-//! distinct pages, [`FAR_BURST`] lines per row (tiles in bursts), so that a
-//! visit to a page moves more than a line. The tiles start where the
-//! destination's rows start a line, so that a tile writes whole lines, and
-//! where the source's rows start (a line read in part by one tile is read by
-//! the next, or, in the destination's order, stays in the caches until the
-//! next pass): peeling the source too would leave whole strips to move
-//! element by element. The elements outside the tiles move one by one. A box
+//! (then the strided side, read, stays in the caches between passes). A box
+//! too large for the caches and streamed in whole lines, whose source rows
+//! span [`TLB_REACH`] or more, goes in the source's order anyway: a pass down
+//! those rows would miss the TLB and the prefetchers at every tile, with
+//! nothing to keep in the caches, while the streamed destination takes whole
+//! lines in any order. The other side is met a line per row per tile, or,
+//! when its rows lie in distinct pages, [`FAR_BURST`] lines per row (tiles in
+//! bursts), so that a visit to a page moves more than a line. The tiles start
+//! where the destination's rows start a line, so that a tile writes whole
+//! lines, and where the source's rows start (a line read in part by one tile
+//! is read by the next, or, in the destination's order, stays in the caches
+//! until the next pass): peeling the source too would leave whole strips to
+//! move element by element. The elements outside the tiles move one by one. A box
 //! of [`STREAM_BYTES`] or more, or part of a destination that large
 //! ([`super::copy_box_within`]), is written with non-temporal stores (where
 //! the target has them): its lines are then never read before they are
@@ -39,6 +43,10 @@ const STORE: usize = 16;
 
 /// The bytes of a page: rows this far apart each lie in another.
 const PAGE: usize = 4096;
+
+/// The bytes the first-level TLB reaches (64 pages): a pass down a column
+/// of source rows spanning more misses it at every tile.
+const TLB_REACH: usize = 64 * PAGE;
 
 /// The tiles of a burst: the lines a visit to a row of the strided side
 /// moves when its rows lie in distinct pages.
@@ -169,23 +177,27 @@ impl Tiled<'_> {
             dst: side * axis.dst,
         };
         let (tiles_a, tiles_b) = (tiles(span_a.count, a), tiles(span_b.count, b));
-        let dst_order = b.n * b.src < a.n * a.dst;
+        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
+        let large = bytes.max(self.whole) >= STREAM_BYTES;
+        let starts = |unit: usize| {
+            (dst as usize).is_multiple_of(unit)
+                && a.dst.is_multiple_of(unit)
+                && self.rest.iter().all(|axis| axis.dst.is_multiple_of(unit))
+        };
+        let lines = large && starts(LINE);
+        let far_source = lines && bytes >= STREAM_BYTES && b.n * b.src >= TLB_REACH;
+        let dst_order = !far_source && b.n * b.src < a.n * a.dst;
         let (across, along, far) = if dst_order {
             (tiles_a, tiles_b, b.src)
         } else {
             (tiles_b, tiles_a, a.dst)
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
-        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
-        let unit = match dst_order && burst == 1 && N >= 8 && a.dst < PAGE {
-            true => STORE,
-            false => LINE,
-        };
-        let apart = |axis: &Axis| axis.dst.is_multiple_of(unit);
-        let stream = bytes.max(self.whole) >= STREAM_BYTES
-            && (dst as usize).is_multiple_of(unit)
-            && apart(&a)
-            && self.rest.iter().all(apart);
+        // Part lines (rows starting 16-byte units) are completed by the next
+        // tile along the same rows only in the destination's order, one tile a
+        // visit, and only while few: 8 or 4 rows a tile.
+        let stream =
+            lines || (large && dst_order && burst == 1 && N >= 8 && a.dst < PAGE && starts(STORE));
         let whole = across.n / burst;
         let sweep = Sweep {
             across: Axis {
