@@ -343,8 +343,8 @@ unsafe fn copy_transposed<M: Mover>(
         rest[len] = *axis;
         len += 1;
     }
-    // SAFETY: forwarded from the caller.
     let plane = (all[a], b);
+    // SAFETY: forwarded from the caller.
     if unsafe { tiles::copy_tiled(mover.size(), plane, &rest[..len], (src, dst), whole) } {
         return;
     }
