@@ -20,6 +20,26 @@ pub trait MemorySpace {
     /// # Safety
     /// As [`copy::copy_box`].
     unsafe fn copy_box(&self, elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8);
+
+    /// Copies the box `copy` as [`MemorySpace::copy_box`] does, as one part of
+    /// a destination of `whole` bytes that one pass writes part by part and
+    /// nothing reads before the pass ends ([`copy::copy_box_within`]); by
+    /// default as any other box.
+    ///
+    /// # Safety
+    /// As [`copy::copy_box`].
+    unsafe fn copy_box_within(
+        &self,
+        elem_size: usize,
+        copy: BoxCopy<'_>,
+        src: *const u8,
+        dst: *mut u8,
+        whole: usize,
+    ) {
+        let _ = whole;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.copy_box(elem_size, copy, src, dst) }
+    }
 }
 
 /// Host memory.
@@ -30,5 +50,17 @@ impl MemorySpace for Host {
     unsafe fn copy_box(&self, elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
         // SAFETY: the caller's contract is copy::copy_box's.
         unsafe { copy::copy_box(elem_size, copy, src, dst) }
+    }
+
+    unsafe fn copy_box_within(
+        &self,
+        elem_size: usize,
+        copy: BoxCopy<'_>,
+        src: *const u8,
+        dst: *mut u8,
+        whole: usize,
+    ) {
+        // SAFETY: the caller's contract is copy::copy_box_within's.
+        unsafe { copy::copy_box_within(elem_size, copy, src, dst, whole) }
     }
 }

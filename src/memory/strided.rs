@@ -102,6 +102,9 @@ pub struct Copier<'a, S: MemorySpace> {
     elem_size: usize,
     src: *const u8,
     dst: *mut u8,
+    /// The bytes of the destination this copier's pass writes, when the caller
+    /// said ([`Copier::within`]), else 0.
+    whole: usize,
     /// The blocks joined so far, not yet copied.
     pending: Option<Joined>,
 }
@@ -164,8 +167,17 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
             elem_size,
             src,
             dst,
+            whole: 0,
             pending: None,
         }
+    }
+
+    /// This copier, its copies part of a pass that writes `whole` bytes of its
+    /// destination, none read before the pass ends (a strided output filled
+    /// chunk by chunk): their stores are then chosen for the whole
+    /// ([`MemorySpace::copy_box_within`]).
+    pub fn within(self, whole: usize) -> Copier<'a, S> {
+        Copier { whole, ..self }
     }
 
     /// Moves the run `run` of the box that `storage` places at this copier's
@@ -255,7 +267,8 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
         while done < len {
             let n = chunk.min(len - done);
             let mut gather = Copier::new(self.space, self.elem_size, self.src, at);
-            let mut scatter = Copier::new(self.space, self.elem_size, at, self.dst);
+            let scatter = Copier::new(self.space, self.elem_size, at, self.dst);
+            let mut scatter = scatter.within(self.whole);
             // SAFETY: forwarded from the caller; the bounce holds `n` elements.
             unsafe {
                 gather.run(
@@ -340,7 +353,7 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
             self.dst.wrapping_add(first.dst_at * size),
         );
         // SAFETY: every joined block lies inside its side (caller's contract).
-        unsafe { self.space.copy_box(size, copy, src, dst) };
+        unsafe { self.space.copy_box_within(size, copy, src, dst, self.whole) };
     }
 
     /// Copies what is pending.

@@ -6,7 +6,8 @@
 //! Then one of three loops copies it:
 //! - **runs**, when the fastest axis is contiguous in both storages: an odometer
 //!   over the other axes, one copy per run, with non-temporal stores
-//!   (`stream.rs`) when the box is large and its runs long;
+//!   (`stream.rs`) when the box (or the destination it is part of, in
+//!   [`copy_box_within`]) is large and its runs long;
 //! - **a transpose**, when the source's fastest axis is not the destination's:
 //!   of elements of 4, 8 or 16 bytes with both those axes contiguous, in
 //!   line-sized register tiles (`tiles.rs`); else in blocks staged whole through
@@ -51,18 +52,40 @@ pub struct BoxCopy<'a> {
 /// alignment; no element's bytes in `dst` may overlap any element's in `src`,
 /// nor another's in `dst`.
 pub unsafe fn copy_box(elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_box_within(elem_size, copy, src, dst, 0) }
+}
+
+/// Copies the box `copy` as [`copy_box`] does, as one part of a destination
+/// of `whole` bytes that one pass writes part by part and nothing reads
+/// before the pass ends (a strided output filled chunk by chunk): its stores
+/// are non-temporal wherever those of one box of `whole` bytes would be, even
+/// when this part alone is small enough for the caches.
+///
+/// # Panics
+/// As [`copy_box`].
+///
+/// # Safety
+/// As [`copy_box`].
+pub unsafe fn copy_box_within(
+    elem_size: usize,
+    copy: BoxCopy<'_>,
+    src: *const u8,
+    dst: *mut u8,
+    whole: usize,
+) {
     let Some(axes) = Axes::normalized(elem_size, copy) else {
         return;
     };
     // SAFETY: the caller's contract, for the same elements in another order.
     unsafe {
         match elem_size {
-            1 => axes.copy(Fixed::<1>, src, dst),
-            2 => axes.copy(Fixed::<2>, src, dst),
-            4 => axes.copy(Fixed::<4>, src, dst),
-            8 => axes.copy(Fixed::<8>, src, dst),
-            16 => axes.copy(Fixed::<16>, src, dst),
-            _ => axes.copy(Bytes(elem_size), src, dst),
+            1 => axes.copy(Fixed::<1>, src, dst, whole),
+            2 => axes.copy(Fixed::<2>, src, dst, whole),
+            4 => axes.copy(Fixed::<4>, src, dst, whole),
+            8 => axes.copy(Fixed::<8>, src, dst, whole),
+            16 => axes.copy(Fixed::<16>, src, dst, whole),
+            _ => axes.copy(Bytes(elem_size), src, dst, whole),
         }
     }
 }
@@ -194,11 +217,12 @@ impl Axes {
         &self.at[..self.len]
     }
 
-    /// Copies the box with the loop its shape calls for.
+    /// Copies the box with the loop its shape calls for, as part of a
+    /// destination of `whole` bytes ([`copy_box_within`]).
     ///
     /// # Safety
     /// As [`copy_box`], with `mover` of its element size.
-    unsafe fn copy<M: Mover>(&self, mover: M, src: *const u8, dst: *mut u8) {
+    unsafe fn copy<M: Mover>(&self, mover: M, src: *const u8, dst: *mut u8, whole: usize) {
         let axes = self.axes();
         let Some((&last, outer)) = axes.split_last() else {
             // SAFETY: the box's one element, as the caller guarantees.
@@ -209,9 +233,9 @@ impl Axes {
         // SAFETY: each loop visits the box's elements, as the caller guarantees.
         unsafe {
             if fastest_src + 1 < axes.len() {
-                copy_transposed(mover, self, fastest_src, src, dst);
+                copy_transposed(mover, self, fastest_src, (src, dst), whole);
             } else if last.src == unit && last.dst == unit {
-                copy_runs(outer, last.n * unit, src, dst);
+                copy_runs(outer, last.n * unit, (src, dst), whole);
             } else {
                 copy_strided(mover, outer, last, src, dst);
             }
@@ -254,12 +278,13 @@ fn for_each_offset(axes: &[Axis], mut visit: impl FnMut(usize, usize)) {
 }
 
 /// Copies a run of `bytes` contiguous in both storages at every index of
-/// `outer`, with non-temporal stores when the box is large and its runs long.
+/// `outer`, with non-temporal stores when the box (or the `whole` it is part
+/// of) is large and its runs long.
 ///
 /// # Safety
 /// As [`copy_box`], for the runs.
-unsafe fn copy_runs(outer: &[Axis], bytes: usize, src: *const u8, dst: *mut u8) {
-    let total = bytes * outer.iter().map(|axis| axis.n).product::<usize>();
+unsafe fn copy_runs(outer: &[Axis], bytes: usize, (src, dst): (*const u8, *mut u8), whole: usize) {
+    let total = whole.max(bytes * outer.iter().map(|axis| axis.n).product::<usize>());
     let streamed = total >= STREAM_BYTES && bytes >= STREAM_RUN;
     for_each_offset(outer, |s, d| {
         // SAFETY: one run of the box, in both storages, which do not overlap.
@@ -297,11 +322,18 @@ unsafe fn copy_strided<M: Mover>(
 
 /// Copies `axes` as a transpose of the plane of axis `a` (the source's
 /// fastest) and the last axis (the destination's fastest), at every index of
-/// the other axes: in tiles where a kernel fits, else in staged blocks.
+/// the other axes: in tiles where a kernel fits (part of a destination of
+/// `whole` bytes), else in staged blocks.
 ///
 /// # Safety
 /// As [`copy_box`].
-unsafe fn copy_transposed<M: Mover>(mover: M, axes: &Axes, a: usize, src: *const u8, dst: *mut u8) {
+unsafe fn copy_transposed<M: Mover>(
+    mover: M,
+    axes: &Axes,
+    a: usize,
+    (src, dst): (*const u8, *mut u8),
+    whole: usize,
+) {
     let all = axes.axes();
     let (b, last) = (all[all.len() - 1], all.len() - 1);
     let mut rest = [Axis::default(); MAX_DIMS];
@@ -311,8 +343,9 @@ unsafe fn copy_transposed<M: Mover>(mover: M, axes: &Axes, a: usize, src: *const
         rest[len] = *axis;
         len += 1;
     }
+    let plane = (all[a], b);
     // SAFETY: forwarded from the caller.
-    if unsafe { tiles::copy_tiled(mover.size(), (all[a], b), &rest[..len], src, dst) } {
+    if unsafe { tiles::copy_tiled(mover.size(), plane, &rest[..len], (src, dst), whole) } {
         return;
     }
     let plane = Plane::new(all[a], b, mover.size());
@@ -402,6 +435,17 @@ mod tests {
     /// Copies the box with [`copy_box`] between fresh buffers and checks every
     /// element and every byte outside the box in the destination.
     fn check(elem_size: usize, extents: &[usize], src: &Storage, dst: &Storage) {
+        check_within(elem_size, extents, (src, dst), 0);
+    }
+
+    /// [`check`] with [`copy_box_within`], the box part of a destination of
+    /// `whole` bytes.
+    fn check_within(
+        elem_size: usize,
+        extents: &[usize],
+        (src, dst): (&Storage, &Storage),
+        whole: usize,
+    ) {
         let empty = extents.contains(&0);
         let bytes = |s: &Storage| {
             s.start
@@ -431,7 +475,7 @@ mod tests {
                 input.as_ptr().add(src.start),
                 output.as_mut_ptr().add(dst.start),
             );
-            copy_box(elem_size, copy, from, to);
+            copy_box_within(elem_size, copy, from, to, whole);
         }
         let mut want = vec![SENTINEL; output.len()];
         for index in indices(extents) {
@@ -613,6 +657,54 @@ mod tests {
             check(8, &extents, &padded, &permuted_at(&extents, &[0, 1, 2], to));
             let src = permuted_at(&extents, &[0, 1, 2], from);
             check(8, &extents, &src, &permuted_at(&extents, &[0, 1, 2], to));
+        }
+    }
+
+    #[test]
+    fn streams_a_large_box_in_the_source_order_when_its_source_rows_span_far() {
+        // Source rows spanning 256 KiB or more, fewer than the destination's:
+        // the source's order, whole lines streamed; then the same rows not
+        // starting lines (the destination's order).
+        for (size, outer) in [(4, 8), (8, 4), (16, 2)] {
+            let extents = [outer, 128, 256];
+            let src = permuted_at(&extents, &[0, 1, 2], size);
+            for to in [0, size] {
+                let dst = Storage {
+                    strides: strides(&extents, &[0, 2, 1], &[0, 128, 0], 1),
+                    start: to,
+                };
+                check(size, &extents, &src, &dst);
+            }
+        }
+    }
+
+    #[test]
+    fn streams_a_small_part_of_a_large_destination() {
+        // Tiles whose destination rows start lines, then lines apart or not,
+        // and runs long enough to stream, each part of a 1 MiB destination.
+        for size in [4, 8, 16] {
+            let extents = [3, 128 / size, 128 / size + 1];
+            let src = permuted_at(&extents, &[0, 1, 2], size);
+            for (order, to) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], size)] {
+                let dst = permuted_at(&extents, &order, to);
+                check_within(size, &extents, (&src, &dst), 1 << 20);
+            }
+            // Destination rows 16 bytes longer: apart by 16-byte units, not
+            // lines, in the destination's order.
+            let dst = Storage {
+                strides: strides(&extents, &[0, 2, 1], &[0, 16 / size, 0], 1),
+                start: 0,
+            };
+            check_within(size, &extents, (&src, &dst), 1 << 20);
+        }
+        let extents = [3, 5, 70];
+        for (from, to) in [(0, 0), (3, 5)] {
+            let padded = Storage {
+                strides: strides(&extents, &[0, 1, 2], &[0, 1, 2], 1),
+                start: from,
+            };
+            let dst = permuted_at(&extents, &[0, 1, 2], to);
+            check_within(8, &extents, (&padded, &dst), 1 << 20);
         }
     }
 

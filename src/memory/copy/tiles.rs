@@ -5,18 +5,30 @@
 //! The tiles go along one side's rows, every tile of a row of tiles in turn,
 //! the other axes outside in that side's order: along the source's (read as a
 //! few streams), unless the source's rows span less than the destination's
-//! (then the strided side, read, stays in the caches between passes). The
-//! other side is met a line per row per tile, or, when its rows lie in
-//! distinct pages, [`FAR_BURST`] lines per row (tiles in bursts), so that a
-//! visit to a page moves more than a line. The tiles start where the
-//! destination's rows start a line, so that a tile writes whole lines, and
-//! where the source's rows start (a line read in part by one tile is read by
-//! the next, or, in the destination's order, stays in the caches until the
-//! next pass): peeling the source too would leave whole strips to move
-//! element by element. The elements outside the tiles move one by one. A box
-//! of [`STREAM_BYTES`] or more is written with non-temporal stores (where the
-//! target has them): its lines are then never read before they are written,
-//! and no line of it is evicted and written twice.
+//! (then the strided side, read, stays in the caches between passes). A box
+//! too large for the caches and streamed in whole lines, whose source rows
+//! span [`TLB_REACH`] or more, goes in the source's order anyway: a pass down
+//! those rows would miss the TLB and the prefetchers at every tile, with
+//! nothing to keep in the caches, while the streamed destination takes whole
+//! lines in any order. The other side is met a line per row per tile, or,
+//! when its rows lie in distinct pages, [`FAR_BURST`] lines per row (tiles in
+//! bursts), so that a visit to a page moves more than a line. The tiles start
+//! where the destination's rows start a line, so that a tile writes whole
+//! lines, and where the source's rows start (a line read in part by one tile
+//! is read by the next, or, in the destination's order, stays in the caches
+//! until the next pass): peeling the source too would leave whole strips to
+//! move element by element. The elements outside the tiles move one by one. A box
+//! of [`STREAM_BYTES`] or more, or part of a destination that large
+//! ([`super::copy_box_within`]), is written with non-temporal stores (where
+//! the target has them): its lines are then never read before they are
+//! written, and no line of it is evicted and written twice. So it is when
+//! every destination row starts a line, each tile then writing whole lines;
+//! or, for elements of 8 or 16 bytes, when the rows start at multiples of
+//! [`STORE`] bytes less than a page apart (a halo'd or padded output) and the
+//! tiles go in the destination's order one at a time: a tile then leaves two
+//! part lines in each of its 8 or 4 rows, which the next tile along those rows
+//! completes while they are still being combined (the 16 rows of a 4-byte
+//! tile would leave too many).
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -25,8 +37,16 @@ use crate::distribution::layout::MAX_DIMS;
 /// The bytes of a cache line: one side of a tile.
 const LINE: usize = 64;
 
+/// The bytes of a tile kernel's store, to which its non-temporal stores are
+/// aligned.
+const STORE: usize = 16;
+
 /// The bytes of a page: rows this far apart each lie in another.
 const PAGE: usize = 4096;
+
+/// The bytes the first-level TLB reaches (64 pages): a pass down a column
+/// of source rows spanning more misses it at every tile.
+const TLB_REACH: usize = 64 * PAGE;
 
 /// The tiles of a burst: the lines a visit to a row of the strided side
 /// moves when its rows lie in distinct pages.
@@ -34,7 +54,8 @@ const FAR_BURST: usize = 4;
 
 /// Copies the plane of `a` (unit source stride) and `b` (unit destination
 /// stride) at every index of `rest` in tiles, when elements of `size` bytes
-/// have a tile kernel. Returns whether it copied.
+/// have a tile kernel, as part of a destination of `whole` bytes
+/// ([`super::copy_box_within`]). Returns whether it copied.
 ///
 /// # Safety
 /// As [`super::copy_box`], for the box of `a`, `b` and `rest`.
@@ -42,14 +63,14 @@ pub(super) unsafe fn copy_tiled(
     size: usize,
     plane: (Axis, Axis),
     rest: &[Axis],
-    src: *const u8,
-    dst: *mut u8,
+    (src, dst): (*const u8, *mut u8),
+    whole: usize,
 ) -> bool {
     let (a, b) = plane;
     if a.src != size || b.dst != size {
         return false;
     }
-    let tiled = Tiled { a, b, rest };
+    let tiled = Tiled { a, b, rest, whole };
     // SAFETY: forwarded from the caller.
     unsafe {
         match size {
@@ -70,6 +91,8 @@ struct Tiled<'a> {
     b: Axis,
     /// The other axes.
     rest: &'a [Axis],
+    /// The bytes of the destination the box is part of (0 when none).
+    whole: usize,
 }
 
 /// Where the tiles of a plane lie along one of its axes: `start` elements
@@ -154,19 +177,27 @@ impl Tiled<'_> {
             dst: side * axis.dst,
         };
         let (tiles_a, tiles_b) = (tiles(span_a.count, a), tiles(span_b.count, b));
-        let dst_order = b.n * b.src < a.n * a.dst;
+        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
+        let large = bytes.max(self.whole) >= STREAM_BYTES;
+        let starts = |unit: usize| {
+            (dst as usize).is_multiple_of(unit)
+                && a.dst.is_multiple_of(unit)
+                && self.rest.iter().all(|axis| axis.dst.is_multiple_of(unit))
+        };
+        let lines = large && starts(LINE);
+        let far_source = lines && bytes >= STREAM_BYTES && b.n * b.src >= TLB_REACH;
+        let dst_order = !far_source && b.n * b.src < a.n * a.dst;
         let (across, along, far) = if dst_order {
             (tiles_a, tiles_b, b.src)
         } else {
             (tiles_b, tiles_a, a.dst)
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
-        let bytes = N * a.n * b.n * self.rest.iter().map(|axis| axis.n).product::<usize>();
-        let lines_apart = |axis: &Axis| axis.dst.is_multiple_of(LINE);
-        let stream = bytes >= STREAM_BYTES
-            && (dst as usize).is_multiple_of(LINE)
-            && lines_apart(&a)
-            && self.rest.iter().all(lines_apart);
+        // Part lines (rows starting 16-byte units) are completed by the next
+        // tile along the same rows only in the destination's order, one tile a
+        // visit, and only while few: 8 or 4 rows a tile.
+        let stream =
+            lines || (large && dst_order && burst == 1 && N >= 8 && a.dst < PAGE && starts(STORE));
         let whole = across.n / burst;
         let sweep = Sweep {
             across: Axis {

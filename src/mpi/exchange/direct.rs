@@ -16,7 +16,10 @@
 //! the box's rows from the sender's input, by its storage (every rank's input
 //! strides are gathered when the plan is made), into the bounce buffer in the
 //! sender's memory order, and copies them into its output with the memory
-//! layer, a blocked transpose where the two orders differ.
+//! layer, a blocked transpose where the two orders differ. Nothing reads the
+//! output before the execution ends, so the copies out of the bounce buffer
+//! choose their stores for all the bytes the reads write, not for one bounce
+//! (non-temporal when those are many).
 //!
 //! No cycle of waits can form: every rank posts its announcements and its
 //! acknowledgement receives before it waits for anything, a receiver waits only for
@@ -429,7 +432,8 @@ impl<T: Transport> DirectReads<T> {
             // SAFETY: forwarded from the caller: the runs lie in the bounce
             // buffer and in the sender's input.
             unsafe { transport.read(stream.peer, &self.runs) }?;
-            let (mut copier, mut at) = (Copier::new(&Host, size, bounce, output.bases[0]), 0);
+            let (copier, mut at) = (Copier::new(&Host, size, bounce, output.bases[0]), 0);
+            let mut copier = copier.within(self.bytes_read as usize);
             for run in batch.take(taken) {
                 let target = RunAt {
                     start: run.target,
@@ -496,7 +500,8 @@ impl<T: Transport> DirectReads<T> {
             }
             // SAFETY: as above.
             unsafe { transport.read(stream.peer, &self.runs) }?;
-            let mut copier = Copier::new(&Host, size, bounce, local_base);
+            let copier = Copier::new(&Host, size, bounce, local_base);
+            let mut copier = copier.within(self.bytes_read as usize);
             // SAFETY: the box lies in the output (planner invariant) and, read, in
             // the bounce from its start.
             unsafe {

@@ -1,7 +1,7 @@
 //! The local side of an execution: the elements a rank keeps (listed once when the
 //! plan is created, copied at every execution, byte for byte or, when either of
 //! the rank's storages is strided, between them through the memory layer's
-//! copier), the slots (the streams' slots for packed messages), and the one
+//! copier, its stores chosen for all the kept bytes), the slots (the streams' slots for packed messages), and the one
 //! buffer and the pack buffer of an execution in place with everything sent
 //! packed.
 
@@ -200,7 +200,8 @@ impl LocalCopies {
                 }
             });
         };
-        let mut copier = Copier::new(&Host, size, input, output);
+        let whole = plan.local_elems as usize * size;
+        let mut copier = Copier::new(&Host, size, input, output).within(whole);
         self.list.for_each(plan, |c| {
             let from = (&storages.input, (c.from.start / size) as u64);
             let to = (&storages.output, (c.to / size) as u64);
