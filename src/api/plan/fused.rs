@@ -68,6 +68,14 @@ pub struct Fused<P: Borrow<Plan>> {
     not_shared: PhantomData<Cell<()>>,
 }
 
+// SAFETY: as a plan, a fused object moves to another thread but is not shared
+// (it is `!Sync`). What it holds beyond its plans is the framing, the frames'
+// buffer and requests (null between executions) and, in its state, the
+// pointers of the last execution's engines and buffers, set and used only
+// while an execution holds the state's lock and every plan's, never read
+// between executions; the sibling communicator is `Send`.
+unsafe impl<P: Borrow<Plan> + Send> Send for Fused<P> {}
+
 impl<P: Borrow<Plan>> std::fmt::Debug for Fused<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fused")
@@ -172,6 +180,17 @@ impl<P: Borrow<Plan>> Fused<P> {
     /// two plans at least use), grows the message slots of a plan fused
     /// several times for its batch, and fails on every rank when that fails.
     pub fn new(plans: Vec<P>) -> Result<Fused<P>> {
+        Fused::new_agreeing(plans, None)
+    }
+
+    /// Fuses `plans` as [`Fused::new`] does, first agreeing with every rank
+    /// on `local`, an error the caller found on this rank before calling (a
+    /// binding's own checks: a null plan it left out of `plans`, a null output
+    /// pointer): every rank then fails with the lowest failing rank's error,
+    /// agreed over the first plan's communicator in the one collective that
+    /// agrees on the plans. No plans still fails at once, on the ranks that
+    /// passed none.
+    pub fn new_agreeing(plans: Vec<P>, local: Option<Error>) -> Result<Fused<P>> {
         let Some(first) = plans.first().map(Borrow::borrow) else {
             return Err(Error::InvalidShape(
                 "nplans = 0: a fused execution holds one plan at least".into(),
@@ -180,7 +199,9 @@ impl<P: Borrow<Plan>> Fused<P> {
         require_mpi()?;
         let rank = first.rank();
         first.threads.check(rank)?;
-        let local = check_communicators(&plans, rank).err();
+        let local = local
+            .map(|e| e.on_rank(rank))
+            .or_else(|| check_communicators(&plans, rank).err());
         let fingerprint = fingerprint(&plans);
         let mut agreed = [fingerprint, !fingerprint];
         agree(&first.comm, local.as_ref(), &mut agreed)?;
@@ -360,8 +381,11 @@ impl<P: Borrow<Plan>> Fused<P> {
         pre: Option<Error>,
     ) -> Result<bool> {
         let rank = self.plan(0).rank();
-        // SAFETY: the engines are locked (caller's contract).
-        let checked = pre.map_or_else(|| unsafe { self.check(state, fields, rank) }, Err);
+        let checked = pre.map_or_else(
+            // SAFETY: the engines are locked (caller's contract).
+            || unsafe { self.check(state, fields, rank) },
+            |e| Err(e.on_rank(rank)),
+        );
         let mut agreed = [i64::from(matches!(checked, Ok(true)))];
         agree(&self.comm, checked.as_ref().err(), &mut agreed)?;
         if agreed[0] != 0 {
