@@ -6,13 +6,15 @@
 //! boundary, the last error, a caller's status as an error, the shared argument
 //! decoding), [`slab_args`] (a slab
 //! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
-//! creating, querying, executing and destroying plans), [`requests`] (executions
+//! creating, querying, executing and destroying plans), [`fused`] (plans
+//! executed together in one round), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`, `dr_options`), [`layouts`] (grid layouts and
 //! the plans between them), [`strided`] (plans on strided local storage), [`library`] (version, balanced
 //! slabs, test hooks).
 #![allow(non_camel_case_types)]
 
 mod boundary;
+mod fused;
 mod handles;
 mod layouts;
 mod library;

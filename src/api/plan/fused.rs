@@ -301,6 +301,26 @@ impl<P: Borrow<Plan>> Fused<P> {
         unsafe { self.launch(&batch, pre) }
     }
 
+    /// Executes the fused plans on buffers as a binding lists them, as
+    /// [`Fused::execute_raw_agreeing`] does, the fields' lengths given by
+    /// `fields.lens` (so that nothing is listed per execution). With a
+    /// `local` error the buffers are not touched and the lists may be empty.
+    ///
+    /// # Safety
+    /// As [`Fused::execute_raw_agreeing`], field `i` with the lengths
+    /// `fields.lens(i)`.
+    pub(crate) unsafe fn execute_listed(
+        &self,
+        fields: &BatchBuffers<'_>,
+        local: Option<Error>,
+    ) -> Result<()> {
+        let rank = self.plan(0).rank();
+        let count = fields.inputs.len().min(fields.outputs.len());
+        let pre = local.or_else(|| self.count_error(count, rank));
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(fields, pre) }
+    }
+
     /// The error of `count` fields for this object's plans.
     fn count_error(&self, count: usize, rank: usize) -> Option<Error> {
         (count != self.plans.len()).then(|| {
