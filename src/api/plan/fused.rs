@@ -1,8 +1,7 @@
 //! Fused plans: several plans of one communicator executed together, in one
 //! round ([`Fused`]). Each plan keeps its own runs, local copy and exchange;
 //! the traffic a pair of ranks exchanges over all the plans travels in one
-//! message where it is latency-bound (see
-//! [`FusedExchange`](crate::mpi::exchange::FusedExchange)). A plan fused
+//! message where it is latency-bound (see [`FusedExchange`]). A plan fused
 //! several times moves its fields as one batch.
 
 use std::borrow::Borrow;
