@@ -32,9 +32,10 @@ impl Member {
 impl Borrow<Plan> for Member {
     fn borrow(&self) -> &Plan {
         // SAFETY: the plan lives inside `owner`'s allocation, which this member
-        // keeps alive and which never moves; the fused object borrows it only
-        // while `NativeFused` holds the plan's lock (`Locked`), so no other
-        // thread uses the plan meanwhile.
+        // keeps alive and which never moves. The fused object borrows it while
+        // `NativeFused` holds the plan's lock (`Locked`), so that no other
+        // thread uses the plan meanwhile, and, unlocked, only when it is
+        // dropped, to read the plan's thread level, which never changes.
         unsafe { &*self.plan }
     }
 }
