@@ -53,7 +53,8 @@ module distreshape
             dr_plan_describe, dr_plan_destroy, dr_balanced_slab, dr_status_string, &
             dr_last_error_message, dr_version, dr_layout_create, dr_layout_set_lengths, &
             dr_layout_destroy, dr_plan_input_box, dr_plan_output_box, dr_plan_create_strided, &
-            dr_plan_spans, dr_plan_strides, dr_plan_execute_batch, dr_plan_execute_batch_begin
+            dr_plan_spans, dr_plan_strides, dr_plan_execute_batch, dr_plan_execute_batch_begin, &
+            dr_fused_create, dr_fused_execute, dr_fused_destroy, dr_fused_plan, dr_fused_field
 
   !> Status codes (enum dr_status).
   integer, parameter, public :: DR_SUCCESS = 0, DR_ERROR_NULL_POINTER = 1, &
@@ -144,6 +145,49 @@ module distreshape
                           sleeping_waits = -1
   end type dr_plan_options
 
+  !> Several plans of one communicator executed together, in one round
+  !> (C: dr_fused), made by dr_fused_create. Copies (assignment) share it; it
+  !> is destroyed when the last copy is finalized or passed to
+  !> dr_fused_destroy, on every rank alike (as a plan: destroying it may free
+  !> the last plan of a communicator). It keeps its plans: they may go first.
+  type, public :: dr_fused
+    private
+    type(c_ptr) :: handle = c_null_ptr
+    integer :: nplans = 0
+    integer, pointer :: copies => null()  !< dr_fused values sharing `handle`
+  contains
+    procedure, private :: fused_assign
+    generic :: assignment(=) => fused_assign
+    final :: fused_final
+  end type dr_fused
+
+  !> One plan as dr_fused_create takes it, made by dr_fused_plan(plan): a
+  !> reference to the plan without a share of it (so that an array constructor
+  !> of them, [dr_fused_plan(p), dr_fused_plan(q)], copies and finalizes
+  !> nothing); the plan must be alive when dr_fused_create runs.
+  type, public :: dr_fused_plan
+    private
+    type(c_ptr) :: handle = c_null_ptr
+  end type dr_fused_plan
+
+  !> A Fortran array as the library reads its descriptor (struct
+  !> dr_fortran_array of fortran/distreshape_fshim.c: CFI_MAX_RANK is 15).
+  type, bind(c) :: fortran_array
+    type(c_ptr) :: base
+    integer(c_int32_t) :: rank
+    integer(c_int64_t) :: extents(15), strides(15)
+  end type fortran_array
+
+  !> One field of a fused execution, made by dr_fused_field(a, b): the arrays
+  !> `a` (its input) and `b` (its output) as they are, never copied, with
+  !> their element type. The arrays must stay alive, and `b` unread, until
+  !> dr_fused_execute returns; give them the target attribute.
+  type, public :: dr_fused_field
+    private
+    type(fortran_array) :: a, b
+    integer :: dtype = -1
+  end type dr_fused_field
+
   !> Traffic statistics of a plan (struct dr_plan_stats).
   type, bind(c), public :: dr_plan_stats
     integer(c_int) :: path
@@ -198,6 +242,34 @@ module distreshape
   !> call dr_plan_execute_batch_begin(plan, a, b, request [, stat]); as
   !> dr_plan_execute_batch, returning with the messages in flight, as
   !> dr_plan_execute_begin.
+  !>
+  !> Fused plans (C: dr_fused_create, dr_fused_execute, dr_fused_destroy):
+  !> several plans of one communicator executed together, in one round (the
+  !> x -> y transposes of a velocity field and of a scalar with other boxes),
+  !> each plan of any element type and storage, the same plan possibly several
+  !> times (its fields then move as one batch).
+  !>
+  !> call dr_fused_create(fused, [dr_fused_plan(p1), dr_fused_plan(p2), ...] [, stat])
+  !> Collective: every rank fuses the same plans in the same order, all made
+  !> on one communicator (else DR_ERROR_INVALID_COMMUNICATOR, or
+  !> DR_ERROR_INCONSISTENT_ARGUMENTS for other plans or another order, on every
+  !> rank). dr_fused_plan(plan) refers to a plan without a share of it, so that
+  !> the list is an array constructor; the fused object keeps its plans, which
+  !> may then be destroyed (or finalized) before it.
+  !> call dr_fused_execute(fused, [dr_fused_field(a1, b1), dr_fused_field(a2, b2), ...] [, stat])
+  !> Collective: field i from a_i into b_i with plan i, every field in one
+  !> round. dr_fused_field(a, b) takes the arrays as they are (assumed rank,
+  !> any supported kind, sections and halo interiors never copied): a_i and
+  !> b_i must have plan i's element type and be this rank's boxes of plan i at
+  !> its strides (contiguous for a plan without strides), else
+  !> DR_ERROR_INVALID_DTYPE, DR_ERROR_INVALID_SHAPE or DR_ERROR_INVALID_STRIDES
+  !> on every rank, the message naming the field, and nothing moves; so is a
+  !> count of fields that is not the plans'. Give the arrays the target
+  !> attribute and pass variables (not expressions): the field refers to them
+  !> until dr_fused_execute returns. a_i and b_i are different arrays.
+  !> call dr_fused_destroy(fused); on every rank alike: a fused object keeps
+  !> its plans, so destroying it may free the last plan of a communicator
+  !> (see dr_plan_destroy). Copies share it, as plans' do.
   !>
   !> call dr_plan_allocate_output(plan, b [, global_bounds] [, stat]); local.
   !> Allocates (reallocates) the allocatable array `b`, of the new shape's rank
@@ -345,6 +417,12 @@ module distreshape
     module procedure allocate_r32, allocate_r64, allocate_i32, allocate_i64, allocate_c64, &
                      allocate_c128, allocate_i8, allocate_i16, allocate_bool
   end interface dr_plan_allocate_output
+
+  interface dr_fused_field
+    module procedure fused_field_r32, fused_field_r64, fused_field_i32, fused_field_i64, &
+                     fused_field_c64, fused_field_c128, fused_field_i8, fused_field_i16, &
+                     fused_field_bool
+  end interface dr_fused_field
   ! END GENERATED interfaces
 
   ! dr_plan_create from layouts with `dtype` (hand-written; the mold= specifics
@@ -352,6 +430,12 @@ module distreshape
   interface dr_plan_create
     module procedure plan_create_layouts_f08, plan_create_layouts_int
   end interface dr_plan_create
+
+  ! The plan of a fused object (hand-written; dr_fused_field's specifics are
+  ! generated above).
+  interface dr_fused_plan
+    module procedure fused_plan_of
+  end interface dr_fused_plan
 
   ! ---- the C functions (comm-taking ones through fortran/distreshape_fshim.c) ----
   interface
@@ -472,6 +556,33 @@ module distreshape
       type(*), dimension(..), asynchronous, intent(inout) :: b
       type(c_ptr), intent(out) :: request
     end function c_plan_execute_strided_begin
+
+    integer(c_int) function c_fused_create(nplans, plans, fused) bind(c, name="dr_fused_create")
+      import :: c_ptr, c_int, c_int64_t
+      integer(c_int64_t), value :: nplans
+      type(c_ptr), intent(in) :: plans(*)
+      type(c_ptr), intent(out) :: fused
+    end function c_fused_create
+
+    subroutine c_fused_destroy(fused) bind(c, name="dr_fused_destroy")
+      import :: c_ptr
+      type(c_ptr), value :: fused
+    end subroutine c_fused_destroy
+
+    subroutine c_fused_field(a, b, fa, fb) bind(c, name="dr_fused_field_f")
+      import :: fortran_array
+      type(*), dimension(..), intent(in) :: a, b
+      type(fortran_array), intent(out) :: fa, fb
+    end subroutine c_fused_field
+
+    integer(c_int) function c_fused_execute(fused, count, a, b, dtypes) &
+        bind(c, name="dr_fortran_fused_execute")
+      import :: c_ptr, c_int, c_int64_t, fortran_array
+      type(c_ptr), value :: fused
+      integer(c_int64_t), value :: count
+      type(fortran_array), intent(in) :: a(*), b(*)
+      integer(c_int), intent(in) :: dtypes(*)
+    end function c_fused_execute
 
     integer(c_int) function c_plan_spans(plan, in_span, out_span) bind(c, name="dr_plan_spans")
       import :: c_ptr, c_int, c_int64_t
@@ -1226,6 +1337,114 @@ contains
       error stop 'distreshape: dr_plan_execute_batch_begin: array type differs from the plan''s dtype'
     call finish(c_plan_execute_batch_begin(plan%handle, a, b, request%handle), stat)
   end subroutine batch_begin_core
+
+  ! ======================= fused plans =======================
+
+  !> dr_fused_plan(plan): `plan` as dr_fused_create takes it (local), a
+  !> reference without a share of the plan, so that a list of them is an array
+  !> constructor ([dr_fused_plan(p), dr_fused_plan(q)]) that copies and
+  !> finalizes no plan.
+  function fused_plan_of(plan) result(member)
+    type(dr_plan), intent(in) :: plan
+    type(dr_fused_plan) :: member
+    member%handle = plan%handle
+  end function fused_plan_of
+
+  !> Fuses `plans`, in order (collective over their communicator): see the
+  !> module header. `fused` lets go of the object it held first.
+  subroutine dr_fused_create(fused, plans, stat)
+    type(dr_fused), intent(inout) :: fused
+    type(dr_fused_plan), intent(in) :: plans(:)
+    integer, intent(out), optional :: stat
+    type(c_ptr) :: handles(max(size(plans), 1)), handle
+    integer(c_int) :: status
+    integer :: i
+    handles = c_null_ptr
+    do i = 1, size(plans)
+      handles(i) = plans(i)%handle
+    end do
+    status = c_fused_create(size(plans, kind=c_int64_t), handles, handle)
+    if (status == DR_SUCCESS) then
+      call fused_release(fused)
+      fused%handle = handle
+      fused%nplans = size(plans)
+      allocate(fused%copies)
+      fused%copies = 1
+    end if
+    call finish(status, stat)
+  end subroutine dr_fused_create
+
+  !> Executes the fused plans (collective): field i of `fields` with plan i.
+  subroutine dr_fused_execute(fused, fields, stat)
+    type(dr_fused), intent(in) :: fused
+    type(dr_fused_field), intent(in) :: fields(:)
+    integer, intent(out), optional :: stat
+    type(fortran_array) :: a(max(size(fields), 1)), b(max(size(fields), 1))
+    integer(c_int) :: dtypes(max(size(fields), 1))
+    integer :: i
+    dtypes = -1
+    do i = 1, size(fields)
+      a(i) = fields(i)%a
+      b(i) = fields(i)%b
+      dtypes(i) = int(fields(i)%dtype, c_int)
+    end do
+    call finish(c_fused_execute(fused%handle, size(fields, kind=c_int64_t), a, b, dtypes), stat)
+  end subroutine dr_fused_execute
+
+  !> Let go of the fused object: the C object is destroyed when no copy holds
+  !> it any more. A never-created or destroyed one is a no-op. Call it on
+  !> every rank.
+  subroutine dr_fused_destroy(fused)
+    type(dr_fused), intent(inout) :: fused
+    call fused_release(fused)
+  end subroutine dr_fused_destroy
+
+  !> Drops `fused`'s share of its C object, destroying it with the last share.
+  subroutine fused_release(fused)
+    type(dr_fused), intent(inout) :: fused
+    if (associated(fused%copies)) then
+      fused%copies = fused%copies - 1
+      if (fused%copies == 0) then
+        call c_fused_destroy(fused%handle)
+        deallocate(fused%copies)
+      end if
+    end if
+    fused%copies => null()
+    fused%handle = c_null_ptr
+    fused%nplans = 0
+  end subroutine fused_release
+
+  !> `to = from`: `to` lets go of its fused object and shares `from`'s.
+  subroutine fused_assign(to, from)
+    class(dr_fused), intent(inout) :: to
+    type(dr_fused), intent(in) :: from
+    if (associated(to%copies, from%copies) .and. associated(from%copies)) return
+    call fused_release(to)
+    to%handle = from%handle
+    to%nplans = from%nplans
+    to%copies => from%copies
+    if (associated(to%copies)) to%copies = to%copies + 1
+  end subroutine fused_assign
+
+  !> Finalizer: a fused object going out of scope lets go of its share.
+  subroutine fused_final(fused)
+    type(dr_fused), intent(inout) :: fused
+    call fused_release(fused)
+  end subroutine fused_final
+
+  !> dr_fused_field(a, b): the field of a fused execution from `a` (its input)
+  !> into `b` (its output), of any supported kind and rank, the arrays as they
+  !> are (sections and halo interiors too, never copied): their descriptors as
+  !> the shim reads them, and their element type. dr_fused_execute checks them
+  !> against the field's plan. Give them the target attribute and pass
+  !> variables: the field refers to them until dr_fused_execute returns.
+  subroutine fused_field_core(dtype, a, b, field)
+    integer, intent(in) :: dtype
+    type(*), dimension(..), intent(in) :: a, b
+    type(dr_fused_field), intent(out) :: field
+    call c_fused_field(a, b, field%a, field%b)
+    field%dtype = dtype
+  end subroutine fused_field_core
 
   !> This rank's spans (local), in elements: from the first element of its input
   !> box to one past its last (`in_span`), and the output's (`out_span`); a

@@ -11,7 +11,8 @@
  * as C descriptors (ISO_Fortran_binding.h): these wrappers read each into a
  * struct dr_fortran_array for the library (src/fortran/strided.rs), so that
  * array sections and halo interiors reach it as they are, never copied; so do
- * the batches' arrays, whose last dimension indexes the fields. */
+ * the batches' arrays, whose last dimension indexes the fields, and the fused
+ * executions' fields. */
 #include <ISO_Fortran_binding.h>
 #include <mpi.h>
 #include "distreshape.h"
@@ -25,6 +26,9 @@ struct dr_fortran_array {
     int64_t extents[CFI_MAX_RANK];
     int64_t strides[CFI_MAX_RANK];
 };
+
+/* The module's type(fortran_array) mirrors this struct with 15 axes. */
+_Static_assert(CFI_MAX_RANK == 15, "fortran/distreshape.f90's fortran_array has 15 axes");
 
 /* The library's Fortran entry points (src/fortran/mod.rs and strided.rs), not in
  * distreshape.h: they take the caller's Fortran notation and arrays. */
@@ -156,4 +160,14 @@ dr_status dr_plan_execute_batch_begin_f(const dr_plan *plan, const CFI_cdesc_t *
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
     return dr_fortran_plan_execute_batch_begin(plan, &in, &out, request);
+}
+
+/* dr_fused_field for the module: the descriptors of a fused field's arrays,
+ * read as they are (never copied) for dr_fortran_fused_execute, which checks
+ * them against the field's plan. */
+void dr_fused_field_f(const CFI_cdesc_t *a, const CFI_cdesc_t *b, struct dr_fortran_array *fa,
+                      struct dr_fortran_array *fb)
+{
+    *fa = array_of(a);
+    *fb = array_of(b);
 }

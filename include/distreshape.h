@@ -255,6 +255,12 @@ typedef enum dr_option {
 } dr_option;
 
 /*
+ Several plans of one communicator fused into one object that executes
+ them in one round (opaque; `dr_fused_create`).
+ */
+typedef struct dr_fused dr_fused;
+
+/*
  A block layout of an array on a process grid (opaque): its global shape, the
  grid, the grid axis splitting each array axis, and block lengths. Local: made
  and changed without communicating; checked (the same on every rank) when a plan
@@ -367,6 +373,117 @@ const char *dr_status_string(dr_status status);
  this thread.
  */
 const char *dr_last_error_message(void);
+
+/*
+ Fuses `nplans` plans into one object that executes them together, in one
+ round (collective over their communicator): `plans[i]` is the plan of field
+ `i` of every execution. Every rank passes the same plans in the same order,
+ all made on one communicator; the same plan may come several times (the
+ three components of a velocity field and a scalar with other boxes: four
+ fields of two plans), and the plans may have different layouts, element
+ types and storages. Each plan keeps its own runs, local copy and messages;
+ what the fused object shares is the framing: where a pair of ranks
+ exchanges little over all the plans (below 32 KiB one way), its traffic of
+ every plan travels as one message, each plan's part packed in it back to
+ back, so that a velocity transpose and a scalar's cost one latency rather
+ than two. A plan fused several times moves its fields as one batch
+ (`dr_plan_execute_batch`). On success `*fused` holds the object, to execute
+ any number of times with `dr_fused_execute` and to free with
+ `dr_fused_destroy`. It allocates the frames' buffer (exactly the framed
+ bytes this rank sends and receives) and grows the message slots of a plan
+ fused several times, so that executions allocate nothing.
+
+ Plans made on different communicators fail with
+ `DR_ERROR_INVALID_COMMUNICATOR`, other plans or another order than some
+ rank's with `DR_ERROR_INCONSISTENT_ARGUMENTS`, a NULL `plans[i]` (`i` > 0),
+ a NULL `fused` or a plan with an execution in flight with their statuses:
+ every error is agreed over the communicator of `plans[0]`, the same status
+ on every rank. Where no communicator is known it fails at once, on the
+ ranks that made the error: `nplans` < 1 (`DR_ERROR_INVALID_SHAPE`), a NULL
+ `plans` or `plans[0]` (`DR_ERROR_NULL_POINTER`). The fused object shares
+ its plans: they may be destroyed before it (each then lives on, without its
+ handle, until the fused object is destroyed), but not executed while it
+ executes. Fused objects and plans on one communicator are created and
+ executed in the same order on every rank.
+
+ # Safety
+ `plans` NULL or holding `nplans` pointers, each NULL or from
+ `dr_plan_create` (or any plan creation) and not destroyed; `fused` NULL or
+ writable.
+ */
+enum dr_status dr_fused_create(int64_t nplans,
+                               const struct dr_plan *const *plans,
+                               struct dr_fused **fused);
+
+/*
+ Executes the fused plans (collective over their communicator): field `i`
+ reads plan `i`'s input from `in[i]` and writes its output to `out[i]`, as
+ `dr_plan_execute` would, every field of every plan in one round. The
+ arrays `in` and `out` hold one pointer per fused plan (the `nplans` of
+ `dr_fused_create`, in its order); with no capacities in this signature,
+ each `in[i]` must hold plan `i`'s input span and each `out[i]` its output
+ span (`dr_plan_spans`; the element counts for a plan without strides,
+ `dr_plan_input_slab` and `dr_plan_output_slab`), taken on trust as
+ `dr_plan_execute` takes its input (use `dr_fused_execute_agreeing` to pass
+ them). `out[i] == in[i]` is that field in place: the buffer must then hold
+ the larger of the two spans, and with a field in place on any rank the
+ plans run one after another, each as `dr_plan_execute` runs it (in place
+ where its buffers are one).
+
+ Every check (NULL arrays or buffers, fields sharing memory, a plan with an
+ execution in flight) is agreed in the execution's one `MPI_Allreduce`:
+ every rank returns the same status, the message naming the field, the
+ argument, its value and the rank. Out of place this allocates nothing.
+
+ # Safety
+ `fused` from `dr_fused_create` and not destroyed; `in` and `out` NULL or
+ holding one pointer per fused plan, each `in[i]` readable for plan `i`'s
+ input span and each `out[i]` writable for its output span (the larger of
+ both in place).
+ */
+enum dr_status dr_fused_execute(const struct dr_fused *fused,
+                                const void *const *in,
+                                void *const *out);
+
+/*
+ Executes the fused plans as `dr_fused_execute` does, with each field's
+ lengths and a caller's error agreed first, as `dr_plan_execute_batch_agreeing`
+ does for a batch: `in_elems[i]` is the length of `in[i]` and
+ `out_capacities[i]` the capacity of `out[i]`, in plan `i`'s elements
+ (either array NULL for the spans, taken on trust as by `dr_fused_execute`),
+ checked as `dr_plan_execute_sized` checks one execution's
+ (`DR_ERROR_BUFFER_TOO_SMALL`, the message naming the field); `caller_status`
+ (`DR_SUCCESS` when the caller found no error) with `caller_message` (NULL
+ for the status's text) is agreed with the execution's checks in its one
+ `MPI_Allreduce`. With a caller's error on any rank nothing is read or
+ written, and this rank's `in` and `out` may be NULL. The C++ and Fortran
+ fused executions run on it, reporting the containers or arrays they check.
+
+ # Safety
+ As `dr_fused_execute`, each `in[i]` readable for `in_elems[i]` elements
+ and each `out[i]` writable for `out_capacities[i]` elements when given;
+ `in_elems` and `out_capacities` NULL or holding one value per fused plan;
+ `caller_message` NULL or a NUL-terminated string.
+ */
+enum dr_status dr_fused_execute_agreeing(const struct dr_fused *fused,
+                                         const void *const *in,
+                                         const int64_t *in_elems,
+                                         void *const *out,
+                                         const int64_t *out_capacities,
+                                         dr_status caller_status,
+                                         const char *caller_message);
+
+/*
+ Frees a fused object (NULL is a no-op). Call it on every rank: when a
+ fused plan was destroyed before, the fused object holds the plan's last
+ reference, and freeing the last plan of a communicator the caller has
+ already freed also frees the library's duplicate of it, which is
+ collective in MPI (as `dr_plan_destroy`). Its plans are left as they are.
+
+ # Safety
+ `fused` NULL or from `dr_fused_create`, destroyed once.
+ */
+void dr_fused_destroy(struct dr_fused *fused);
 
 /*
  Describes a layout (local, not collective): the global shape `gshape` (`ndims`
@@ -911,7 +1028,9 @@ enum dr_status dr_plan_describe(const struct dr_plan *plan, char *buf, size_t le
 /*
  Frees a plan. NULL is a no-op. Call it on every rank of the plan: freeing the
  last plan of a communicator the caller has already freed also frees the
- library's duplicate of it, which is collective in MPI.
+ library's duplicate of it, which is collective in MPI. A fused object made
+ from the plan (`dr_fused_create`) keeps it: the plan then lives on, without
+ its handle, until the last such object is destroyed (`dr_fused_destroy`).
 
  An execution in flight (`dr_plan_execute_begin` without its completion) is
  completed first: this rank waits for it as `dr_request_wait` would, so its

@@ -16,6 +16,10 @@
  *   h.execute(&u[1][1][1], out.data(), out.size());   // the halo interior, never copied
  *   h.execute(in_view, out_view);                     // std::mdspan views, strides checked
  *
+ * Fused plans (several plans of one communicator in one round, any element types):
+ *   distreshape::fused f(velocity, velocity, velocity, scalar);
+ *   f.execute({{u, u_y}, {v, v_y}, {w, w_y}, {t, t_x}});   // one field per plan
+ *
  * Split axes are 0-based and shapes are C order, as in the C API. BEWARE when
  * porting NumPy or Heat code: there a split (axis) of -1 means the LAST axis; here
  * -1 (distreshape::not_split, DR_SPLIT_NONE) means NOT SPLIT: every rank holds the
@@ -46,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <new>
@@ -1310,6 +1315,259 @@ private:
     std::size_t input_elems_ = 0;
     std::size_t in_ndims_ = 0;
     std::size_t new_ndims_ = 0;
+};
+
+namespace detail {
+
+/// A container's first element as a fused field passes it: `vector_data` for a
+/// vector (refusing `std::vector<bool>`), `std::data` for the others.
+template <class U, class Alloc>
+auto contiguous_data(std::vector<U, Alloc>& v)
+{
+    return vector_data(v);
+}
+
+/// A container's first element (see above), read-only.
+template <class U, class Alloc>
+auto contiguous_data(const std::vector<U, Alloc>& v)
+{
+    return vector_data(v);
+}
+
+/// A container's first element (see above): an array, a span, a string of
+/// elements, anything contiguous with `std::data`.
+template <class Container>
+auto contiguous_data(Container&& c) -> decltype(std::data(c))
+{
+    return std::data(c);
+}
+
+} // namespace detail
+
+/// One plan of a fused object (`fused`), of any element type: a reference to a
+/// `plan<T>`, made implicitly from one, so that plans of different element
+/// types go in one list. The plan must outlive the list, not the fused object.
+class fused_plan {
+public:
+    /// The plan `p`.
+    template <class T>
+    fused_plan(const plan<T>& p) noexcept : handle_(p.native_handle()), dtype_(plan<T>::dtype)
+    {
+    }
+
+    /// The C plan.
+    dr_plan* native_handle() const noexcept { return handle_; }
+
+    /// The plan's element type.
+    dr_dtype dtype() const noexcept { return dtype_; }
+
+private:
+    dr_plan* handle_;
+    dr_dtype dtype_;
+};
+
+/// One field of a fused execution (`fused::execute`): its input and its output,
+/// of one element type, the fused plan's at its place. Made from two containers
+/// (`std::vector`, `std::array`, C++20 `std::span`, anything contiguous with
+/// `std::data` and `std::size`; not `std::vector<bool>`), from pointers with
+/// their sizes, or in place (`fused_field::in_place`). The sizes are checked by
+/// the execution: an input shorter than its plan's input span, or an output
+/// shorter than its output span, throws `DR_ERROR_BUFFER_TOO_SMALL` on every
+/// rank, the message naming the field.
+class fused_field {
+public:
+    /// The field from `in` into `out`, their sizes the lengths.
+    template <class In, class Out,
+              class = decltype(detail::contiguous_data(std::declval<Out&>())),
+              class = decltype(detail::contiguous_data(std::declval<const In&>()))>
+    fused_field(const In& in, Out&& out)
+    {
+        using T = std::remove_pointer_t<decltype(detail::contiguous_data(out))>;
+        using U = std::remove_cv_t<std::remove_pointer_t<decltype(detail::contiguous_data(in))>>;
+        static_assert(std::is_same_v<U, T>,
+                      "distreshape: a fused field's input and output hold the same element type "
+                      "(and the output is not const)");
+        *this = fused_field(detail::contiguous_data(in), std::size(in), detail::contiguous_data(out),
+                            std::size(out));
+    }
+
+    /// The field from `in` (`in_size` elements) into `out` (`capacity` elements).
+    template <class T>
+    fused_field(const T* in, std::size_t in_size, T* out, std::size_t capacity) noexcept
+        : in_(in), in_size_(in_size), out_(out), capacity_(capacity), dtype_(dtype_of<T>())
+    {
+    }
+
+    /// The field in place in `buffer` (a container, as above): it holds the
+    /// field's input on entry and its output on return, so it must hold the
+    /// larger of the two spans.
+    template <class Buffer>
+    static fused_field in_place(Buffer&& buffer)
+    {
+        auto* data = detail::contiguous_data(buffer);
+        using T = std::remove_pointer_t<decltype(data)>;
+        static_assert(!std::is_const_v<T>, "distreshape: an in-place buffer is written");
+        return fused_field(static_cast<const T*>(data), std::size(buffer), data, std::size(buffer));
+    }
+
+    /// The first input element.
+    const void* input() const noexcept { return in_; }
+    /// The input's size in elements.
+    std::size_t input_size() const noexcept { return in_size_; }
+    /// The first output element.
+    void* output() const noexcept { return out_; }
+    /// The output's capacity in elements.
+    std::size_t capacity() const noexcept { return capacity_; }
+    /// The element type.
+    dr_dtype dtype() const noexcept { return dtype_; }
+
+private:
+    const void* in_ = nullptr;
+    std::size_t in_size_ = 0;
+    void* out_ = nullptr;
+    std::size_t capacity_ = 0;
+    dr_dtype dtype_ = DR_DTYPE_INT8;
+};
+
+/// Several plans of one communicator executed together, in one round
+/// (`dr_fused_create`): the x -> y transposes of a velocity field's three
+/// components and of a scalar with other extents, say, cost one exchange's
+/// latency rather than four. Each plan keeps its own runs and messages; what
+/// the fused object shares is the framing of the traffic between two ranks
+/// (where a pair exchanges little over all the plans, one message carries
+/// every plan's part). A move-only owner of a `dr_fused*`; moved-from and
+/// default-constructed objects are empty (every call but the destructor,
+/// moves, `swap`, `native_handle`, `size` and `operator bool` throws
+/// `DR_ERROR_NULL_POINTER`).
+///
+///     distreshape::fused f(velocity, velocity, velocity, scalar);   // plans of any T
+///     f.execute({{u, u_y}, {v, v_y}, {w, w_y}, {t, t_x}});          // containers
+///
+/// Creation and execution are collective: every rank fuses the same plans in
+/// the same order (the same plan may come several times: its fields then move
+/// as one batch), all made on one communicator, and errors throw on every rank
+/// alike (`DR_ERROR_INVALID_COMMUNICATOR` for plans of two communicators,
+/// `DR_ERROR_INCONSISTENT_ARGUMENTS` for other plans or another order). The
+/// plans may be destroyed before the fused object: it keeps them until it is
+/// destroyed (on every rank, as a plan: `dr_fused_destroy`).
+class fused {
+public:
+    /// An empty fused object (as a moved-from one).
+    fused() noexcept = default;
+
+    /// Fuses `plans`, in order (collective, `dr_fused_create`).
+    fused(std::initializer_list<fused_plan> plans) : fused(plans.begin(), plans.size()) {}
+
+    /// Fuses `plans`, in order (collective): a list built at run time.
+    explicit fused(const std::vector<fused_plan>& plans) : fused(plans.data(), plans.size()) {}
+
+    /// Fuses the plans given, in order (collective), of any element types.
+    template <class... T, class = std::enable_if_t<(sizeof...(T) > 0)>>
+    explicit fused(const plan<T>&... plans) : fused({fused_plan(plans)...})
+    {
+    }
+
+    /// Takes `other`'s fused object; `other` is left empty.
+    fused(fused&& other) noexcept
+        : handle_(std::exchange(other.handle_, nullptr)), dtypes_(std::move(other.dtypes_))
+    {
+        other.dtypes_.clear();
+    }
+
+    /// Destroys this fused object (on every rank) and takes `other`'s.
+    fused& operator=(fused&& other) noexcept
+    {
+        fused(std::move(other)).swap(*this);
+        return *this;
+    }
+
+    fused(const fused&) = delete;
+    fused& operator=(const fused&) = delete;
+
+    /// `dr_fused_destroy` (on every rank, see the class).
+    ~fused() { dr_fused_destroy(handle_); }
+
+    /// Exchanges two fused objects.
+    void swap(fused& other) noexcept
+    {
+        std::swap(handle_, other.handle_);
+        dtypes_.swap(other.dtypes_);
+    }
+
+    /// Exchanges two fused objects.
+    friend void swap(fused& a, fused& b) noexcept { a.swap(b); }
+
+    /// Whether the object is not empty.
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+    /// The C fused object, still owned by this object.
+    dr_fused* native_handle() const noexcept { return handle_; }
+
+    /// How many plans are fused (the fields every execution takes).
+    [[nodiscard]] std::size_t size() const noexcept { return dtypes_.size(); }
+
+    /// Executes the fused plans (collective, `dr_fused_execute_agreeing`):
+    /// field `i` from its input into its output with plan `i`, as
+    /// `plan<T>::execute` would, every field in one round. A field in place on
+    /// any rank runs the plans one after another. A count of fields that is
+    /// not `size()`, a field of another element type than its plan's
+    /// (`DR_ERROR_INVALID_DTYPE`), a short input or output, fields sharing
+    /// memory or a plan with an execution in flight throw on every rank alike,
+    /// the message naming the field and the rank; nothing moves then.
+    void execute(std::initializer_list<fused_field> fields)
+    {
+        run(fields.begin(), fields.size());
+    }
+
+    /// Executes the fused plans (as above) on a list of fields built at run time.
+    void execute(const std::vector<fused_field>& fields) { run(fields.data(), fields.size()); }
+
+private:
+    fused(const fused_plan* plans, std::size_t n)
+    {
+        std::vector<const dr_plan*> handles;
+        std::vector<dr_dtype> dtypes;
+        for (std::size_t i = 0; i < n; ++i) {
+            handles.push_back(plans[i].native_handle());
+            dtypes.push_back(plans[i].dtype());
+        }
+        detail::check(dr_fused_create(detail::saturate<std::int64_t>(n), handles.data(), &handle_));
+        dtypes_ = std::move(dtypes);
+    }
+
+    void run(const fused_field* fields, std::size_t n)
+    {
+        detail::finding found;
+        if (n != dtypes_.size())
+            found = {DR_ERROR_INVALID_SHAPE, std::to_string(n) + " fields for " +
+                                                 std::to_string(dtypes_.size()) +
+                                                 " fused plans: one field per plan"};
+        for (std::size_t i = 0; i < n && found.status == DR_SUCCESS; ++i)
+            if (fields[i].dtype() != dtypes_[i])
+                found = {DR_ERROR_INVALID_DTYPE,
+                         "field " + std::to_string(i) + ": its elements are dtype " +
+                             std::to_string(fields[i].dtype()) + " but plan " + std::to_string(i) +
+                             " was made for dtype " + std::to_string(dtypes_[i])};
+        std::vector<const void*> ins;
+        std::vector<void*> outs;
+        std::vector<std::int64_t> in_elems, capacities;
+        if (found.status == DR_SUCCESS) {
+            for (std::size_t i = 0; i < n; ++i) {
+                ins.push_back(fields[i].input());
+                outs.push_back(fields[i].output());
+                in_elems.push_back(detail::saturate<std::int64_t>(fields[i].input_size()));
+                capacities.push_back(detail::saturate<std::int64_t>(fields[i].capacity()));
+            }
+        }
+        const bool none = found.status != DR_SUCCESS;
+        detail::check(dr_fused_execute_agreeing(
+            handle_, none ? nullptr : ins.data(), none ? nullptr : in_elems.data(),
+            none ? nullptr : outs.data(), none ? nullptr : capacities.data(), found.status,
+            found.message.c_str()));
+    }
+
+    dr_fused* handle_ = nullptr;
+    std::vector<dr_dtype> dtypes_;
 };
 
 namespace detail {

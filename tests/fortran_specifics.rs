@@ -184,6 +184,15 @@ const BATCH: &str = "
   end subroutine execute_batch_begin_@K
 ";
 
+const FUSED: &str = "
+  function fused_field_@K(a, b) result(field)
+    @T, dimension(..), target, intent(in) :: a
+    @T, dimension(..), target, intent(inout) :: b
+    type(dr_fused_field) :: field
+    call fused_field_core(@D, a, b, field)
+  end function fused_field_@K
+";
+
 const ALLOCATE: &str = "
   subroutine allocate_@K(plan, b, global_bounds, stat)
     type(dr_plan), intent(in) :: plan
@@ -280,6 +289,7 @@ fn interfaces() -> String {
             &names("execute_batch_begin_", false),
         ),
         interface("dr_plan_allocate_output", &names("allocate_", false)),
+        interface("dr_fused_field", &names("fused_field_", false)),
     ]
     .join("\n")
 }
@@ -299,7 +309,7 @@ fn specifics() -> String {
                 &fill(CREATE_LAYOUTS_WITH_MOLD, (&suffix, ty, dtype), comm).replace("@S", &dims);
         }
     }
-    for template in [EXECUTE, BATCH, ALLOCATE] {
+    for template in [EXECUTE, BATCH, ALLOCATE, FUSED] {
         for kind in KINDS {
             text += &fill(template, kind, COMMS[0]);
         }

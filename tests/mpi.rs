@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 
 #[path = "mpi/batch.rs"]
 mod batch;
+#[path = "mpi/fused.rs"]
+mod fused;
 #[path = "mpi/grids.rs"]
 mod grids;
 #[path = "mpi/strided.rs"]
@@ -422,11 +424,13 @@ fn worker() {
         grids::run(&w, grids::Breadth::NoOneByP);
         strided::run(&w);
         batch::run(&w);
+        fused::run(&w);
         return;
     }
     if cases_asked == Cases::LongRuns {
         grids::long_runs(&w);
         batch::long_runs(&w);
+        fused::long_runs(&w);
         return;
     }
     plan_on_another_thread(&w, provided);
@@ -444,6 +448,7 @@ fn worker() {
     grids::run(&w, grids::Breadth::EveryGrid);
     strided::run(&w);
     batch::run(&w);
+    fused::run(&w);
 }
 
 // ---------------------------------------------------------------------------------

@@ -16,15 +16,21 @@ redistributed by :func:`redistribute` or a :meth:`Plan.from_layouts` plan:
 >>> local = np.zeros(x_pencils.local_shape(cart))
 >>> out = dr.redistribute(local, x_pencils, y_pencils, cart)
 
+Several plans of one communicator run together, in one round, as a :class:`Fused`:
+
+>>> fused = dr.Fused([velocity, velocity, velocity, scalar])
+>>> u_y, v_y, w_y, t_x = fused.execute([u, v, w, t])
+
 Import mpi4py's ``MPI`` (which initializes MPI) before calling anything here; the
 library and mpi4py must use the same MPI. Heat arrays: :mod:`distreshape.heat`.
 """
 
 from ._errors import STATUS, Error
+from ._fused import Fused
 from ._layout import Layout
 from ._plan import OPTIONS, Plan, Request, Stats, balanced_slab, redistribute, reshape
 
 __all__ = [
-    "Error", "Layout", "OPTIONS", "Plan", "Request", "STATUS", "Stats",
+    "Error", "Fused", "Layout", "OPTIONS", "Plan", "Request", "STATUS", "Stats",
     "balanced_slab", "redistribute", "reshape",
 ]

@@ -12,6 +12,7 @@
 
 mod arrays;
 mod errors;
+mod fused;
 mod layouts;
 mod plan;
 
@@ -23,6 +24,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::NativePlan>()?;
     m.add_class::<plan::NativeRequest>()?;
+    m.add_class::<fused::NativeFused>()?;
     m.add_function(wrap_pyfunction!(errors::status_names, m)?)?;
     m.add_function(wrap_pyfunction!(plan::option_names, m)?)?;
     m.add_function(wrap_pyfunction!(balanced_slab, m)?)?;

@@ -2,7 +2,7 @@
 //! between grid layouts, the latter with each side's local storage at any
 //! strides) and `NativeRequest` (one non-blocking execution of it).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use distreshape::{
     Error, LayoutArgs, Plan, PlanOption, PlanOptions, RawBatch, RawComm, ReshapeArgs, Result, Route,
@@ -24,8 +24,9 @@ use crate::layouts::{layout_of, spans};
 #[pyclass(frozen, module = "distreshape._native")]
 pub struct NativePlan {
     /// The plan; a lock since Python threads may share the object (the library runs
-    /// one execution of a plan at a time).
-    plan: Mutex<Plan>,
+    /// one execution of a plan at a time), shared with the fused objects made
+    /// from it (`NativeFused`), which keep it alive.
+    plan: Arc<Mutex<Plan>>,
     /// This process's rank in the plan's communicator.
     rank: usize,
     /// The element type, as NumPy's dtype.
@@ -133,10 +134,10 @@ impl Shapes {
 }
 
 /// An error the Python layer found before calling here: `(status code, message)`.
-type Problem = Option<(i32, String)>;
+pub(crate) type Problem = Option<(i32, String)>;
 
 /// The error of a [`Problem`], if any.
-fn problem_error(problem: Problem) -> Option<Error> {
+pub(crate) fn problem_error(problem: Problem) -> Option<Error> {
     problem.map(|(code, message)| Error::from_code(code, message))
 }
 
@@ -377,24 +378,7 @@ impl NativePlan {
     /// the output on return, and at least as many elements as the larger of the two.
     /// Refused on a plan with strided storage on some rank (the same on every rank).
     fn execute_in_place(&self, py: Python<'_>, buffer: Bound<'_, PyAny>) -> PyResult<()> {
-        let dtype = self.dtype.bind(py);
-        let expected = Expected {
-            role: "the in-place buffer",
-            dtype,
-            shape: None,
-            storage: None,
-            min_elems: self.shapes.input_elems.max(self.shapes.output_elems),
-            writable: true,
-            rank: self.rank,
-        };
-        let checked = if self.shapes.strided_anywhere {
-            Err(Error::InvalidStrides(format!(
-                "in place on a plan with strided storage: pass separate input and output arrays (rank {})",
-                self.rank
-            )))
-        } else {
-            check(&buffer, &expected)
-        };
+        let checked = self.check_in_place(&buffer);
         let (buffer, local) = memory_or_error(checked, NO_MEMORY);
         py.detach(|| {
             let plan = self.lock();
@@ -559,14 +543,14 @@ fn layout_args(
 }
 
 /// No memory: null and empty.
-const NO_MEMORY: Memory = Memory {
+pub(crate) const NO_MEMORY: Memory = Memory {
     address: 0,
     bytes: 0,
 };
 
 /// What an execution is given: the arrays' memory, or `none` (null and empty)
 /// with the local error the library agrees on instead.
-fn memory_or_error<M>(checked: Result<M>, none: M) -> (M, Option<Error>) {
+pub(crate) fn memory_or_error<M>(checked: Result<M>, none: M) -> (M, Option<Error>) {
     match checked {
         Ok(memory) => (memory, None),
         Err(error) => (none, Some(error)),
@@ -597,7 +581,7 @@ impl NativePlan {
         let shapes = Shapes::of(&plan, strided);
         Ok(NativePlan {
             rank: plan.rank(),
-            plan: Mutex::new(plan),
+            plan: Arc::new(Mutex::new(plan)),
             dtype: dtype.unbind(),
             shapes,
         })
@@ -609,9 +593,41 @@ impl NativePlan {
         self.plan.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Checks a buffer for an execution in place: writable, C-contiguous, of the
+    /// plan's dtype, holding the larger of the input and the output; refused on a
+    /// plan with strided storage on some rank.
+    pub(crate) fn check_in_place(&self, buffer: &Bound<'_, PyAny>) -> Result<Memory> {
+        if self.shapes.strided_anywhere {
+            return Err(Error::InvalidStrides(format!(
+                "in place on a plan with strided storage: pass separate input and output arrays (rank {})",
+                self.rank
+            )));
+        }
+        let expected = Expected {
+            role: "the in-place buffer",
+            dtype: self.dtype.bind(buffer.py()),
+            shape: None,
+            storage: None,
+            min_elems: self.shapes.input_elems.max(self.shapes.output_elems),
+            writable: true,
+            rank: self.rank,
+        };
+        check(buffer, &expected)
+    }
+
+    /// The plan's lock, to share with a fused object.
+    pub(crate) fn shared(&self) -> Arc<Mutex<Plan>> {
+        Arc::clone(&self.plan)
+    }
+
+    /// This process's rank in the plan's communicator.
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
     /// Checks an input and an output array against the plan (C-contiguous, or at
     /// the strides of a side planned with strides).
-    fn check_pair(
+    pub(crate) fn check_pair(
         &self,
         input: Option<&Bound<'_, PyAny>>,
         output: Option<&Bound<'_, PyAny>>,

@@ -1,9 +1,11 @@
-//! The C ABI's opaque handles: a plan, and the request it lends to its execution
-//! in flight, with what becomes of that request when the plan is destroyed first;
+//! The C ABI's opaque handles: a plan (shared with the fused objects made from
+//! it), and the request it lends to its execution in flight, with what becomes
+//! of that request when the plan is destroyed first;
 //! storing a new plan behind the caller's pointer, borrowing one from a pointer,
 //! and the NULL checks of both.
 
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
@@ -11,7 +13,10 @@ use crate::core::error::{Error, Result};
 
 /// A reshape planned on every rank of a communicator (opaque).
 pub struct dr_plan {
-    pub(crate) plan: Plan,
+    /// The plan, shared with the fused objects made from it (`dr_fused`): a
+    /// plan destroyed before them lives on, without its handle, until the last
+    /// of them is destroyed.
+    pub(crate) plan: Arc<Plan>,
     /// The handle of this plan's executions in flight, allocated with the plan so
     /// that beginning one allocates nothing. It outlives the plan when the plan is
     /// destroyed while it is lent (see `dr_plan_destroy`). It is lent exactly
@@ -88,8 +93,14 @@ pub(crate) fn missing_plan(plan: *mut *mut dr_plan) -> Option<Error> {
 /// `plan` non-null and writable.
 pub(crate) unsafe fn store_plan(created: Plan, plan: *mut *mut dr_plan) {
     let request = NonNull::from(Box::leak(Box::new(dr_request::idle())));
+    // An `Arc` although `Plan` is not `Sync`: C callers may destroy a plan on
+    // one thread and a fused object sharing it on another (the thread level
+    // allowing), so the count must be atomic; the plan itself is still used
+    // from one thread at a time, behind its lock.
+    #[allow(clippy::arc_with_non_send_sync)]
+    let shared = Arc::new(created);
     let owned = Box::into_raw(Box::new(dr_plan {
-        plan: created,
+        plan: shared,
         request,
     }));
     // SAFETY: the request was just allocated, and nothing else refers to it yet;
@@ -115,5 +126,5 @@ pub(crate) unsafe fn c_plan_ref<'a>(plan: *const dr_plan) -> Result<&'a dr_plan>
 /// As [`c_plan_ref`].
 pub(crate) unsafe fn plan_ref<'a>(plan: *const dr_plan) -> Result<&'a Plan> {
     // SAFETY: as documented.
-    unsafe { c_plan_ref(plan) }.map(|p| &p.plan)
+    unsafe { c_plan_ref(plan) }.map(|p| &*p.plan)
 }

@@ -6,13 +6,15 @@
 //! boundary, the last error, a caller's status as an error, the shared argument
 //! decoding), [`slab_args`] (a slab
 //! reshape's arguments in C or Fortran notation), [`plans`] (one-shots,
-//! creating, querying, executing and destroying plans), [`requests`] (executions
+//! creating, querying, executing and destroying plans), [`fused`] (plans
+//! executed together in one round), [`requests`] (executions
 //! in flight), [`options`] (`dr_plan_options`, `dr_options`), [`layouts`] (grid layouts and
 //! the plans between them), [`strided`] (plans on strided local storage), [`library`] (version, balanced
 //! slabs, test hooks).
 #![allow(non_camel_case_types)]
 
 mod boundary;
+mod fused;
 mod handles;
 mod layouts;
 mod library;
@@ -23,6 +25,7 @@ mod slab_args;
 mod strided;
 
 pub(crate) use boundary::{guard, shape_arg};
+pub(crate) use fused::{dr_fused, fused_ref};
 pub(crate) use handles::{c_plan_ref, dr_plan, dr_request, plan_ref};
 pub(crate) use layouts::{create_layouts_plan, dr_layout, layout_args};
 pub(crate) use options::{configured, dr_options};

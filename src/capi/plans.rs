@@ -613,7 +613,7 @@ pub(crate) unsafe fn execute_c_batch(
 ///
 /// # Safety
 /// `items` readable for `len` items when `len` > 0.
-unsafe fn slice_or_empty<'a, P>(items: *const P, len: usize) -> &'a [P] {
+pub(crate) unsafe fn slice_or_empty<'a, P>(items: *const P, len: usize) -> &'a [P] {
     match len {
         0 => &[],
         // SAFETY: as documented.
@@ -766,7 +766,9 @@ pub unsafe extern "C" fn dr_plan_describe(
 
 /// Frees a plan. NULL is a no-op. Call it on every rank of the plan: freeing the
 /// last plan of a communicator the caller has already freed also frees the
-/// library's duplicate of it, which is collective in MPI.
+/// library's duplicate of it, which is collective in MPI. A fused object made
+/// from the plan (`dr_fused_create`) keeps it: the plan then lives on, without
+/// its handle, until the last such object is destroyed (`dr_fused_destroy`).
 ///
 /// An execution in flight (`dr_plan_execute_begin` without its completion) is
 /// completed first: this rank waits for it as `dr_request_wait` would, so its

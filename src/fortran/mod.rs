@@ -6,6 +6,7 @@
 //! word every message in the caller's notation.
 
 mod batch;
+mod fused;
 mod strided;
 
 use std::ffi::c_void;

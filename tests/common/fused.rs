@@ -318,7 +318,9 @@ fn execute_rank<'n>(
                         buffers: buffers(j),
                     })
                     .collect();
-                engines.fused.run(endpoint, Mode::AllOutOfPlace, &mut runs[..])
+                engines
+                    .fused
+                    .run(endpoint, Mode::AllOutOfPlace, &mut runs[..])
             }
             Some(j) => engines.exchanges[j].run_batch(on(j), Mode::AllOutOfPlace, buffers(j)),
         }

@@ -22,6 +22,12 @@ void refused(std::vector<bool>& flags, std::vector<long double>& values, const b
 #elif DISTRESHAPE_CASE == 5 // a temporary plan would complete the execution at once
     double in[4] = {0, 1, 2, 3}, out[4];
     dr::request r = dr::plan<double>({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1).execute_begin(in, out, 4);
+#elif DISTRESHAPE_CASE == 6 // a fused field of std::vector<bool>
+    std::vector<bool> more(flags);
+    dr::fused_field f(flags, more);
+#elif DISTRESHAPE_CASE == 7 // a fused field's input and output of different types
+    std::vector<double> out(values.size());
+    dr::fused_field f(values, out);
 #endif
     (void)flags;
     (void)values;

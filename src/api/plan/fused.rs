@@ -1,8 +1,7 @@
 //! Fused plans: several plans of one communicator executed together, in one
 //! round ([`Fused`]). Each plan keeps its own runs, local copy and exchange;
 //! the traffic a pair of ranks exchanges over all the plans travels in one
-//! message where it is latency-bound (see
-//! [`FusedExchange`](crate::mpi::exchange::FusedExchange)). A plan fused
+//! message where it is latency-bound (see [`FusedExchange`]). A plan fused
 //! several times moves its fields as one batch.
 
 use std::borrow::Borrow;
@@ -67,6 +66,14 @@ pub struct Fused<P: Borrow<Plan>> {
     /// Makes the object `!Sync`, as plans are.
     not_shared: PhantomData<Cell<()>>,
 }
+
+// SAFETY: as a plan, a fused object moves to another thread but is not shared
+// (it is `!Sync`). What it holds beyond its plans is the framing, the frames'
+// buffer and requests (null between executions) and, in its state, the
+// pointers of the last execution's engines and buffers, set and used only
+// while an execution holds the state's lock and every plan's, never read
+// between executions; the sibling communicator is `Send`.
+unsafe impl<P: Borrow<Plan> + Send> Send for Fused<P> {}
 
 impl<P: Borrow<Plan>> std::fmt::Debug for Fused<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -172,6 +179,17 @@ impl<P: Borrow<Plan>> Fused<P> {
     /// two plans at least use), grows the message slots of a plan fused
     /// several times for its batch, and fails on every rank when that fails.
     pub fn new(plans: Vec<P>) -> Result<Fused<P>> {
+        Fused::new_agreeing(plans, None)
+    }
+
+    /// Fuses `plans` as [`Fused::new`] does, first agreeing with every rank
+    /// on `local`, an error the caller found on this rank before calling (a
+    /// binding's own checks: a null plan it left out of `plans`, a null output
+    /// pointer): every rank then fails with the lowest failing rank's error,
+    /// agreed over the first plan's communicator in the one collective that
+    /// agrees on the plans. No plans still fails at once, on the ranks that
+    /// passed none.
+    pub fn new_agreeing(plans: Vec<P>, local: Option<Error>) -> Result<Fused<P>> {
         let Some(first) = plans.first().map(Borrow::borrow) else {
             return Err(Error::InvalidShape(
                 "nplans = 0: a fused execution holds one plan at least".into(),
@@ -180,7 +198,9 @@ impl<P: Borrow<Plan>> Fused<P> {
         require_mpi()?;
         let rank = first.rank();
         first.threads.check(rank)?;
-        let local = check_communicators(&plans, rank).err();
+        let local = local
+            .map(|e| e.on_rank(rank))
+            .or_else(|| check_communicators(&plans, rank).err());
         let fingerprint = fingerprint(&plans);
         let mut agreed = [fingerprint, !fingerprint];
         agree(&first.comm, local.as_ref(), &mut agreed)?;
@@ -280,6 +300,26 @@ impl<P: Borrow<Plan>> Fused<P> {
         unsafe { self.launch(&batch, pre) }
     }
 
+    /// Executes the fused plans on buffers as a binding lists them, as
+    /// [`Fused::execute_raw_agreeing`] does, the fields' lengths given by
+    /// `fields.lens` (so that nothing is listed per execution). With a
+    /// `local` error the buffers are not touched and the lists may be empty.
+    ///
+    /// # Safety
+    /// As [`Fused::execute_raw_agreeing`], field `i` with the lengths
+    /// `fields.lens(i)`.
+    pub(crate) unsafe fn execute_listed(
+        &self,
+        fields: &BatchBuffers<'_>,
+        local: Option<Error>,
+    ) -> Result<()> {
+        let rank = self.plan(0).rank();
+        let count = fields.inputs.len().min(fields.outputs.len());
+        let pre = local.or_else(|| self.count_error(count, rank));
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch(fields, pre) }
+    }
+
     /// The error of `count` fields for this object's plans.
     fn count_error(&self, count: usize, rank: usize) -> Option<Error> {
         (count != self.plans.len()).then(|| {
@@ -360,8 +400,11 @@ impl<P: Borrow<Plan>> Fused<P> {
         pre: Option<Error>,
     ) -> Result<bool> {
         let rank = self.plan(0).rank();
-        // SAFETY: the engines are locked (caller's contract).
-        let checked = pre.map_or_else(|| unsafe { self.check(state, fields, rank) }, Err);
+        let checked = pre.map_or_else(
+            // SAFETY: the engines are locked (caller's contract).
+            || unsafe { self.check(state, fields, rank) },
+            |e| Err(e.on_rank(rank)),
+        );
         let mut agreed = [i64::from(matches!(checked, Ok(true)))];
         agree(&self.comm, checked.as_ref().err(), &mut agreed)?;
         if agreed[0] != 0 {

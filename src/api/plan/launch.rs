@@ -133,6 +133,27 @@ impl Plan {
         )))
     }
 
+    /// Checks that elements of `dtype` (a `dr_dtype` value, as a binding that
+    /// knows its arrays' types passes it) are the plan's: as
+    /// [`Plan::check_type`] checks a Rust type.
+    pub(crate) fn check_dtype(&self, dtype: i32) -> Result<()> {
+        let rank = self.comm.rank();
+        let problem = match dr_dtype::from_code(dtype) {
+            None => format!("dtype = {dtype} is not a dr_dtype value"),
+            Some(d) if d.size() != self.plan.elem_size => format!(
+                "the elements have {} bytes (dtype {dtype}) but the plan was made for {}",
+                d.size(),
+                self.plan.elem_size
+            ),
+            Some(_) if self.dtype.is_some_and(|d| d != dtype) => format!(
+                "the elements are dtype {dtype} but the plan was made for dtype {}",
+                self.dtype.unwrap_or(-1)
+            ),
+            Some(_) => return Ok(()),
+        };
+        Err(Error::InvalidDtype(format!("{problem} (rank {rank})")))
+    }
+
     /// Executes the plan on raw buffers as [`Plan::execute_raw`] does, first agreeing
     /// with every rank on `local`, an error the caller found on this rank before
     /// calling (its own checks of the buffers, a conversion that failed): collective
