@@ -1,10 +1,13 @@
 /* DistReshape's grid layouts against hand-written MPI under SimGrid SMPI (also builds
  * with a real mpicc).
- * usage: drgrid <pencils|bricks> [reps] [n]
+ * usage: drgrid <pencils|bricks|fused> [reps] [n]
  *   pencils: (n, n, n) x-pencils -> y-pencils on a q x q grid (P = q*q; n default 512):
  *            x whole, y over grid axis 0, z over grid axis 1 -> y whole, x over grid axis 0.
  *   bricks:  (n, n, n) bricks on a c x c x c grid (P = c^3) -> x-pencils on the 2-D grid
  *            MPI_Dims_create gives (n default 512).
+ *   fused:   three float64 fields x -> y pencils and a float32 scalar y -> x pencils (n default
+ *            64), fused into one round (dr_fused_execute) against the batch of the three then
+ *            the scalar, and against four executions one after another.
  * Baselines, in the same run: memcpy of the kept elements + MPI_Alltoallv over the world of
  * exactly the per-peer volumes (the boxes' intersections, computed here); for pencils also
  * MPI_Alltoallv on the sub-communicator of the ranks sharing the z block (2DECOMP&FFT's
@@ -123,6 +126,93 @@ static double pairs(const spec *in, const spec *out, int64_t n, int rank, int p,
   return best;
 }
 
+static void must(dr_status s, int rank, const char *what) {
+  if (s != DR_SUCCESS) { fprintf(stderr, "rank %d: %s: %s\n", rank, what, dr_last_error_message()); MPI_Abort(MPI_COMM_WORLD, 1); }
+}
+
+/* Best of `reps` of `run(arg)` between barriers, the max over ranks. */
+static double best_of(int reps, void (*run)(void *), void *arg) {
+  double best = 1e30;
+  for (int it = 0; it < reps; it++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    run(arg);
+    double t = tmax(MPI_Wtime() - t0);
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* The fused case's plans and buffers: fields 0-2 through `xy`, field 3 (the scalar) through `yx`. */
+typedef struct {
+  dr_plan *xy, *yx;
+  dr_fused *fused;
+  const void *in[4];
+  void *out[4];
+  int64_t out_elems[2];
+  int rank;
+} fused_case;
+
+static void run_fused(void *arg) {
+  fused_case *c = arg;
+  must(dr_fused_execute(c->fused, c->in, c->out), c->rank, "fused");
+}
+
+static void run_batch_then_scalar(void *arg) {
+  fused_case *c = arg;
+  must(dr_plan_execute_batch(c->xy, 3, c->in, c->out, c->out_elems[0]), c->rank, "batch");
+  must(dr_plan_execute(c->yx, c->in[3], c->out[3], c->out_elems[1]), c->rank, "scalar");
+}
+
+static void run_one_by_one(void *arg) {
+  fused_case *c = arg;
+  for (int f = 0; f < 3; f++) must(dr_plan_execute(c->xy, c->in[f], c->out[f], c->out_elems[0]), c->rank, "field");
+  must(dr_plan_execute(c->yx, c->in[3], c->out[3], c->out_elems[1]), c->rank, "scalar");
+}
+
+/* Three float64 fields x -> y and a float32 scalar y -> x, fused, batched, one by one. */
+static int fused(int rank, int p, int reps, int64_t n) {
+  int d2[2] = {0, 0};
+  MPI_Dims_create(p, 2, d2);
+  spec x = {2, {d2[0], d2[1], 0}, {DR_SPLIT_NONE, 0, 1}};
+  spec y = {2, {d2[0], d2[1], 0}, {0, DR_SPLIT_NONE, 1}};
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  dr_layout *lx = layout(&x, n), *ly = layout(&y, n);
+  fused_case c = {.rank = rank};
+  must(dr_plan_create_layouts(DR_DTYPE_FLOAT64, lx, ly, comm, &c.xy), rank, "plan x -> y");
+  must(dr_plan_create_layouts(DR_DTYPE_FLOAT32, ly, lx, comm, &c.yx), rank, "plan y -> x");
+  const dr_plan *plans[4] = {c.xy, c.xy, c.xy, c.yx};
+  must(dr_fused_create(4, plans, &c.fused), rank, "fused");
+  int64_t in_elems[2], off[3], len[3];
+  dr_plan_output(c.xy, NULL, NULL, &c.out_elems[0]);
+  dr_plan_output(c.yx, NULL, NULL, &c.out_elems[1]);
+  for (int s = 0; s < 2; s++) {
+    dr_plan_input_box(s ? c.yx : c.xy, off, len);
+    in_elems[s] = len[0] * len[1] * len[2];
+  }
+  for (int f = 0; f < 4; f++) {
+    int s = f == 3, size = s ? 4 : 8;
+    void *in = calloc((size_t)in_elems[s] + 1, (size_t)size);
+    c.in[f] = in;
+    c.out[f] = calloc((size_t)c.out_elems[s] + 1, (size_t)size);
+  }
+  double tf = best_of(reps, run_fused, &c), tb = best_of(reps, run_batch_then_scalar, &c),
+         to = best_of(reps, run_one_by_one, &c);
+  if (rank == 0)
+    printf("RESULT case=fused P=%d n=%lld fused_s=%.6e batch_then_scalar_s=%.6e one_by_one_s=%.6e "
+           "ratio_batch=%.3f ratio_one_by_one=%.3f\n",
+           p, (long long)n, tf, tb, to, tf / tb, tf / to);
+  dr_fused_destroy(c.fused);
+  dr_plan_destroy(c.xy);
+  dr_plan_destroy(c.yx);
+  dr_layout_destroy(lx);
+  dr_layout_destroy(ly);
+  for (int f = 0; f < 4; f++) { free((void *)c.in[f]); free(c.out[f]); }
+  MPI_Comm_free(&comm);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, p;
@@ -130,6 +220,11 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   const char *cas = argc > 1 ? argv[1] : "pencils";
   int reps = argc > 2 ? atoi(argv[2]) : 2;
+  if (strcmp(cas, "fused") == 0) {
+    fused(rank, p, reps, argc > 3 ? atoll(argv[3]) : 64);
+    MPI_Finalize();
+    return 0;
+  }
   int64_t n = argc > 3 ? atoll(argv[3]) : 512;
   int pencils = strcmp(cas, "pencils") == 0;
   int d2[2] = {0, 0}, d3[3] = {0, 0, 0};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the driver under SMPI on the simulated 1024-host fat tree (platform.xml).
-#   usage: bench/simgrid/run.sh "16 64" [seed|split|pencils|bricks ...]   (from the project root, after setup.sh)
-#   (seed and split: slabs, drsim; pencils and bricks: grid layouts, drgrid, on P = q*q and c^3)
+#   usage: bench/simgrid/run.sh "16 64" [seed|split|pencils|bricks|fused ...]   (from the project root, after setup.sh)
+#   (seed and split: slabs, drsim; pencils, bricks and fused: grid layouts, drgrid, on P = q*q and c^3)
 #   env:   WORK (default target/simgrid), SIM_TIMEOUT (default 900 s), SMPI_OPTS (extra --cfg=...),
 #          DRGRID_WORLD=0 (drgrid without the world MPI_Alltoallv baseline: ratio=-1; for P = 1024)
 # Prints one RESULT line per run: simulated seconds (max over ranks) of dr_plan_execute and of
@@ -16,7 +16,7 @@ CASES=${*:-"seed split"}
 for P in $PS; do
   for c in $CASES; do
     driver=drsim
-    case $c in pencils|bricks) driver=drgrid ;; esac
+    case $c in pencils|bricks|fused) driver=drgrid ;; esac
     timeout "${SIM_TIMEOUT:-900}" smpirun -np "$P" -platform "$KIT/platform.xml" -hostfile "$WORK/hostfile" \
       --cfg=smpi/simulate-computation:no ${SMPI_OPTS:-} "$WORK/$driver" "$c" 2 2>&1 | grep -E '^(RESULT|MANUAL|PAIRWISE)' \
       || echo "case=$c P=$P: failed or timed out"

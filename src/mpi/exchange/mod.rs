@@ -409,8 +409,10 @@ impl<T: Transport> Exchange<T> {
 
     /// Starts a batch out of place as [`Exchange::begin_batch`] does, except
     /// that the streams `framed` (indices among this exchange's streams) post
-    /// nothing: a fused execution moves them in its frames
-    /// ([`FusedExchange`]). Returns whether it completed.
+    /// nothing (a fused execution moves them in its frames,
+    /// [`FusedExchange`]), and that it returns once the first round is posted,
+    /// without testing for its completion (the fused execution waits in each
+    /// plan in turn). Returns whether it completed.
     ///
     /// # Safety
     /// As [`Exchange::begin_batch`].
@@ -425,6 +427,9 @@ impl<T: Transport> Exchange<T> {
         unsafe { self.start(on, mode, Vec::new(), buffers) }?;
         for &stream in framed {
             self.messaging.streams[stream].done = true;
+        }
+        if let Some(active) = &mut self.active {
+            active.posting_only = true;
         }
         self.advance(on, false)
     }

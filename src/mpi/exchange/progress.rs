@@ -152,6 +152,8 @@ impl<T: Transport> Messaging<T> {
             copy_once(active);
             if active.posted == 0 {
                 active.window_start = window.end;
+            } else if std::mem::take(&mut active.posting_only) {
+                return Ok(false);
             }
         }
     }
@@ -202,6 +204,9 @@ impl<T: Transport> Messaging<T> {
             copy_once(active);
             if in_flight == 0 {
                 return Ok(true);
+            }
+            if std::mem::take(&mut active.posting_only) {
+                return Ok(false);
             }
             let last_rounds = self
                 .streams
@@ -347,6 +352,10 @@ pub(super) struct Active {
     pub(super) posted: usize,
     /// The direct reads of this execution.
     pub(super) direct: DirectExecution,
+    /// True until the first round is posted, when the execution is to post it
+    /// and return without testing for completion (a fused execution posts
+    /// every plan's first round before it waits in any).
+    pub(super) posting_only: bool,
 }
 
 impl Active {
@@ -358,6 +367,7 @@ impl Active {
             window_start: 0,
             posted: 0,
             direct: DirectExecution::default(),
+            posting_only: false,
         }
     }
 }
