@@ -287,17 +287,14 @@ impl<P: Borrow<Plan>> Fused<P> {
         fields: &RawBatch<'_>,
         local: Option<Error>,
     ) -> Result<()> {
-        let rank = self.plan(0).rank();
-        let pre = local.or_else(|| self.count_error(fields.inputs.len(), rank));
-        let count = fields.inputs.len().min(self.plans.len());
         let lens = |i: usize| (fields.input_lens[i], fields.capacities[i]);
         let batch = BatchBuffers {
-            inputs: &fields.inputs[..count],
-            outputs: &fields.outputs[..count],
+            inputs: fields.inputs,
+            outputs: fields.outputs,
             lens: &lens,
         };
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch(&batch, pre) }
+        unsafe { self.execute_listed(&batch, local) }
     }
 
     /// Executes the fused plans on buffers as a binding lists them, as
