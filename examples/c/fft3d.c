@@ -111,6 +111,12 @@ int main(int argc, char **argv)
         }
     }
     if (iters < 1) iters = 1;
+    if (N[0] < 1 || N[1] < 1 || N[2] < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: fft3d_c [NX NY NZ] | --bench N [--iters K] (extents of 1 or more)\n");
+        MPI_Finalize();
+        return 1;
+    }
     int dims[2] = {0, 0};
     MPI_Dims_create(size, 2, dims);
     const int row = rank / dims[1], col = rank % dims[1];

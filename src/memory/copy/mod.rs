@@ -439,8 +439,18 @@ mod tests {
     }
 
     /// [`check`] with [`copy_box_within`], the box part of a destination of
-    /// `whole` bytes.
+    /// `whole` bytes, with every set of tile kernels the processor runs.
     fn check_within(
+        elem_size: usize,
+        extents: &[usize],
+        storages: (&Storage, &Storage),
+        whole: usize,
+    ) {
+        tiles::for_each_kernel_set(|| check_once(elem_size, extents, storages, whole));
+    }
+
+    /// [`check_within`] with the tile kernels of this run.
+    fn check_once(
         elem_size: usize,
         extents: &[usize],
         (src, dst): (&Storage, &Storage),

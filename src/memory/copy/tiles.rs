@@ -29,6 +29,10 @@
 //! part lines in each of its 8 or 4 rows, which the next tile along those rows
 //! completes while they are still being combined (the 16 rows of a 4-byte
 //! tile would leave too many).
+//!
+//! The kernels come in two sets, chosen once per copy by what the processor
+//! runs: narrow (16-byte registers, SSE2 on every x86-64; element moves
+//! elsewhere) and wide (a tile row in one 64-byte register).
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -72,15 +76,55 @@ pub(super) unsafe fn copy_tiled(
     }
     let tiled = Tiled { a, b, rest, whole };
     // SAFETY: forwarded from the caller.
-    unsafe {
-        match size {
-            4 => tiled.copy::<4>(src, dst),
-            8 => tiled.copy::<8>(src, dst),
-            16 => tiled.copy::<16>(src, dst),
-            _ => return false,
+    unsafe { tiled.copy_sized(size, Isa::detected(), src, dst) }
+}
+
+/// The instructions the tile kernels are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Isa {
+    /// 16-byte registers: SSE2 on x86-64, element moves elsewhere.
+    Narrow,
+    /// 64-byte registers (AVX-512F): a tile row in one register.
+    #[cfg(target_arch = "x86_64")]
+    Wide,
+}
+
+impl Isa {
+    /// The widest this processor runs (in tests, the narrow ones in the second
+    /// run of [`for_each_kernel_set`]).
+    fn detected() -> Isa {
+        #[cfg(test)]
+        if NARROW_ONLY.get() {
+            return Isa::Narrow;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Isa::Wide;
+        }
+        Isa::Narrow
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Whether this thread's tiled copies take the narrow kernels whatever the
+    /// processor runs.
+    static NARROW_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the kernels this processor runs, then again with the narrow
+/// ones if those were wider, so that a test covers both sets.
+#[cfg(test)]
+pub(super) fn for_each_kernel_set(mut f: impl FnMut()) {
+    f();
+    if Isa::detected() != Isa::Narrow {
+        NARROW_ONLY.set(true);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut f));
+        NARROW_ONLY.set(false);
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
         }
     }
-    true
 }
 
 /// The box of a tiled transpose.
@@ -130,14 +174,36 @@ impl Span {
 }
 
 impl Tiled<'_> {
-    /// Copies the box, elements of `N` bytes.
+    /// Copies the box, elements of `size` bytes, with the kernels of `isa`;
+    /// returns whether `size` has kernels.
     ///
     /// # Safety
     /// As [`copy_tiled`].
-    unsafe fn copy<const N: usize>(&self, src: *const u8, dst: *mut u8)
-    where
-        Tile<N>: Kernel,
-    {
+    unsafe fn copy_sized(&self, size: usize, isa: Isa, src: *const u8, dst: *mut u8) -> bool {
+        // SAFETY: forwarded from the caller; the wide kernels only where the
+        // processor has AVX-512F.
+        unsafe {
+            match (size, isa) {
+                (4, Isa::Narrow) => self.copy::<4, Tile<4>>(src, dst),
+                (8, Isa::Narrow) => self.copy::<8, Tile<8>>(src, dst),
+                (16, Isa::Narrow) => self.copy::<16, Tile<16>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (4, Isa::Wide) => self.copy::<4, avx512::Wide<4>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (8, Isa::Wide) => self.copy::<8, avx512::Wide<8>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (16, Isa::Wide) => self.copy::<16, avx512::Wide<16>>(src, dst),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Copies the box, elements of `N` bytes, in tiles of `K`.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], and `K` runnable on this processor.
+    unsafe fn copy<const N: usize, K: Kernel>(&self, src: *const u8, dst: *mut u8) {
         let (a, b) = (self.a, self.b);
         let span_a = Span {
             start: 0,
@@ -151,7 +217,7 @@ impl Tiled<'_> {
                     src.add(span_a.start * a.src + span_b.start * b.src),
                     dst.add(span_a.start * a.dst + span_b.start * b.dst),
                 );
-                self.copy_tiles::<N>((span_a, span_b), corner.0, corner.1);
+                self.copy_tiles::<N, K>((span_a, span_b), corner.0, corner.1);
             }
             self.copy_edges::<N>((span_a, span_b), src, dst);
         }
@@ -161,14 +227,12 @@ impl Tiled<'_> {
     ///
     /// # Safety
     /// As [`copy_tiled`], for the tiles.
-    unsafe fn copy_tiles<const N: usize>(
+    unsafe fn copy_tiles<const N: usize, K: Kernel>(
         &self,
         (span_a, span_b): (Span, Span),
         src: *const u8,
         dst: *mut u8,
-    ) where
-        Tile<N>: Kernel,
-    {
+    ) {
         let (a, b) = (self.a, self.b);
         let side = LINE / N;
         let tiles = |n: usize, axis: Axis| Axis {
@@ -213,7 +277,7 @@ impl Tiled<'_> {
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
         unsafe {
             if whole > 0 {
-                self.sweep::<N>(sweep, src, dst);
+                self.sweep::<K>(sweep, src, dst);
             }
             let left = across.n - whole * burst;
             if left > 0 {
@@ -223,7 +287,7 @@ impl Tiled<'_> {
                     ..sweep
                 };
                 let (s, d) = (whole * burst * across.src, whole * burst * across.dst);
-                self.sweep::<N>(sweep, src.add(s), dst.add(d));
+                self.sweep::<K>(sweep, src.add(s), dst.add(d));
             }
         }
         if stream {
@@ -235,10 +299,7 @@ impl Tiled<'_> {
     ///
     /// # Safety
     /// As [`copy_tiled`], for the tiles.
-    unsafe fn sweep<const N: usize>(&self, sweep: Sweep, src: *const u8, dst: *mut u8)
-    where
-        Tile<N>: Kernel,
-    {
+    unsafe fn sweep<K: Kernel>(&self, sweep: Sweep, src: *const u8, dst: *mut u8) {
         let (a, b) = (self.a, self.b);
         let mut outer = [Axis::default(); MAX_DIMS];
         outer[..self.rest.len()].copy_from_slice(self.rest);
@@ -249,22 +310,16 @@ impl Tiled<'_> {
         } else {
             outer.sort_by_key(|axis| std::cmp::Reverse(axis.src));
         }
-        let (along, (burst, across)) = (sweep.along, sweep.burst);
+        let row = TileRow {
+            along: sweep.along,
+            burst: sweep.burst,
+            rows: (b.src, a.dst),
+            stream: sweep.stream,
+        };
         for_each_offset(outer, |s, d| {
-            for t in 0..along.n {
-                for g in 0..burst {
-                    let from = s + t * along.src + g * across.src;
-                    let to = d + t * along.dst + g * across.dst;
-                    // SAFETY: one tile of the box; streamed rows start lines.
-                    unsafe {
-                        if sweep.stream {
-                            Tile::<N>::stream(src.add(from), b.src, dst.add(to), a.dst);
-                        } else {
-                            Tile::<N>::copy(src.add(from), b.src, dst.add(to), a.dst);
-                        }
-                    }
-                }
-            }
+            // SAFETY: a row of tiles of the box; streamed rows start 16-byte
+            // units; `K` runs here (the caller's contract).
+            unsafe { K::row(&row, src.add(s), dst.add(d)) }
         });
     }
 
@@ -318,8 +373,47 @@ struct Sweep {
     stream: bool,
 }
 
+/// The tiles a kernel copies in one call: every tile along `along`
+/// (innermost), `burst.0` of them along `burst.1` at each.
+struct TileRow {
+    /// The tiles along the row.
+    along: Axis,
+    /// The tiles of a burst, and the axis they step along.
+    burst: (usize, Axis),
+    /// The source's and the destination's row strides in bytes.
+    rows: (usize, usize),
+    /// Whether the tiles are stored non-temporally.
+    stream: bool,
+}
+
 /// The tile of elements of `N` bytes: `LINE / N` a side.
 struct Tile<const N: usize>;
+
+/// Copies the tiles of `row`, the first at `src` and `dst`, with `K`'s tile
+/// kernel: inlined into each kernel set's [`Kernel::row`], so that the tile
+/// kernel is inlined with the instructions it was compiled for.
+///
+/// # Safety
+/// As [`Kernel::row`].
+#[inline(always)]
+unsafe fn tiles_of_row<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
+    let (along, (burst, across)) = (row.along, row.burst);
+    let (src_row, dst_row) = row.rows;
+    for t in 0..along.n {
+        for g in 0..burst {
+            let from = t * along.src + g * across.src;
+            let to = t * along.dst + g * across.dst;
+            // SAFETY: one tile of the row (the caller's contract).
+            unsafe {
+                if row.stream {
+                    K::stream(src.add(from), src_row, dst.add(to), dst_row);
+                } else {
+                    K::copy(src.add(from), src_row, dst.add(to), dst_row);
+                }
+            }
+        }
+    }
+}
 
 /// How a tile moves.
 trait Kernel {
@@ -338,6 +432,14 @@ trait Kernel {
     /// # Safety
     /// As [`Kernel::copy`], and `dst` and `dst_row` multiples of 16.
     unsafe fn stream(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+
+    /// Copies the tiles of `row`, the first at `src` and `dst`.
+    ///
+    /// # Safety
+    /// Every tile of `row` as [`Kernel::copy`] requires it (and as
+    /// [`Kernel::stream`] does when `row.stream`); the processor runs the
+    /// kernel's instructions.
+    unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -460,6 +562,12 @@ mod sse2 {
                     // SAFETY: forwarded, `dst` and `dr` aligned as required.
                     unsafe { $copy::<true>(src, sr, dst, dr) }
                 }
+
+                #[inline(always)]
+                unsafe fn row(row: &super::TileRow, src: *const u8, dst: *mut u8) {
+                    // SAFETY: forwarded; SSE2 is in every x86-64.
+                    unsafe { super::tiles_of_row::<Self>(row, src, dst) }
+                }
             }
         };
     }
@@ -486,4 +594,13 @@ impl<const N: usize> Kernel for Tile<N> {
         // SAFETY: forwarded.
         unsafe { Self::copy(src, sr, dst, dr) }
     }
+
+    #[inline(always)]
+    unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
+        // SAFETY: forwarded.
+        unsafe { tiles_of_row::<Self>(row, src, dst) }
+    }
 }
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
