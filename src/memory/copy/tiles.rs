@@ -91,7 +91,7 @@ enum Isa {
 
 impl Isa {
     /// The widest this processor runs (in tests, the narrow ones in the second
-    /// run of [`for_each_kernel_set`]).
+    /// run of `for_each_kernel_set`).
     fn detected() -> Isa {
         #[cfg(test)]
         if NARROW_ONLY.get() {
