@@ -15,16 +15,10 @@ pub use copy::BoxCopy;
 /// later without touching the planner.
 pub trait MemorySpace {
     /// Copies the elements of the box `copy`, each of `elem_size` bytes, from
-    /// `src` to `dst`, both in this memory space.
-    ///
-    /// # Safety
-    /// As [`copy::copy_box`].
-    unsafe fn copy_box(&self, elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8);
-
-    /// Copies the box `copy` as [`MemorySpace::copy_box`] does, as one part of
-    /// a destination of `whole` bytes that one pass writes part by part and
-    /// nothing reads before the pass ends ([`copy::copy_box_within`]); by
-    /// default as any other box.
+    /// `src` to `dst`, both in this memory space, as one part of a destination
+    /// of `whole` bytes that one pass writes part by part and nothing reads
+    /// before the pass ends (0: the box is a destination of its own); see
+    /// [`copy::copy_box_within`].
     ///
     /// # Safety
     /// As [`copy::copy_box`].
@@ -35,11 +29,7 @@ pub trait MemorySpace {
         src: *const u8,
         dst: *mut u8,
         whole: usize,
-    ) {
-        let _ = whole;
-        // SAFETY: forwarded from the caller.
-        unsafe { self.copy_box(elem_size, copy, src, dst) }
-    }
+    );
 }
 
 /// Host memory.
@@ -47,11 +37,6 @@ pub trait MemorySpace {
 pub struct Host;
 
 impl MemorySpace for Host {
-    unsafe fn copy_box(&self, elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
-        // SAFETY: the caller's contract is copy::copy_box's.
-        unsafe { copy::copy_box(elem_size, copy, src, dst) }
-    }
-
     unsafe fn copy_box_within(
         &self,
         elem_size: usize,

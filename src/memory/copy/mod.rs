@@ -438,6 +438,11 @@ mod tests {
         check_within(elem_size, extents, (src, dst), 0);
     }
 
+    /// The byte a test's input holds at `b`: no two neighbours alike.
+    fn input_byte(b: usize) -> u8 {
+        (b * 131 % 251) as u8
+    }
+
     /// [`check`] with [`copy_box_within`], the box part of a destination of
     /// `whole` bytes, with every set of tile kernels the processor runs.
     fn check_within(
@@ -470,7 +475,7 @@ mod tests {
         input
             .iter_mut()
             .enumerate()
-            .for_each(|(b, byte)| *byte = (b * 131 % 251) as u8);
+            .for_each(|(b, byte)| *byte = input_byte(b));
         let mut output_lines = lines(bytes(dst), SENTINEL);
         let output = &mut bytes_of(&mut output_lines)[..bytes(dst)];
         let copy = BoxCopy {
@@ -495,6 +500,13 @@ mod tests {
         assert_eq!(
             *output, want,
             "extents {extents:?}, src {src:?}, dst {dst:?}"
+        );
+        assert!(
+            input
+                .iter()
+                .enumerate()
+                .all(|(b, &byte)| byte == input_byte(b)),
+            "input written: extents {extents:?}, src {src:?}, dst {dst:?}"
         );
     }
 
