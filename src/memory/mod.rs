@@ -21,7 +21,7 @@ pub trait MemorySpace {
     /// [`copy::copy_box_within`].
     ///
     /// # Safety
-    /// As [`copy::copy_box`].
+    /// As [`copy::copy_box_within`].
     unsafe fn copy_box_within(
         &self,
         elem_size: usize,

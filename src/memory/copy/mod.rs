@@ -39,8 +39,32 @@ pub struct BoxCopy<'a> {
     pub dst_strides: &'a [usize],
 }
 
-/// Copies the elements of the box `copy` from `src` to `dst`. An empty box (an
-/// extent 0) or a 0 `elem_size` copies nothing.
+/// Copies the elements of the box `copy` from `src` to `dst` with the memory
+/// layer's kernels (`copy_box_within` of the whole destination), for tests and
+/// benchmarks. An empty box (an extent 0) or a 0 `elem_size` copies nothing.
+///
+/// # Panics
+/// If the three slices of `copy` differ in length or have more than
+/// `MAX_DIMS` axes.
+///
+/// # Safety
+/// Every element of the box must be readable at `src` and writable at `dst`
+/// (strides of axes of extent 1 are never used), through pointers of any
+/// alignment; no element's bytes in `dst` may overlap any element's in `src`,
+/// nor another's in `dst`.
+#[cfg(feature = "testing")]
+pub unsafe fn copy_box(elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_box_within(elem_size, copy, src, dst, 0) }
+}
+
+/// Copies the elements of the box `copy` from `src` to `dst`, as one part of
+/// a destination of `whole` bytes that one pass writes part by part and
+/// nothing reads before the pass ends (a strided output filled chunk by
+/// chunk): its stores are non-temporal wherever those of one box of `whole`
+/// bytes would be, even when this part alone is small enough for the caches
+/// (`whole` 0: the box is the whole destination). An empty box (an extent 0)
+/// or a 0 `elem_size` copies nothing.
 ///
 /// # Panics
 /// If the three slices of `copy` differ in length or have more than
@@ -51,22 +75,6 @@ pub struct BoxCopy<'a> {
 /// (strides of axes of extent 1 are never used), through pointers of any
 /// alignment; no element's bytes in `dst` may overlap any element's in `src`,
 /// nor another's in `dst`.
-pub unsafe fn copy_box(elem_size: usize, copy: BoxCopy<'_>, src: *const u8, dst: *mut u8) {
-    // SAFETY: forwarded from the caller.
-    unsafe { copy_box_within(elem_size, copy, src, dst, 0) }
-}
-
-/// Copies the box `copy` as [`copy_box`] does, as one part of a destination
-/// of `whole` bytes that one pass writes part by part and nothing reads
-/// before the pass ends (a strided output filled chunk by chunk): its stores
-/// are non-temporal wherever those of one box of `whole` bytes would be, even
-/// when this part alone is small enough for the caches.
-///
-/// # Panics
-/// As [`copy_box`].
-///
-/// # Safety
-/// As [`copy_box`].
 pub unsafe fn copy_box_within(
     elem_size: usize,
     copy: BoxCopy<'_>,
@@ -221,7 +229,7 @@ impl Axes {
     /// destination of `whole` bytes ([`copy_box_within`]).
     ///
     /// # Safety
-    /// As [`copy_box`], with `mover` of its element size.
+    /// As [`copy_box_within`], with `mover` of its element size.
     unsafe fn copy<M: Mover>(&self, mover: M, src: *const u8, dst: *mut u8, whole: usize) {
         let axes = self.axes();
         let Some((&last, outer)) = axes.split_last() else {
@@ -282,7 +290,7 @@ fn for_each_offset(axes: &[Axis], mut visit: impl FnMut(usize, usize)) {
 /// of) is large and its runs long.
 ///
 /// # Safety
-/// As [`copy_box`], for the runs.
+/// As [`copy_box_within`], for the runs.
 unsafe fn copy_runs(outer: &[Axis], bytes: usize, (src, dst): (*const u8, *mut u8), whole: usize) {
     let total = whole.max(bytes * outer.iter().map(|axis| axis.n).product::<usize>());
     let streamed = total >= STREAM_BYTES && bytes >= STREAM_RUN;
@@ -304,7 +312,7 @@ unsafe fn copy_runs(outer: &[Axis], bytes: usize, (src, dst): (*const u8, *mut u
 /// Copies element by element along `inner` at every index of `outer`.
 ///
 /// # Safety
-/// As [`copy_box`].
+/// As [`copy_box_within`].
 unsafe fn copy_strided<M: Mover>(
     mover: M,
     outer: &[Axis],
@@ -326,7 +334,7 @@ unsafe fn copy_strided<M: Mover>(
 /// `whole` bytes), else in staged blocks.
 ///
 /// # Safety
-/// As [`copy_box`].
+/// As [`copy_box_within`].
 unsafe fn copy_transposed<M: Mover>(
     mover: M,
     axes: &Axes,
@@ -432,7 +440,7 @@ mod tests {
         unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len() * 64) }
     }
 
-    /// Copies the box with [`copy_box`] between fresh buffers and checks every
+    /// Copies the box with [`copy_box_within`] between fresh buffers and checks every
     /// element and every byte outside the box in the destination.
     fn check(elem_size: usize, extents: &[usize], src: &Storage, dst: &Storage) {
         check_within(elem_size, extents, (src, dst), 0);

@@ -74,7 +74,7 @@ impl Plane {
     /// twice as fast as along the longer axis when one is 256 times the other).
     ///
     /// # Safety
-    /// As [`super::copy_box`], for the plane's elements.
+    /// As [`super::copy_box_within`], for the plane's elements.
     pub(super) unsafe fn copy<M: Mover>(
         &self,
         mover: M,
@@ -106,7 +106,7 @@ impl Plane {
     /// of the plane at `src` and `dst`.
     ///
     /// # Safety
-    /// As [`super::copy_box`], for the plane's elements.
+    /// As [`super::copy_box_within`], for the plane's elements.
     #[inline(always)]
     unsafe fn copy_block_at<M: Mover>(
         &self,
@@ -133,7 +133,7 @@ impl Plane {
     /// destination's.
     ///
     /// # Safety
-    /// As [`super::copy_box`], for the block's elements.
+    /// As [`super::copy_box_within`], for the block's elements.
     #[inline(always)]
     unsafe fn copy_block<M: Mover>(
         &self,

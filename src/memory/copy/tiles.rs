@@ -62,7 +62,7 @@ const FAR_BURST: usize = 4;
 /// ([`super::copy_box_within`]). Returns whether it copied.
 ///
 /// # Safety
-/// As [`super::copy_box`], for the box of `a`, `b` and `rest`.
+/// As [`super::copy_box_within`], for the box of `a`, `b` and `rest`.
 pub(super) unsafe fn copy_tiled(
     size: usize,
     plane: (Axis, Axis),
