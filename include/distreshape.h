@@ -1189,7 +1189,8 @@ enum dr_status dr_request_wait(struct dr_request **request);
  Strides that are not positive on an axis longer than one, or that put two
  elements at one address (ordered by stride, every axis must step over the
  span of the axes below it), are `DR_ERROR_INVALID_STRIDES` on every rank,
- the message naming the side, the axis, the value and the rank. Executions
+ the message naming the side, the axis, the value and the rank. The strides
+ of an empty box (an extent 0) place nothing and are not checked. Executions
  take pointers to each box's first element; `out_capacity` counts elements
  from `out` and must cover the output's span (`dr_plan_spans`); in place is
  `DR_ERROR_INVALID_STRIDES` on a plan any rank made with strides. `options`:
@@ -1227,6 +1228,32 @@ enum dr_status dr_plan_create_strided_configured(dr_dtype dtype,
                                                  struct dr_plan **plan);
 
 /*
+ `dr_plan_create_strided_configured` with each side's count of strides, for
+ callers that hold their strides with a length (the C++ layer's do): `in_count`
+ values at `in_strides` and `out_count` at `out_strides`, a count of 0 meaning
+ C order without gaps (the pointer is then not read). A count that is not the
+ side's axis count is `DR_ERROR_INVALID_STRIDES` on every rank, the message
+ naming the side, the count and the rank, as a negative count is; a positive
+ count with a NULL pointer is `DR_ERROR_NULL_POINTER` on every rank. So a
+ count wrong on one rank fails the plan on all of them, where
+ `dr_plan_create_strided` cannot know it.
+
+ # Safety
+ As `dr_plan_create_strided_configured`; each strides pointer readable for
+ its count.
+ */
+enum dr_status dr_plan_create_strided_counted(dr_dtype dtype,
+                                              const struct dr_layout *in_layout,
+                                              const int64_t *in_strides,
+                                              int64_t in_count,
+                                              const struct dr_layout *out_layout,
+                                              const int64_t *out_strides,
+                                              int64_t out_count,
+                                              MPI_Comm comm,
+                                              const struct dr_options *options,
+                                              struct dr_plan **plan);
+
+/*
  This rank's spans (local): the elements from its first input element to one
  past its last (what the input buffer must hold) in `*in_span`, and the
  output's (the least `out_capacity`) in `*out_span`; each is the box's element
@@ -1240,8 +1267,9 @@ enum dr_status dr_plan_spans(const struct dr_plan *plan, int64_t *in_span, int64
 
 /*
  This rank's strides (local), in elements, one per axis of each side's shape:
- those the plan was made with, or C order without gaps. Either pointer may be
- NULL.
+ those the plan was made with (a negative one on an axis of extent 1, where
+ it places nothing, reads back as 0), or C order without gaps. Either pointer
+ may be NULL.
 
  # Safety
  `plan` from a plan creation; non-NULL outputs writable for their side's axis

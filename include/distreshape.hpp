@@ -754,26 +754,23 @@ public:
 
     /// Plans the redistribution from the layout `in` to the layout `out` with this
     /// rank's local storage on each side (collective over `comm`,
-    /// `dr_plan_create_strided_configured`): `in_strides` and `out_strides` are
+    /// `dr_plan_create_strided_counted`): `in_strides` and `out_strides` are
     /// none (`{}`, C order without gaps) or one stride per axis of the side's box
     /// (of `out`'s resolved shape), in elements, each rank its own. They express
     /// halos and padding (the padded array's strides; pass the first interior
     /// element to `execute`), any axis order and any positive strides. Elements
     /// outside the boxes are never read or written, and the input is never
     /// written. Strides that are not positive along an axis longer than 1, or put
-    /// two elements at one address, throw `distreshape::error` with
-    /// `DR_ERROR_INVALID_STRIDES` on every rank. A count of strides that is not the
-    /// side's axis count throws `DR_ERROR_INVALID_STRIDES` on this rank only,
-    /// before anything collective (a programming error: the layouts, and so the
-    /// counts, are the same on every rank). Executions take pointers to each box's
+    /// two elements at one address, or whose count is not the side's axis count,
+    /// throw `distreshape::error` with `DR_ERROR_INVALID_STRIDES` on every rank
+    /// (`dr_plan_create_strided_counted`), the message naming the side and the
+    /// rank. Executions take pointers to each box's
     /// first element and a capacity of at least the output span (`spans()`); in
     /// place throws `DR_ERROR_INVALID_STRIDES`.
     plan(const layout& in, const ::distreshape::strides& in_strides, const layout& out,
          const ::distreshape::strides& out_strides, MPI_Comm comm, const options& opts = options{})
         : plan()
     {
-        check_count("in_strides", in_strides, in.ndims());
-        check_count("out_strides", out_strides, out.ndims());
         // A layout whose C twin cannot be made (only an empty one: the constructor
         // checked the others) goes as NULL, which the library rejects on every rank.
         auto made = [](const layout& l) {
@@ -787,9 +784,12 @@ public:
         in_ndims_ = in.ndims();
         new_ndims_ = out.ndims();
         const detail::options_handle knobs = opts.configured();
-        detail::check(dr_plan_create_strided_configured(dtype, in_handle.get(), in_strides.data(),
-                                                        out_handle.get(), out_strides.data(),
-                                                        comm, knobs.get(), &handle_));
+        const auto count = [](const ::distreshape::strides& given) {
+            return static_cast<std::int64_t>(given.size());
+        };
+        detail::check(dr_plan_create_strided_counted(dtype, in_handle.get(), in_strides.data(), count(in_strides),
+                                                     out_handle.get(), out_strides.data(), count(out_strides),
+                                                     comm, knobs.get(), &handle_));
         std::int64_t elems = 0;
         detail::check(dr_plan_input_slab(handle_, nullptr, nullptr, &elems));
         input_elems_ = static_cast<std::size_t>(elems);
@@ -1171,17 +1171,6 @@ public:
 #endif
 
 private:
-    /// Throws `DR_ERROR_INVALID_STRIDES` (locally) unless `given` is none or one
-    /// stride per axis of a side of `ndims` axes.
-    static void check_count(const char* name, const ::distreshape::strides& given, std::size_t ndims)
-    {
-        if (given.size() != 0 && given.size() != ndims)
-            throw error(DR_ERROR_INVALID_STRIDES,
-                        std::string("invalid strides: ") + name + " has " +
-                            std::to_string(given.size()) + " values but its layout has " +
-                            std::to_string(ndims) + " axes");
-    }
-
 #ifdef __cpp_lib_mdspan
     /// Why `view` is not this rank's box of `ndims` extents `box` at `strides` on
     /// the `side`: the status and the message (`DR_SUCCESS` when it is).

@@ -9,7 +9,7 @@ use crate::capi::layouts::{create_layouts_plan, dr_layout, layout_args};
 use crate::capi::options::{configured, dr_options, dr_plan_options, options_arg};
 use crate::capi::plans::MPI_Comm;
 use crate::core::abi::{DtypeCode, dr_status};
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::planning::layouts::LayoutArgs;
 
 /// Plans between two layouts with this rank's local storage on each side
@@ -26,7 +26,8 @@ use crate::planning::layouts::LayoutArgs;
 /// Strides that are not positive on an axis longer than one, or that put two
 /// elements at one address (ordered by stride, every axis must step over the
 /// span of the axes below it), are `DR_ERROR_INVALID_STRIDES` on every rank,
-/// the message naming the side, the axis, the value and the rank. Executions
+/// the message naming the side, the axis, the value and the rank. The strides
+/// of an empty box (an extent 0) place nothing and are not checked. Executions
 /// take pointers to each box's first element; `out_capacity` counts elements
 /// from `out` and must cover the output's span (`dr_plan_spans`); in place is
 /// `DR_ERROR_INVALID_STRIDES` on a plan any rank made with strides. `options`:
@@ -80,8 +81,93 @@ pub unsafe extern "C" fn dr_plan_create_strided_configured(
     })
 }
 
+/// `dr_plan_create_strided_configured` with each side's count of strides, for
+/// callers that hold their strides with a length (the C++ layer's do): `in_count`
+/// values at `in_strides` and `out_count` at `out_strides`, a count of 0 meaning
+/// C order without gaps (the pointer is then not read). A count that is not the
+/// side's axis count is `DR_ERROR_INVALID_STRIDES` on every rank, the message
+/// naming the side, the count and the rank, as a negative count is; a positive
+/// count with a NULL pointer is `DR_ERROR_NULL_POINTER` on every rank. So a
+/// count wrong on one rank fails the plan on all of them, where
+/// `dr_plan_create_strided` cannot know it.
+///
+/// # Safety
+/// As `dr_plan_create_strided_configured`; each strides pointer readable for
+/// its count.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_plan_create_strided_counted(
+    dtype: DtypeCode,
+    in_layout: *const dr_layout,
+    in_strides: *const i64,
+    in_count: i64,
+    out_layout: *const dr_layout,
+    out_strides: *const i64,
+    out_count: i64,
+    comm: MPI_Comm,
+    options: *const dr_options,
+    plan: *mut *mut dr_plan,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        let args = counted_args(
+            dtype,
+            (in_layout, in_strides, in_count),
+            (out_layout, out_strides, out_count),
+        );
+        create_layouts_plan(comm, args, configured(options), plan)
+    })
+}
+
 /// A layout with its strides from C.
 type StridedSide = (*const dr_layout, *const i64);
+
+/// A layout with its strides and their count from C.
+type CountedSide = (*const dr_layout, *const i64, i64);
+
+/// The plan's arguments from C with counted strides: the dtype, the two
+/// layouts and as many strides as each count says (none for 0).
+///
+/// # Safety
+/// Layouts NULL or from `dr_layout_create`; strides readable for their count.
+unsafe fn counted_args(
+    dtype: DtypeCode,
+    (in_layout, in_strides, in_count): CountedSide,
+    (out_layout, out_strides, out_count): CountedSide,
+) -> Result<LayoutArgs> {
+    // SAFETY: as documented.
+    let args = unsafe { layout_args(dtype, in_layout, out_layout) }?;
+    // SAFETY: as documented.
+    let input = unsafe { counted(("in_strides", "in_count"), in_strides, in_count) }?;
+    // SAFETY: as documented.
+    let output = unsafe { counted(("out_strides", "out_count"), out_strides, out_count) }?;
+    Ok(args.with_strides(input, output))
+}
+
+/// The `count` strides at `strides` (named `names`: the strides and their
+/// count), `None` for 0.
+///
+/// # Safety
+/// `strides` readable for `count` values.
+unsafe fn counted<'a>(
+    (name, count_name): (&str, &str),
+    strides: *const i64,
+    count: i64,
+) -> Result<Option<&'a [i64]>> {
+    let Ok(len) = usize::try_from(count) else {
+        return Err(Error::InvalidStrides(format!(
+            "{count_name} = {count}: a count of strides is 0 (C order) or the axis count"
+        )));
+    };
+    match (len, strides.is_null()) {
+        (0, _) => Ok(None),
+        (_, true) => Err(Error::NullPointer(format!(
+            "{name} is NULL with {count_name} = {count}"
+        ))),
+        // SAFETY: readable for `count` values (documented).
+        (_, false) => Ok(Some(unsafe { std::slice::from_raw_parts(strides, len) })),
+    }
+}
 
 /// The plan's arguments from C: the dtype, the two layouts and their strides.
 ///
@@ -131,8 +217,9 @@ pub unsafe extern "C" fn dr_plan_spans(
 }
 
 /// This rank's strides (local), in elements, one per axis of each side's shape:
-/// those the plan was made with, or C order without gaps. Either pointer may be
-/// NULL.
+/// those the plan was made with (a negative one on an axis of extent 1, where
+/// it places nothing, reads back as 0), or C order without gaps. Either pointer
+/// may be NULL.
 ///
 /// # Safety
 /// `plan` from a plan creation; non-NULL outputs writable for their side's axis

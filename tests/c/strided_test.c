@@ -1,5 +1,6 @@
-/* Strided local storage through the C ABI (dr_plan_create_strided and
- * dr_plan_create_strided_configured): each side's box stored inside a larger
+/* Strided local storage through the C ABI (dr_plan_create_strided,
+ * dr_plan_create_strided_configured and dr_plan_create_strided_counted): each
+ * side's box stored inside a larger
  * buffer at the strides of a padded array, the pointer at the box's first
  * element, with
  *   - a halo of 1 or 2 on every axis,
@@ -20,8 +21,9 @@
  * DR_ERROR_INVALID_STRIDES on every rank, naming the rank; in place on a plan one
  * rank made with strides is DR_ERROR_INVALID_STRIDES on every rank; an output
  * capacity below the span on one rank, and an input shorter than its span, are
- * DR_ERROR_BUFFER_TOO_SMALL on every rank. dr_plan_spans and dr_plan_strides
- * are checked on every plan. */
+ * DR_ERROR_BUFFER_TOO_SMALL on every rank; with counted strides, a wrong or
+ * negative count, or a NULL pointer with a count, on one rank only is refused on
+ * every rank. dr_plan_spans and dr_plan_strides are checked on every plan. */
 #include "harness.h"
 
 enum { MAXD = 3 };
@@ -178,15 +180,20 @@ static void compare(const char *what, const int64_t *got, const int64_t *want, i
 }
 
 /* The option sets every case runs under. */
-enum { NCONFIGS = 6 };
+enum { NCONFIGS = 7, COUNTED = 6 };
 static const char *config_name[NCONFIGS] = {
     "defaults", "tiny messages, slots and runs", "strided sends", "strided slots", "run messages",
-    "direct reads"};
+    "direct reads", "counted strides"};
 
-/* Creates the strided plan under option set `config`. */
+/* Creates the strided plan under option set `config` (the last through
+ * dr_plan_create_strided_counted, with `nd` strides per side or 0 for NULL). */
 static dr_status create(int config, dr_layout *in, const int64_t *in_strides, dr_layout *out,
-                        const int64_t *out_strides, dr_plan **plan)
+                        const int64_t *out_strides, const int nd[2], dr_plan **plan)
 {
+    if (config == COUNTED)
+        return dr_plan_create_strided_counted(DR_DTYPE_INT64, in, in_strides, in_strides ? nd[0] : 0, out,
+                                              out_strides, out_strides ? nd[1] : 0, MPI_COMM_WORLD, NULL,
+                                              plan);
     if (config == 0)
         return dr_plan_create_strided(DR_DTYPE_INT64, in, in_strides, out, out_strides,
                                       MPI_COMM_WORLD, NULL, plan);
@@ -251,8 +258,9 @@ static void run_case(const char *name, const side *in, const spec *isp, const si
         snprintf(where, sizeof where, "%s, in %s, out %s, %s", name, isp->name, osp->name,
                  config_name[config]);
         dr_plan *plan = NULL;
+        const int nd[2] = {in->nd, out.nd};
         dr_status made = create(config, lin, isp->dense ? NULL : a.stride, lout,
-                                osp->dense ? NULL : b.stride, &plan);
+                                osp->dense ? NULL : b.stride, nd, &plan);
         if (!CHECK_STATUS(made, DR_SUCCESS)) {
             fprintf(stderr, "rank %d: case %s\n", test_rank, where);
             continue;
@@ -464,8 +472,9 @@ static void refused(const char *what, dr_layout *in, const int64_t *in_strides, 
                     const int64_t *out_strides, int rank, const char *text)
 {
     dr_plan *plan = NULL;
-    for (int config = 0; config < 2; config++) {
-        dr_status got = create(config, in, in_strides, out, out_strides, &plan);
+    const int configs[3] = {0, 1, COUNTED}, nd[2] = {2, 2};
+    for (int c = 0; c < 3; c++) {
+        dr_status got = create(configs[c], in, in_strides, out, out_strides, nd, &plan);
         if (!CHECK_STATUS(got, DR_ERROR_INVALID_STRIDES)) {
             fprintf(stderr, "rank %d: refusal: %s\n", test_rank, what);
             dr_plan_destroy(plan);
@@ -478,16 +487,22 @@ static void refused(const char *what, dr_layout *in, const int64_t *in_strides, 
     }
 }
 
-/* Strides refused on one rank only; in place refused; short buffers refused. */
-static void refusals(void)
+/* A (3, 40) array in columns (split along axis 1) and in rows (along axis 0):
+ * every rank's column box has 3 rows and at least 5 columns at P <= 8. */
+static void columns_and_rows(dr_layout **cols, dr_layout **rows)
 {
-    /* (3, 40): every rank's box has 3 rows and at least 5 columns at P <= 8. */
     const int64_t shape[2] = {3, 40};
     const int32_t grid[1] = {test_nranks}, cols_axes[2] = {DR_SPLIT_NONE, 0};
     const int32_t rows_axes[2] = {0, DR_SPLIT_NONE};
+    CHECK_STATUS(dr_layout_create(2, shape, 1, grid, cols_axes, cols), DR_SUCCESS);
+    CHECK_STATUS(dr_layout_create(2, shape, 1, grid, rows_axes, rows), DR_SUCCESS);
+}
+
+/* Strides refused on one rank only; in place refused; short buffers refused. */
+static void refusals(void)
+{
     dr_layout *cols = NULL, *rows = NULL;
-    CHECK_STATUS(dr_layout_create(2, shape, 1, grid, cols_axes, &cols), DR_SUCCESS);
-    CHECK_STATUS(dr_layout_create(2, shape, 1, grid, rows_axes, &rows), DR_SUCCESS);
+    columns_and_rows(&cols, &rows);
     side cside = {2, {3, 40}, 1, {test_nranks, 1}, {DR_SPLIT_NONE, 0}};
     int64_t off[MAXD], ext[MAXD];
     box_of(&cside, off, ext);
@@ -562,6 +577,48 @@ static void refusals(void)
     dr_layout_destroy(rows);
 }
 
+/* dr_plan_create_strided_counted refuses a count of strides that is not the
+ * axis count, a negative count and a NULL pointer with a count, on one rank
+ * only, on every rank, naming that rank. */
+static dr_status counted(const dr_layout *in, const int64_t *in_strides, int64_t in_count,
+                         const dr_layout *out, const int64_t *out_strides, int64_t out_count)
+{
+    dr_plan *plan = NULL;
+    dr_status status = dr_plan_create_strided_counted(DR_DTYPE_INT64, in, in_strides, in_count, out,
+                                                      out_strides, out_count, MPI_COMM_WORLD, NULL, &plan);
+    CHECK(status == DR_SUCCESS ? plan != NULL : plan == NULL);
+    dr_plan_destroy(plan);
+    return status;
+}
+
+static void counted_refusals(void)
+{
+    dr_layout *cols = NULL, *rows = NULL;
+    columns_and_rows(&cols, &rows);
+    const int last = test_nranks - 1;
+    const int64_t good[2] = {64, 1};
+    /* One stride for two axes on the last rank. */
+    if (CHECK_STATUS(counted(cols, good, test_rank == last ? 1 : 2, rows, NULL, 0), DR_ERROR_INVALID_STRIDES)) {
+        CHECK_NAMES_RANK(last);
+        CHECK(strstr(dr_last_error_message(), "input_strides has 1 values") != NULL);
+    }
+    /* A negative output count on rank 0. */
+    if (CHECK_STATUS(counted(cols, NULL, 0, rows, good, test_rank == 0 ? -1 : 2), DR_ERROR_INVALID_STRIDES)) {
+        CHECK_NAMES_RANK(0);
+        CHECK(strstr(dr_last_error_message(), "out_count = -1") != NULL);
+    }
+    /* Two strides announced at NULL on rank 0. */
+    if (CHECK_STATUS(counted(cols, test_rank == 0 ? NULL : good, 2, rows, NULL, 0), DR_ERROR_NULL_POINTER)) {
+        CHECK_NAMES_RANK(0);
+        CHECK(strstr(dr_last_error_message(), "in_strides is NULL") != NULL);
+    }
+    /* A count of 0 is C order whatever the pointer; the right counts plan. */
+    CHECK_STATUS(counted(cols, good, 0, rows, NULL, 0), DR_SUCCESS);
+    CHECK_STATUS(counted(cols, good, 2, rows, good, 2), DR_SUCCESS);
+    dr_layout_destroy(cols);
+    dr_layout_destroy(rows);
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -572,5 +629,6 @@ int main(int argc, char **argv)
     leading_dimensions();
     empty_boxes();
     refusals();
+    counted_refusals();
     return test_finish("strided_test");
 }

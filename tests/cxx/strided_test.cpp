@@ -9,7 +9,8 @@
 //  - spans() and strides() against the padded arrays';
 //  - errors as distreshape::error with the status: overlapping strides
 //    (DR_ERROR_INVALID_STRIDES on every rank), a count of strides that is not
-//    the axis count (this rank), in place, a capacity short of the output span;
+//    the axis count (on every rank, also when only rank 0's is wrong), in
+//    place, a capacity short of the output span;
 //  - with <mdspan> (GCC 12's library has none; ctest then also builds this test
 //    against the reference implementation in tests/third_party/mdspan):
 //    layout_stride views of the same storage, a layout_right view whose strides
@@ -227,9 +228,21 @@ void check_refused_strides()
         dr::plan<double> p(x, {1, 1, 1}, y, {}, MPI_COMM_WORLD);
     });
     check(overlap == DR_ERROR_INVALID_STRIDES, "overlapping strides: status " + std::to_string(overlap));
-    // Two strides for three axes: thrown here, before anything collective.
+    // Two strides for three axes on every rank: refused on every rank.
     const dr_status count = status_of([&] { dr::plan<double> p(x, ivec{30, 1}, y, {}, MPI_COMM_WORLD); });
     check(count == DR_ERROR_INVALID_STRIDES, "a count of strides that is not the axis count");
+    // Two strides on rank 0 only (the others pass none): every rank throws,
+    // none is left waiting in plan creation, and the message names rank 0.
+    std::string message;
+    dr_status one = DR_SUCCESS;
+    try {
+        dr::plan<double> p(x, rank == 0 ? ivec{30, 1} : ivec{}, y, {}, MPI_COMM_WORLD);
+    } catch (const dr::error& e) {
+        one = e.status();
+        message = e.what();
+    }
+    check(one == DR_ERROR_INVALID_STRIDES, "a wrong count on rank 0 only: status " + std::to_string(one));
+    check(message.find("rank 0") != std::string::npos, "the message names rank 0: " + message);
 }
 
 } // namespace
