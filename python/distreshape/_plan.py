@@ -564,7 +564,8 @@ def redistribute(
     a new C-order array. An array with negative strides (``a[::-1]``) or
     overlapping elements (a broadcast) as ``local`` is copied once into C order;
     an ``out`` with negative strides is filled through one C-order array, then
-    copied into. An ``out`` with overlapping elements raises
+    copied into (a read-only one raises ``DR_ERROR_INVALID_SHAPE`` on every rank,
+    before anything moves). An ``out`` with overlapping elements raises
     ``DR_ERROR_INVALID_STRIDES`` on every rank.
     """
     block, problem = _as_block(local, None)
@@ -577,6 +578,9 @@ def redistribute(
     if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
         if negative(out):
             output, _ = _allocate(out.shape, out.dtype)
+            if not out.flags.writeable:  # copied into after the collective: refused before it
+                rank = (comm if isinstance(comm, MPI.Comm) else MPI.COMM_WORLD).Get_rank()
+                problem = problem or (STATUS["DR_ERROR_INVALID_SHAPE"], f"the output array is read-only (rank {rank})")
         else:
             output_strides = _view_strides(out, out_layout, comm, strict=False)
     dtype = block.dtype if block is not None else np.uint8

@@ -10,6 +10,7 @@ import pytest
 from mpi4py import MPI
 
 import distreshape as dr
+from distreshape._storage import negative
 from distreshape.heat import _agreed, _plan, _Storage
 from helpers import WORLD, balanced, global_values, grid_box
 from test_errors import raises_everywhere
@@ -150,6 +151,23 @@ def test_negative_strides_are_copied_once():
     out = target[:, ::-1]
     assert dr.redistribute(block, x, y, out=out) is out
     np.testing.assert_array_equal(out, expected(y_box))
+
+
+def test_read_only_out_with_negative_strides_is_refused_everywhere():
+    # Such an out is filled through a C-order array after the collective, so it
+    # must be refused before it, on every rank, and left untouched.
+    x, x_box = pencils((None, 0, 1))
+    y, y_box = pencils((0, None, 1))
+    target = np.zeros(expected(y_box).shape, np.int64)
+    out = target[:, ::-1]
+    if WORLD.rank == 0:
+        out.flags.writeable = False
+    # Rank 0's out runs backwards unless its box is empty (then C-contiguous).
+    if WORLD.bcast(not out.flags.c_contiguous and negative(out), root=0):
+        message = raises_everywhere("DR_ERROR_INVALID_SHAPE", lambda: dr.redistribute(expected(x_box), x, y, out=out),
+                                    match="read-only")
+        assert "rank 0" in message
+        assert (target == 0).all()
 
 
 def test_non_blocking_on_views():
