@@ -66,6 +66,10 @@ impl Plan {
         D: Dimension,
         E: Dimension,
     {
+        // First: for an array that shares its data (`ArcArray`, `CowArray`),
+        // taking the pointer makes it unique, by a copy at other strides, so
+        // the strides are checked after it, on the memory written.
+        let (src, dst) = (input.as_ptr().cast(), output.as_mut_ptr().cast());
         let rank = self.rank();
         let pre = self.check_type::<T>().err().or_else(|| {
             let given = (input.shape(), input.strides());
@@ -77,7 +81,6 @@ impl Plan {
         });
         let size = size_of::<T>();
         let (in_len, capacity) = (self.input_span() * size, self.output_span() * size);
-        let (src, dst) = (input.as_ptr().cast(), output.as_mut_ptr().cast());
         // SAFETY: once the checks pass, each view holds its box at the plan's
         // strides, so its memory covers the span from its first element; the
         // borrows keep both alive and distinct until the execution completes.

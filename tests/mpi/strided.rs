@@ -8,7 +8,7 @@
 //! rank, in place refused, too small an output refused.
 
 use distreshape::{Error, Layout, Plan};
-use ndarray::{Array, IxDyn, SliceInfoElem};
+use ndarray::{Array, CowArray, IxDyn, SliceInfoElem};
 
 use super::World;
 use super::grids::{
@@ -107,6 +107,7 @@ pub fn run(w: &World) {
     w.passed("grid layouts on strided storage");
     strided_output_reads_directly(w);
     views(w);
+    shared_output_arrays(w);
     refusals_are_agreed(w);
     w.passed("strided views and refusals");
 }
@@ -267,6 +268,59 @@ fn views(w: &World) {
         Err(Error::InvalidStrides(_)) if refused_here => {}
         Ok(()) if !refused_here => {}
         other => w.fail("views", format!("a view with other strides: {other:?}")),
+    }
+}
+
+/// x-pencils into the interior of a halo'd `ArcArray` output whose data is
+/// shared (a clone alive) and into a `CowArray` of a view: writing makes such
+/// an array unique first, possibly by a compact copy at other strides, so the
+/// execution either fills the array it writes, right, or refuses its strides
+/// (on every rank where it agrees), and never writes past the memory it took,
+/// nor into the clone.
+fn shared_output_arrays(w: &World) {
+    let c = super::grids::pencil_case(w.size, &[7u64, 6, 5]);
+    let (input, output, in_box, out_box) = layouts(&c, w.rank);
+    let (have, want) = (c.input.indices(w.rank), c.output.indices(w.rank));
+    let dims = |b: &[u64]| b.iter().map(|&e| e as usize).collect::<Vec<_>>();
+    let local = Array::from_shape_vec(IxDyn(&dims(&in_box)), have)
+        .unwrap_or_else(|e| w.fail("shared outputs", format!("input: {e}")));
+    let padded: Vec<usize> = out_box.iter().map(|&e| e as usize + 4).collect();
+    let interior: Vec<SliceInfoElem> = out_box
+        .iter()
+        .map(|&e| SliceInfoElem::from(2..2 + e as isize))
+        .collect();
+    let shared = Array::from_elem(IxDyn(&padded), SENTINEL).into_shared();
+    let clone = shared.clone();
+    let mut arc = shared.slice_move(interior.as_slice());
+    let viewed = Array::from_elem(IxDyn(&padded), SENTINEL);
+    let mut cow = CowArray::from(viewed.slice(interior.as_slice()));
+    let out_strides: Vec<i64> = arc.strides().iter().map(|&x| x as i64).collect();
+    let plan =
+        Plan::from_layouts_strided::<u64, _>(&w.comm, &input, None, &output, Some(&out_strides))
+            .unwrap_or_else(|e| w.fail("shared outputs", format!("planning: {e}")));
+    for (name, result, got) in [
+        (
+            "ArcArray",
+            plan.execute_views(&local.view(), &mut arc),
+            arc.iter().copied().collect::<Vec<_>>(),
+        ),
+        (
+            "CowArray",
+            plan.execute_views(&local.view(), &mut cow),
+            cow.iter().copied().collect(),
+        ),
+    ] {
+        match result {
+            Ok(()) if got == want => {}
+            Err(Error::InvalidStrides(_)) => {}
+            other => w.fail("shared outputs", format!("{name}: {other:?}, got {got:?}")),
+        }
+    }
+    if clone.iter().any(|&x| x != SENTINEL) || viewed.iter().any(|&x| x != SENTINEL) {
+        w.fail(
+            "shared outputs",
+            "the clone or the viewed array was written",
+        );
     }
 }
 
