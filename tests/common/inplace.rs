@@ -33,8 +33,10 @@ pub struct Scheduled {
 /// several runs), checks the schedule's invariants ([`check_schedule`]), then runs
 /// the real in-place engine of every rank for each of `executions` (per rank: in
 /// place or not) and checks every output element ([`run_engine`]). `None` when the
-/// pieces do not fit `most_pieces`; panics when there is no schedule otherwise, or
-/// when a check fails.
+/// pieces do not fit `most_pieces`, or the schedule would take more rounds than
+/// the scheduler allows (a plan then runs in place with everything sent packed,
+/// which the exchange tests cover); panics when there is no schedule otherwise,
+/// or when a check fails.
 pub fn run_in_place(
     plans: &[RankPlan],
     inputs: &[Vec<u64>],
@@ -53,7 +55,7 @@ pub fn run_in_place(
     };
     let schedule = match Schedule::new(&problem, most_pieces) {
         Ok(s) => s,
-        Err(Unscheduled::TooManyPieces) => return None,
+        Err(Unscheduled::TooManyPieces | Unscheduled::TooManyRounds) => return None,
         Err(why) => panic!("no in-place schedule with {budget} B: {why:?}: {ctx}"),
     };
     let parts: Vec<RankSchedule> = (0..plans.len()).map(|r| schedule.for_rank(r)).collect();
