@@ -94,7 +94,6 @@ module distreshape
   type, public :: dr_plan
     private
     type(c_ptr) :: handle = c_null_ptr
-    integer :: dtype = -1
     integer :: ndims = 0
     integer :: new_ndims = 0
     integer :: new_split = 0
@@ -216,7 +215,12 @@ module distreshape
   !> output is not split (new_split = 0). `options` (type(dr_plan_options))
   !> sets the plan's tuning knobs.
   !>
-  !> call dr_plan_execute(plan, a, b [, stat]); collective.
+  !> call dr_plan_execute(plan, a, b [, stat]); collective. Here and in every
+  !> execution below, arrays of another type than the plan's element type are
+  !> DR_ERROR_INVALID_DTYPE, agreed like the other checks of the arrays (on
+  !> every rank, except in dr_plan_execute, dr_plan_execute_begin and
+  !> dr_plan_execute_in_place on a plan that moves nothing between ranks,
+  !> which make no collective), and nothing moves.
   !> call dr_plan_execute_in_place(plan, buf [, stat]); collective: the
   !> rank-1 `buf` holds the input on entry and the output on return, so it
   !> needs max(input, output) elements (see dr_plan_input / dr_plan_output);
@@ -523,35 +527,39 @@ module distreshape
       type(c_ptr), intent(out) :: plan
     end function c_plan_create_strided
 
-    integer(c_int) function c_plan_execute_strided(plan, a, b) &
+    integer(c_int) function c_plan_execute_strided(plan, dtype, a, b) &
         bind(c, name="dr_plan_execute_strided_f")
       import :: c_ptr, c_int
       type(c_ptr), value :: plan
+      integer(c_int), value :: dtype
       type(*), dimension(..), intent(in) :: a
       type(*), dimension(..), intent(inout) :: b
     end function c_plan_execute_strided
 
-    integer(c_int) function c_plan_execute_batch(plan, a, b) &
+    integer(c_int) function c_plan_execute_batch(plan, dtype, a, b) &
         bind(c, name="dr_plan_execute_batch_f")
       import :: c_ptr, c_int
       type(c_ptr), value :: plan
+      integer(c_int), value :: dtype
       type(*), dimension(..), intent(in) :: a
       type(*), dimension(..), intent(inout) :: b
     end function c_plan_execute_batch
 
-    integer(c_int) function c_plan_execute_batch_begin(plan, a, b, request) &
+    integer(c_int) function c_plan_execute_batch_begin(plan, dtype, a, b, request) &
         bind(c, name="dr_plan_execute_batch_begin_f")
       import :: c_ptr, c_int
       type(c_ptr), value :: plan
+      integer(c_int), value :: dtype
       type(*), dimension(..), asynchronous, intent(in) :: a
       type(*), dimension(..), asynchronous, intent(inout) :: b
       type(c_ptr), intent(out) :: request
     end function c_plan_execute_batch_begin
 
-    integer(c_int) function c_plan_execute_strided_begin(plan, a, b, request) &
+    integer(c_int) function c_plan_execute_strided_begin(plan, dtype, a, b, request) &
         bind(c, name="dr_plan_execute_strided_begin_f")
       import :: c_ptr, c_int
       type(c_ptr), value :: plan
+      integer(c_int), value :: dtype
       type(*), dimension(..), asynchronous, intent(in) :: a
       type(*), dimension(..), asynchronous, intent(inout) :: b
       type(c_ptr), intent(out) :: request
@@ -632,10 +640,11 @@ module distreshape
       integer(c_int64_t), intent(out) :: len, offset, elems
     end function c_plan_output_slab
 
-    integer(c_int) function c_plan_execute_begin(plan, a, a_ndims, a_shape, b, b_ndims, b_shape, &
-        request) bind(c, name="dr_fortran_plan_execute_begin")
+    integer(c_int) function c_plan_execute_begin(plan, dtype, a, a_ndims, a_shape, b, b_ndims, &
+        b_shape, request) bind(c, name="dr_fortran_plan_execute_begin_typed")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
       type(c_ptr), value :: plan, a, b
+      integer(c_int), value :: dtype
       integer(c_int32_t), value :: a_ndims, b_ndims
       integer(c_int64_t), intent(in) :: a_shape(*), b_shape(*)
       type(c_ptr), intent(out) :: request
@@ -652,17 +661,19 @@ module distreshape
       type(c_ptr), intent(inout) :: request
     end function c_request_wait
 
-    integer(c_int) function c_plan_execute_raw(plan, in, out, out_capacity) &
-        bind(c, name="dr_plan_execute")
+    integer(c_int) function c_plan_execute_in_place(plan, dtype, buf, elems) &
+        bind(c, name="dr_fortran_plan_execute_in_place")
       import :: c_ptr, c_int, c_int64_t
-      type(c_ptr), value :: plan, in, out
-      integer(c_int64_t), value :: out_capacity
-    end function c_plan_execute_raw
+      type(c_ptr), value :: plan, buf
+      integer(c_int), value :: dtype
+      integer(c_int64_t), value :: elems
+    end function c_plan_execute_in_place
 
-    integer(c_int) function c_plan_execute(plan, a, a_ndims, a_shape, b, b_ndims, b_shape) &
-        bind(c, name="dr_fortran_plan_execute")
+    integer(c_int) function c_plan_execute(plan, dtype, a, a_ndims, a_shape, b, b_ndims, &
+        b_shape) bind(c, name="dr_fortran_plan_execute_typed")
       import :: c_ptr, c_int, c_int32_t, c_int64_t
       type(c_ptr), value :: plan, a, b
+      integer(c_int), value :: dtype
       integer(c_int32_t), value :: a_ndims, b_ndims
       integer(c_int64_t), intent(in) :: a_shape(*), b_shape(*)
     end function c_plan_execute
@@ -834,7 +845,6 @@ contains
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle
-      plan%dtype = dtype
       plan%ndims = size(gshape)
       plan%new_ndims = size(new_gshape)
       plan%new_split = new_split
@@ -912,19 +922,16 @@ contains
     call finish(status, stat)
   end subroutine dr_plan_input
 
-  !> Shared body of the dr_plan_execute specifics. A type mismatch between
-  !> the arrays and the plan is a programming error and stops the program; the
-  !> library checks the arrays' shapes against the plan.
+  !> Shared body of the dr_plan_execute specifics: the library checks the
+  !> arrays' type (`dtype`) and shapes against the plan.
   subroutine execute_core(plan, dtype, a, ashape, b, bshape, stat)
     type(dr_plan), intent(in) :: plan
     integer, intent(in) :: dtype
     type(c_ptr), intent(in) :: a, b
     integer(int64), intent(in) :: ashape(:), bshape(:)
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute: array type differs from the plan''s dtype'
-    call finish(c_plan_execute(plan%handle, a, size(ashape, kind=c_int32_t), ashape, &
-                               b, size(bshape, kind=c_int32_t), bshape), stat)
+    call finish(c_plan_execute(plan%handle, int(dtype, c_int), a, size(ashape, kind=c_int32_t), &
+                               ashape, b, size(bshape, kind=c_int32_t), bshape), stat)
   end subroutine execute_core
 
   !> Shared body of the dr_plan_execute_in_place specifics: one buffer of
@@ -935,9 +942,7 @@ contains
     type(c_ptr), intent(in) :: buf
     integer(int64), intent(in) :: elems
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute_in_place: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_raw(plan%handle, buf, buf, elems), stat)
+    call finish(c_plan_execute_in_place(plan%handle, int(dtype, c_int), buf, elems), stat)
   end subroutine in_place_core
 
   !> Bounds of this rank's output slab for an array of rank `array_rank`, which
@@ -972,10 +977,9 @@ contains
     integer(int64), intent(in) :: ashape(:), bshape(:)
     type(dr_request), intent(inout) :: request
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute_begin: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_begin(plan%handle, a, size(ashape, kind=c_int32_t), ashape, &
-                                     b, size(bshape, kind=c_int32_t), bshape, request%handle), stat)
+    call finish(c_plan_execute_begin(plan%handle, int(dtype, c_int), a, &
+                                     size(ashape, kind=c_int32_t), ashape, b, &
+                                     size(bshape, kind=c_int32_t), bshape, request%handle), stat)
   end subroutine begin_core
 
   !> Moves the execution on without waiting; `done` is .true. once it has
@@ -1045,7 +1049,6 @@ contains
     end if
     plan%copies => null()
     plan%handle = c_null_ptr
-    plan%dtype = -1
     plan%ndims = 0
     plan%new_ndims = 0
     plan%new_split = 0
@@ -1059,7 +1062,6 @@ contains
     if (associated(to%copies, from%copies) .and. associated(from%copies)) return
     call release(to)
     to%handle = from%handle
-    to%dtype = from%dtype
     to%ndims = from%ndims
     to%new_ndims = from%new_ndims
     to%new_split = from%new_split
@@ -1184,7 +1186,6 @@ contains
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle
-      plan%dtype = dtype
       plan%ndims = in_layout%ndims
       plan%new_ndims = out_layout%ndims
       plan%new_split = 0        ! a layout plan has boxes, not one split dimension
@@ -1273,7 +1274,6 @@ contains
     if (status == DR_SUCCESS) then
       call release(plan)
       plan%handle = handle
-      plan%dtype = dtype
       plan%ndims = in_layout%ndims
       plan%new_ndims = out_layout%ndims
       plan%strided = .true.
@@ -1292,9 +1292,7 @@ contains
     type(*), dimension(..), intent(in) :: a
     type(*), dimension(..), intent(inout) :: b
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_strided(plan%handle, a, b), stat)
+    call finish(c_plan_execute_strided(plan%handle, int(dtype, c_int), a, b), stat)
   end subroutine execute_as_is_core
 
   !> Shared body of the dr_plan_execute_begin specifics on a strided plan, or on
@@ -1306,9 +1304,8 @@ contains
     type(*), dimension(..), asynchronous, intent(inout) :: b
     type(dr_request), intent(inout) :: request
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute_begin: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_strided_begin(plan%handle, a, b, request%handle), stat)
+    call finish(c_plan_execute_strided_begin(plan%handle, int(dtype, c_int), a, b, &
+                                             request%handle), stat)
   end subroutine begin_as_is_core
 
   !> Shared body of the dr_plan_execute_batch specifics: the arrays go to the
@@ -1320,9 +1317,7 @@ contains
     type(*), dimension(..), intent(in) :: a
     type(*), dimension(..), intent(inout) :: b
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute_batch: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_batch(plan%handle, a, b), stat)
+    call finish(c_plan_execute_batch(plan%handle, int(dtype, c_int), a, b), stat)
   end subroutine batch_core
 
   !> Shared body of the dr_plan_execute_batch_begin specifics, as batch_core.
@@ -1333,9 +1328,8 @@ contains
     type(*), dimension(..), asynchronous, intent(inout) :: b
     type(dr_request), intent(inout) :: request
     integer, intent(out), optional :: stat
-    if (c_associated(plan%handle) .and. plan%dtype /= dtype) &
-      error stop 'distreshape: dr_plan_execute_batch_begin: array type differs from the plan''s dtype'
-    call finish(c_plan_execute_batch_begin(plan%handle, a, b, request%handle), stat)
+    call finish(c_plan_execute_batch_begin(plan%handle, int(dtype, c_int), a, b, &
+                                           request%handle), stat)
   end subroutine batch_begin_core
 
   ! ======================= fused plans =======================

@@ -48,18 +48,20 @@ dr_status dr_fortran_plan_create_strided(dr_dtype dtype, const dr_layout *in_lay
                                          const dr_layout *out_layout,
                                          const struct dr_fortran_array *out_mold, MPI_Comm comm,
                                          const dr_options *options, dr_plan **plan);
-dr_status dr_fortran_plan_execute_strided(const dr_plan *plan, const struct dr_fortran_array *a,
-                                          const struct dr_fortran_array *b);
-dr_status dr_fortran_plan_execute_strided_begin(const dr_plan *plan,
+dr_status dr_fortran_plan_execute_strided_typed(const dr_plan *plan, dr_dtype dtype,
                                                 const struct dr_fortran_array *a,
-                                                const struct dr_fortran_array *b,
-                                                dr_request **request);
-dr_status dr_fortran_plan_execute_batch(const dr_plan *plan, const struct dr_fortran_array *a,
-                                        const struct dr_fortran_array *b);
-dr_status dr_fortran_plan_execute_batch_begin(const dr_plan *plan,
+                                                const struct dr_fortran_array *b);
+dr_status dr_fortran_plan_execute_strided_begin_typed(const dr_plan *plan, dr_dtype dtype,
+                                                      const struct dr_fortran_array *a,
+                                                      const struct dr_fortran_array *b,
+                                                      dr_request **request);
+dr_status dr_fortran_plan_execute_batch_typed(const dr_plan *plan, dr_dtype dtype,
                                               const struct dr_fortran_array *a,
-                                              const struct dr_fortran_array *b,
-                                              dr_request **request);
+                                              const struct dr_fortran_array *b);
+dr_status dr_fortran_plan_execute_batch_begin_typed(const dr_plan *plan, dr_dtype dtype,
+                                                    const struct dr_fortran_array *a,
+                                                    const struct dr_fortran_array *b,
+                                                    dr_request **request);
 
 /* MPI_Comm_f2c is only meaningful while MPI is initialized (Open MPI looks
  * the handle up in a table). Otherwise pass MPI_COMM_NULL; the library then
@@ -129,37 +131,41 @@ dr_status dr_plan_create_strided_f(dr_dtype dtype, const dr_layout *in_layout,
 }
 
 /* dr_plan_execute for the module on a strided plan: the arrays as they are,
- * checked against the plan's boxes and strides by the library. */
-dr_status dr_plan_execute_strided_f(const dr_plan *plan, const CFI_cdesc_t *a, CFI_cdesc_t *b)
+ * checked against the plan's element type, boxes and strides by the library. */
+dr_status dr_plan_execute_strided_f(const dr_plan *plan, dr_dtype dtype, const CFI_cdesc_t *a,
+                                    CFI_cdesc_t *b)
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
-    return dr_fortran_plan_execute_strided(plan, &in, &out);
+    return dr_fortran_plan_execute_strided_typed(plan, dtype, &in, &out);
 }
 
 /* dr_plan_execute_begin for the module on a strided plan, as
  * dr_plan_execute_strided_f. */
-dr_status dr_plan_execute_strided_begin_f(const dr_plan *plan, const CFI_cdesc_t *a,
-                                          CFI_cdesc_t *b, dr_request **request)
+dr_status dr_plan_execute_strided_begin_f(const dr_plan *plan, dr_dtype dtype,
+                                          const CFI_cdesc_t *a, CFI_cdesc_t *b,
+                                          dr_request **request)
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
-    return dr_fortran_plan_execute_strided_begin(plan, &in, &out, request);
+    return dr_fortran_plan_execute_strided_begin_typed(plan, dtype, &in, &out, request);
 }
 
 /* dr_plan_execute_batch for the module: the arrays as they are, the fields
- * along their last dimension, checked against the plan's boxes and strides by
- * the library. */
-dr_status dr_plan_execute_batch_f(const dr_plan *plan, const CFI_cdesc_t *a, CFI_cdesc_t *b)
+ * along their last dimension, checked against the plan's element type, boxes
+ * and strides by the library. */
+dr_status dr_plan_execute_batch_f(const dr_plan *plan, dr_dtype dtype, const CFI_cdesc_t *a,
+                                  CFI_cdesc_t *b)
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
-    return dr_fortran_plan_execute_batch(plan, &in, &out);
+    return dr_fortran_plan_execute_batch_typed(plan, dtype, &in, &out);
 }
 
 /* dr_plan_execute_batch_begin for the module, as dr_plan_execute_batch_f. */
-dr_status dr_plan_execute_batch_begin_f(const dr_plan *plan, const CFI_cdesc_t *a,
-                                        CFI_cdesc_t *b, dr_request **request)
+dr_status dr_plan_execute_batch_begin_f(const dr_plan *plan, dr_dtype dtype,
+                                        const CFI_cdesc_t *a, CFI_cdesc_t *b,
+                                        dr_request **request)
 {
     struct dr_fortran_array in = array_of(a), out = array_of(b);
-    return dr_fortran_plan_execute_batch_begin(plan, &in, &out, request);
+    return dr_fortran_plan_execute_batch_begin_typed(plan, dtype, &in, &out, request);
 }
 
 /* dr_fused_field for the module: the descriptors of a fused field's arrays,

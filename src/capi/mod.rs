@@ -24,7 +24,7 @@ mod requests;
 mod slab_args;
 mod strided;
 
-pub(crate) use boundary::{guard, shape_arg};
+pub(crate) use boundary::{c_buffers, guard, shape_arg};
 pub(crate) use fused::{dr_fused, fused_ref};
 pub(crate) use handles::{c_plan_ref, dr_plan, dr_request, plan_ref};
 pub(crate) use layouts::{create_layouts_plan, dr_layout, layout_args};

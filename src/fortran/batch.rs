@@ -7,43 +7,72 @@
 
 use std::ffi::c_void;
 
+use super::dtype_error;
 use super::strided::{ArrayDescriptor, check_array, descriptor, read};
 use crate::api::plan::Plan;
 use crate::capi::{CBatch, begin_batch, dr_plan, dr_request, execute_c_batch, guard, plan_ref};
-use crate::core::abi::dr_status;
+use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 
 /// `dr_plan_execute_batch` for the Fortran module: `a` and `b` hold one field
-/// per index of their last dimension (as many in both), each field this
-/// rank's box on its side at the plan's strides, else
-/// `DR_ERROR_INVALID_SHAPE` or `DR_ERROR_INVALID_STRIDES`, agreed with the
-/// batch's checks on every rank, with nothing moved.
+/// per index of their last dimension (as many in both), each field of element
+/// type `dtype` and this rank's box on its side at the plan's strides, else
+/// `DR_ERROR_INVALID_DTYPE`, `DR_ERROR_INVALID_SHAPE` or
+/// `DR_ERROR_INVALID_STRIDES`, agreed with the batch's checks on every rank,
+/// with nothing moved.
 ///
 /// # Safety
 /// As `dr_plan_execute_batch`; each descriptor NULL or readable, and its
 /// array's memory holding what it says.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_batch_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { execute_batch(plan, Some(dtype), a, b) })
+}
+
+/// [`dr_fortran_plan_execute_batch_typed`] without the element type's check,
+/// as the module of 0.3.0 calls it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_batch_typed`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_fortran_plan_execute_batch(
     plan: *const dr_plan,
     a: *const ArrayDescriptor,
     b: *const ArrayDescriptor,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let plan = unsafe { plan_ref(plan) }?;
-        // SAFETY: as documented.
-        let fields = unsafe { Fields::of(plan, descriptor("a", a)?, descriptor("b", b)?) };
-        // SAFETY: once the checks pass, each field covers its side's span.
-        unsafe { execute_c_batch(plan, &fields.batch(plan), fields.error, true) }.map(drop)
-    })
+    // SAFETY: as documented.
+    guard(|| unsafe { execute_batch(plan, None, a, b) })
 }
 
 /// `dr_plan_execute_batch_begin` for the Fortran module, checking the arrays
-/// as [`dr_fortran_plan_execute_batch`] does.
+/// as [`dr_fortran_plan_execute_batch_typed`] does.
 ///
 /// # Safety
-/// As [`dr_fortran_plan_execute_batch`], and the arrays stay valid until the
-/// batch completes (as `dr_plan_execute_batch_begin`).
+/// As [`dr_fortran_plan_execute_batch_typed`], and the arrays stay valid until
+/// the batch completes (as `dr_plan_execute_batch_begin`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_batch_begin_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_batch_fields(plan, Some(dtype), (a, b), request) })
+}
+
+/// [`dr_fortran_plan_execute_batch_begin_typed`] without the element type's
+/// check, as the module of 0.3.0 calls it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_batch_begin_typed`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_fortran_plan_execute_batch_begin(
     plan: *const dr_plan,
@@ -51,15 +80,46 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_batch_begin(
     b: *const ArrayDescriptor,
     request: *mut *mut dr_request,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let p = unsafe { plan_ref(plan) }?;
-        // SAFETY: as documented.
-        let fields = unsafe { Fields::of(p, descriptor("a", a)?, descriptor("b", b)?) };
-        // SAFETY: once the checks pass, each field covers its side's span, and
-        // stays valid until completion (documented).
-        unsafe { begin_batch(plan, &fields.batch(p), fields.error, request) }
-    })
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_batch_fields(plan, None, (a, b), request) })
+}
+
+/// Executes `plan` on the batch arrays `a` and `b`, checked against it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_batch_typed`].
+unsafe fn execute_batch(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let plan = unsafe { plan_ref(plan) }?;
+    // SAFETY: as documented.
+    let fields = unsafe { Fields::of(plan, dtype, descriptor("a", a)?, descriptor("b", b)?) };
+    // SAFETY: once the checks pass, each field covers its side's span.
+    unsafe { execute_c_batch(plan, &fields.batch(plan), fields.error, true) }.map(drop)
+}
+
+/// Starts `plan`'s execution on the batch arrays `a` and `b`, checked against
+/// it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_batch_begin_typed`].
+unsafe fn begin_batch_fields(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    (a, b): (*const ArrayDescriptor, *const ArrayDescriptor),
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { plan_ref(plan) }?;
+    // SAFETY: as documented.
+    let fields = unsafe { Fields::of(p, dtype, descriptor("a", a)?, descriptor("b", b)?) };
+    // SAFETY: once the checks pass, each field covers its side's span, and
+    // stays valid until completion (documented).
+    unsafe { begin_batch(plan, &fields.batch(p), fields.error, request) }
 }
 
 /// The fields of two batch arrays: each one's first element on each side,
@@ -76,13 +136,22 @@ struct Fields {
 }
 
 impl Fields {
-    /// The fields of `a` and `b` for `plan`.
+    /// The fields of `a` and `b` for `plan`, of element type `dtype` when
+    /// given.
     ///
     /// # Safety
     /// Each descriptor's array holding what it says.
-    unsafe fn of(plan: &Plan, a: &ArrayDescriptor, b: &ArrayDescriptor) -> Fields {
+    unsafe fn of(
+        plan: &Plan,
+        dtype: Option<DtypeCode>,
+        a: &ArrayDescriptor,
+        b: &ArrayDescriptor,
+    ) -> Fields {
         let count = last_extent(a);
-        let checked = check_sides(plan, a, b);
+        let checked = match dtype_error(plan, dtype) {
+            Some(error) => Err(error),
+            None => check_sides(plan, a, b),
+        };
         let (inputs, outputs) = match checked {
             Ok(()) => (
                 firsts(a, count).map(<*mut c_void>::cast_const).collect(),

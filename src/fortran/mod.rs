@@ -14,8 +14,8 @@ use std::ffi::c_void;
 use crate::api::options::PlanOptions;
 use crate::api::plan::Plan;
 use crate::capi::{
-    MPI_Comm, SlabArgs, SlabSide, begin_request, c_plan_ref, configured, create_plan, dr_options,
-    dr_plan, dr_request, guard, plan_ref, shape_arg,
+    MPI_Comm, SlabArgs, SlabSide, begin_request, c_buffers, c_plan_ref, configured, create_plan,
+    dr_options, dr_plan, dr_request, guard, plan_ref, shape_arg,
 };
 use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn dr_fortran_reshape(
         let decoded = unsafe { args.decode(Notation::Fortran) };
         let plan = Plan::create(comm, decoded, PlanOptions::default())?.agreeing_always();
         // SAFETY: the arrays' shapes and data as documented.
-        unsafe { execute(&plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }?;
+        unsafe { execute(&plan, None, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }?;
         if !new_local_elems.is_null() {
             // SAFETY: the module passes a writable int64.
             unsafe { *new_local_elems = plan.output_elems() as i64 };
@@ -103,7 +103,39 @@ pub unsafe extern "C" fn dr_fortran_plan_create(
     })
 }
 
-/// `dr_plan_execute` for the Fortran module, with the arrays' shapes.
+/// `dr_plan_execute` for the Fortran module, with the arrays' shapes and
+/// element type: `dtype` not the plan's is `DR_ERROR_INVALID_DTYPE`, and arrays
+/// not this rank's slabs `DR_ERROR_INVALID_SHAPE` or
+/// `DR_ERROR_BUFFER_TOO_SMALL`, agreed like a buffer error, with nothing moved.
+///
+/// # Safety
+/// As `dr_plan_execute`; `a` and `b` hold the elements their shapes say.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const c_void,
+    a_ndims: i32,
+    a_shape: *const i64,
+    b: *mut c_void,
+    b_ndims: i32,
+    b_shape: *const i64,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe {
+        execute_plan(
+            plan,
+            Some(dtype),
+            (a, a_ndims, a_shape),
+            (b, b_ndims, b_shape),
+        )
+    })
+}
+
+/// [`dr_fortran_plan_execute_typed`] without the element type's check, as the
+/// module of 0.3.0 calls it (kept so that its static library runs against this
+/// shared library).
 ///
 /// # Safety
 /// As `dr_plan_execute`; `a` and `b` hold the elements their shapes say.
@@ -117,15 +149,35 @@ pub unsafe extern "C" fn dr_fortran_plan_execute(
     b_ndims: i32,
     b_shape: *const i64,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let plan = unsafe { plan_ref(plan) }?;
-        // SAFETY: the arrays' shapes and data as documented.
-        unsafe { execute(plan, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) }
-    })
+    // SAFETY: as documented.
+    guard(|| unsafe { execute_plan(plan, None, (a, a_ndims, a_shape), (b, b_ndims, b_shape)) })
 }
 
-/// `dr_plan_execute_begin` for the Fortran module, with the arrays' shapes.
+/// `dr_plan_execute_begin` for the Fortran module, with the arrays' shapes and
+/// element type, checked as [`dr_fortran_plan_execute_typed`] checks them.
+///
+/// # Safety
+/// As `dr_plan_execute_begin`; `a` and `b` hold the elements their shapes say.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_begin_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const c_void,
+    a_ndims: i32,
+    a_shape: *const i64,
+    b: *mut c_void,
+    b_ndims: i32,
+    b_shape: *const i64,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    let arrays = ((a, a_ndims, a_shape), (b, b_ndims, b_shape));
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_plan(plan, Some(dtype), arrays, request) })
+}
+
+/// [`dr_fortran_plan_execute_begin_typed`] without the element type's check,
+/// as the module of 0.3.0 calls it.
 ///
 /// # Safety
 /// As `dr_plan_execute_begin`; `a` and `b` hold the elements their shapes say.
@@ -141,39 +193,106 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_begin(
     b_shape: *const i64,
     request: *mut *mut dr_request,
 ) -> dr_status {
+    let arrays = ((a, a_ndims, a_shape), (b, b_ndims, b_shape));
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_plan(plan, None, arrays, request) })
+}
+
+/// `dr_plan_execute` in place for the Fortran module: `buf` holds `elems`
+/// elements of type `dtype`, both sides of the plan. `dtype` not the plan's is
+/// `DR_ERROR_INVALID_DTYPE`, agreed with the execution's checks, with nothing
+/// moved.
+///
+/// # Safety
+/// As `dr_plan_execute` with `buf` as input and output and `elems` as its
+/// capacity.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_in_place(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    buf: *mut c_void,
+    elems: i64,
+) -> dr_status {
     guard(|| {
         // SAFETY: as documented.
-        let p = unsafe { c_plan_ref(plan) }?;
-        // SAFETY: shapes readable for their dimension counts (documented).
-        let (pre, capacity) =
-            unsafe { checked_capacity(&p.plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
-        let buffers = Buffers::new(
-            a.cast(),
-            p.plan.input_elems() * p.plan.elem_size(),
-            b.cast(),
-            capacity,
-        );
-        // SAFETY: the arrays hold what their shapes say, checked against the plan,
-        // and stay valid until completion (documented).
-        unsafe { begin_request(p, buffers, pre, request) }
+        let plan = unsafe { plan_ref(plan) }?;
+        let (b, pre) = c_buffers(plan, (buf, None), (buf, elems));
+        let pre = dtype_error(plan, Some(dtype)).or(pre);
+        // SAFETY: buffers as documented; sizes are checked against the plan.
+        unsafe { plan.execute_checked(b.input, b.input_len, b.output, b.capacity, pre) }
     })
+}
+
+/// The error to agree when the arrays' element type `dtype` is not the plan's
+/// (`None`: not checked, for the module of 0.3.0, which stopped the program
+/// itself).
+pub(super) fn dtype_error(plan: &Plan, dtype: Option<DtypeCode>) -> Option<Error> {
+    dtype.and_then(|code| plan.check_dtype(code).err())
+}
+
+/// Executes `plan` from `a` into `b`, checked against the plan.
+///
+/// # Safety
+/// As `dr_plan_execute`; the arrays hold the elements their shapes say.
+unsafe fn execute_plan(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    a: FortranArray<*const c_void>,
+    b: FortranArray<*mut c_void>,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let plan = unsafe { plan_ref(plan) }?;
+    // SAFETY: as documented.
+    unsafe { execute(plan, dtype, a, b) }
+}
+
+/// Starts `plan`'s execution from `a` into `b`, checked against the plan.
+///
+/// # Safety
+/// As `dr_plan_execute_begin`; the arrays hold the elements their shapes say.
+unsafe fn begin_plan(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    ((a, a_ndims, a_shape), (b, b_ndims, b_shape)): (
+        FortranArray<*const c_void>,
+        FortranArray<*mut c_void>,
+    ),
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { c_plan_ref(plan) }?;
+    // SAFETY: shapes readable for their dimension counts (documented).
+    let (pre, capacity) =
+        unsafe { checked_capacity(&p.plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
+    let buffers = Buffers::new(
+        a.cast(),
+        p.plan.input_elems() * p.plan.elem_size(),
+        b.cast(),
+        capacity,
+    );
+    let pre = dtype_error(&p.plan, dtype).or(pre);
+    // SAFETY: the arrays hold what their shapes say, checked against the plan,
+    // and stay valid until completion (documented).
+    unsafe { begin_request(p, buffers, pre, request) }
 }
 
 /// A Fortran array: its address, rank and shape (column-major order).
 type FortranArray<P> = (P, i32, *const i64);
 
-/// Executes `plan` from `a` into `b` once their shapes are checked (an error agreed
-/// like a buffer error).
+/// Executes `plan` from `a` into `b` once their element type (`dtype`, when
+/// given) and shapes are checked (an error agreed like a buffer error).
 ///
 /// # Safety
 /// The arrays' shapes readable, their data holding what the shapes say.
 unsafe fn execute(
     plan: &Plan,
+    dtype: Option<DtypeCode>,
     (a, a_ndims, a_shape): FortranArray<*const c_void>,
     (b, b_ndims, b_shape): FortranArray<*mut c_void>,
 ) -> Result<()> {
     // SAFETY: forwarded from the caller.
     let (pre, capacity) = unsafe { checked_capacity(plan, (a_ndims, a_shape), (b_ndims, b_shape)) };
+    let pre = dtype_error(plan, dtype).or(pre);
     let in_bytes = plan.input_elems() * plan.elem_size();
     // SAFETY: the arrays hold what their shapes say, checked against the plan.
     unsafe { plan.execute_checked(a.cast(), in_bytes, b.cast(), capacity, pre) }

@@ -7,6 +7,7 @@
 
 use std::ffi::c_void;
 
+use super::dtype_error;
 use crate::api::plan::Plan;
 use crate::capi::{
     MPI_Comm, begin_request, c_plan_ref, configured, create_layouts_plan, dr_layout, dr_options,
@@ -80,42 +81,63 @@ pub unsafe extern "C" fn dr_fortran_plan_create_strided(
 }
 
 /// `dr_plan_execute` for the Fortran module on a strided plan: `a` and `b` are
-/// arrays of this rank's box shapes at the plan's strides (any on an axis of
-/// extent 1), else `DR_ERROR_INVALID_SHAPE` or `DR_ERROR_INVALID_STRIDES` on
-/// every rank, with nothing moved.
+/// arrays of element type `dtype` and this rank's box shapes at the plan's
+/// strides (any on an axis of extent 1), else `DR_ERROR_INVALID_DTYPE`,
+/// `DR_ERROR_INVALID_SHAPE` or `DR_ERROR_INVALID_STRIDES` on every rank, with
+/// nothing moved.
 ///
 /// # Safety
 /// As `dr_plan_execute`; each descriptor NULL or readable, and its array's
 /// memory holding what it says.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_strided_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { execute_strided(plan, Some(dtype), a, b) })
+}
+
+/// [`dr_fortran_plan_execute_strided_typed`] without the element type's
+/// check, as the module of 0.3.0 calls it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_strided_typed`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_fortran_plan_execute_strided(
     plan: *const dr_plan,
     a: *const ArrayDescriptor,
     b: *const ArrayDescriptor,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let plan = unsafe { plan_ref(plan) }?;
-        // SAFETY: as documented.
-        let (buffers, pre) =
-            unsafe { checked_buffers(plan, descriptor("a", a)?, descriptor("b", b)?) };
-        let Buffers {
-            input,
-            input_len,
-            output,
-            capacity,
-        } = buffers;
-        // SAFETY: once the checks pass, each array covers its side's span.
-        unsafe { plan.execute_checked(input, input_len, output, capacity, pre) }
-    })
+    // SAFETY: as documented.
+    guard(|| unsafe { execute_strided(plan, None, a, b) })
 }
 
 /// `dr_plan_execute_begin` for the Fortran module on a strided plan, checking
-/// the arrays as [`dr_fortran_plan_execute_strided`] does.
+/// the arrays as [`dr_fortran_plan_execute_strided_typed`] does.
 ///
 /// # Safety
-/// As [`dr_fortran_plan_execute_strided`], and the arrays stay valid until the
-/// execution completes (as `dr_plan_execute_begin`).
+/// As [`dr_fortran_plan_execute_strided_typed`], and the arrays stay valid
+/// until the execution completes (as `dr_plan_execute_begin`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_fortran_plan_execute_strided_begin_typed(
+    plan: *const dr_plan,
+    dtype: DtypeCode,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+    request: *mut *mut dr_request,
+) -> dr_status {
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_strided(plan, Some(dtype), (a, b), request) })
+}
+
+/// [`dr_fortran_plan_execute_strided_begin_typed`] without the element type's
+/// check, as the module of 0.3.0 calls it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_strided_begin_typed`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dr_fortran_plan_execute_strided_begin(
     plan: *const dr_plan,
@@ -123,23 +145,62 @@ pub unsafe extern "C" fn dr_fortran_plan_execute_strided_begin(
     b: *const ArrayDescriptor,
     request: *mut *mut dr_request,
 ) -> dr_status {
-    guard(|| {
-        // SAFETY: as documented.
-        let p = unsafe { c_plan_ref(plan) }?;
-        // SAFETY: as documented.
-        let (buffers, pre) =
-            unsafe { checked_buffers(&p.plan, descriptor("a", a)?, descriptor("b", b)?) };
-        // SAFETY: once the checks pass, each array covers its side's span, and
-        // stays valid until completion (documented).
-        unsafe { begin_request(p, buffers, pre, request) }
-    })
+    // SAFETY: as documented.
+    guard(|| unsafe { begin_strided(plan, None, (a, b), request) })
+}
+
+/// Executes `plan` on the arrays `a` and `b`, checked against it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_strided_typed`].
+unsafe fn execute_strided(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    a: *const ArrayDescriptor,
+    b: *const ArrayDescriptor,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let plan = unsafe { plan_ref(plan) }?;
+    // SAFETY: as documented.
+    let (a, b) = unsafe { (descriptor("a", a)?, descriptor("b", b)?) };
+    let (buffers, pre) = checked_buffers(plan, dtype, a, b);
+    let Buffers {
+        input,
+        input_len,
+        output,
+        capacity,
+    } = buffers;
+    // SAFETY: once the checks pass, each array covers its side's span.
+    unsafe { plan.execute_checked(input, input_len, output, capacity, pre) }
+}
+
+/// Starts `plan`'s execution on the arrays `a` and `b`, checked against it.
+///
+/// # Safety
+/// As [`dr_fortran_plan_execute_strided_begin_typed`].
+unsafe fn begin_strided(
+    plan: *const dr_plan,
+    dtype: Option<DtypeCode>,
+    (a, b): (*const ArrayDescriptor, *const ArrayDescriptor),
+    request: *mut *mut dr_request,
+) -> Result<()> {
+    // SAFETY: as documented.
+    let p = unsafe { c_plan_ref(plan) }?;
+    // SAFETY: as documented.
+    let (a, b) = unsafe { (descriptor("a", a)?, descriptor("b", b)?) };
+    let (buffers, pre) = checked_buffers(&p.plan, dtype, a, b);
+    // SAFETY: once the checks pass, each array covers its side's span, and
+    // stays valid until completion (documented).
+    unsafe { begin_request(p, buffers, pre, request) }
 }
 
 /// The buffers of an execution on the arrays `a` and `b` (the spans of the
-/// plan's sides), with the error to agree when they are not the plan's boxes at
-/// the plan's strides.
+/// plan's sides), with the error to agree when their element type (`dtype`,
+/// when given) is not the plan's or they are not the plan's boxes at the
+/// plan's strides.
 fn checked_buffers(
     plan: &Plan,
+    dtype: Option<DtypeCode>,
     a: &ArrayDescriptor,
     b: &ArrayDescriptor,
 ) -> (Buffers, Option<Error>) {
@@ -154,11 +215,13 @@ fn checked_buffers(
         ("a", a, plan.local_input_shape(), plan.input_strides()),
         ("b", b, plan.local_output_shape(), plan.output_strides()),
     ];
-    let pre = boxes
-        .into_iter()
-        .find_map(|(name, desc, extents, strides)| {
-            check_array(name, desc, (&extents, strides), size, plan.rank()).err()
-        });
+    let pre = dtype_error(plan, dtype).or_else(|| {
+        boxes
+            .into_iter()
+            .find_map(|(name, desc, extents, strides)| {
+                check_array(name, desc, (&extents, strides), size, plan.rank()).err()
+            })
+    });
     (buffers, pre)
 }
 
