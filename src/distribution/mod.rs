@@ -5,7 +5,8 @@
 //! other side of a reshape ([`region`]) and its shared runs as stretches of both
 //! buffers ([`joint_runs`]), who sends what to whom ([`peers`]) and
 //! when nothing moves at all ([`identity`]), where a box lives in its buffer
-//! ([`storage`]); balanced slabs and shape products
+//! ([`storage`]) and whether two boxes in memory share a byte ([`overlap`]);
+//! balanced slabs and shape products
 //! ([`layout`]).
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod groups;
 pub mod identity;
 pub mod joint_runs;
 pub mod layout;
+pub mod overlap;
 pub mod peers;
 pub mod region;
 pub mod runs;

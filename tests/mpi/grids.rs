@@ -26,7 +26,7 @@ pub struct Spec {
 }
 
 impl Spec {
-    fn new(shape: &[u64], grid: &[usize], axis_grid: &[Option<usize>]) -> Spec {
+    pub fn new(shape: &[u64], grid: &[usize], axis_grid: &[Option<usize>]) -> Spec {
         Spec {
             shape: shape.to_vec(),
             grid: grid.to_vec(),

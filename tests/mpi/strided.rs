@@ -108,6 +108,7 @@ pub fn run(w: &World) {
     strided_output_reads_directly(w);
     views(w);
     shared_output_arrays(w);
+    interleaved_views(w);
     refusals_are_agreed(w);
     w.passed("strided views and refusals");
 }
@@ -324,6 +325,97 @@ fn shared_output_arrays(w: &World) {
     }
     if local.iter().copied().collect::<Vec<_>>() != have {
         w.fail("shared outputs", "the input changed");
+    }
+}
+
+/// Row slabs to column slabs of a (4p, 4p) array, the input in the even rows
+/// and the output in the odd rows of one array (ndarray's `multi_slice_mut`):
+/// their spans interleave but they share no element, so the execution runs;
+/// every element is checked, and the rows neither holds untouched. An output
+/// moved two rows down onto the input's rows is refused on every rank.
+fn interleaved_views(w: &World) {
+    use super::grids::Spec;
+    use ndarray::s;
+    let name = "interleaved views";
+    let n = 4 * w.size as u64;
+    let c = GridCase {
+        name: name.into(),
+        input: Spec::new(&[n, n], &[w.size], &[Some(0), None]),
+        output: Spec::new(&[n, n], &[w.size], &[None, Some(0)]),
+        written_shape: vec![n as i64, n as i64],
+    };
+    let (input, output, in_box, out_box) = layouts(&c, w.rank);
+    let (have, want) = (c.input.indices(w.rank), c.output.indices(w.rank));
+    let (in_rows, out_rows, cols) = (in_box[0] as usize, out_box[0] as usize, out_box[1] as usize);
+    // Two rows more, for the output shifted below.
+    let mut array = Array::from_elem((2 * in_rows.max(out_rows) + 2, n as usize), SENTINEL);
+    let (mut evens, mut odds) =
+        array.multi_slice_mut((s![0..2 * in_rows;2, ..], s![1..2 * out_rows;2, 0..cols]));
+    evens.iter_mut().zip(&have).for_each(|(x, &v)| *x = v);
+    let strides = |s: &[isize]| s.iter().map(|&x| x as i64).collect::<Vec<_>>();
+    let (in_strides, out_strides) = (strides(evens.strides()), strides(odds.strides()));
+    let plan = Plan::from_layouts_strided::<u64, _>(
+        &w.comm,
+        &input,
+        Some(&in_strides),
+        &output,
+        Some(&out_strides),
+    )
+    .unwrap_or_else(|e| w.fail(name, format!("planning: {e}")));
+    plan.execute_views(&evens.view(), &mut odds)
+        .unwrap_or_else(|e| w.fail(name, format!("execute_views: {e}")));
+    if odds.iter().copied().ne(want.iter().copied()) {
+        w.fail(name, "wrong output elements");
+    }
+    if evens.iter().copied().ne(have.iter().copied()) {
+        w.fail(name, "the input changed");
+    }
+    let beside =
+        |(r, c): (usize, usize)| !(r % 2 == 0 && r < 2 * in_rows || r % 2 == 1 && c < cols);
+    let touched = array
+        .indexed_iter()
+        .any(|(at, &x)| beside(at) && x != SENTINEL);
+    if touched {
+        w.fail(name, "an element of neither box was written");
+    }
+    let shares = in_rows >= 2 && out_rows >= 1 && cols >= 1;
+    shifted_onto_the_input(w, &plan, &mut array, shares);
+}
+
+/// The output two rows down, in the even rows with the input: refused on
+/// every rank where it agrees (`shares` on this rank: the output's first row
+/// is the input's second), nothing written.
+fn shifted_onto_the_input(
+    w: &World,
+    plan: &Plan,
+    array: &mut Array<u64, ndarray::Ix2>,
+    shares: bool,
+) {
+    let name = "interleaved views";
+    let before = array.clone();
+    let row = array.ncols();
+    let capacity = (array.len() - 2 * row) * 8;
+    let base = array.as_mut_ptr();
+    // SAFETY: two rows into the array.
+    let output = unsafe { base.add(2 * row) };
+    // SAFETY: the input's span starts at the array's first element and the
+    // output's span two rows further, both inside the array, which outlives
+    // the execution.
+    let result = unsafe { plan.execute_raw(base.cast_const().cast(), output.cast(), capacity) };
+    let refused_here = match plan.is_collective() {
+        true => all_agree(w, shares),
+        false => shares,
+    };
+    match result {
+        Err(Error::Aliasing(_)) if refused_here => {}
+        Ok(()) if !refused_here => return,
+        other => w.fail(
+            name,
+            format!("the output shifted onto the input: {other:?}"),
+        ),
+    }
+    if *array != before {
+        w.fail(name, "a refused execution wrote");
     }
 }
 

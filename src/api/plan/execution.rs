@@ -3,6 +3,7 @@
 
 use super::Plan;
 use crate::core::error::{Error, Result};
+use crate::distribution::overlap::{Placed, Sharing, sharing};
 use crate::distribution::storage::Storages;
 use crate::mpi::buffers::Buffers;
 use crate::planning::planner::RankPlan;
@@ -93,11 +94,43 @@ pub(super) fn check_buffers(
     }
     let (a, b) = (input as usize, output as usize);
     if !in_place && in_bytes > 0 && out_bytes > 0 && a < b + out_bytes && b < a + in_bytes {
-        return Err(Error::Aliasing(format!(
-            "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) partially overlap on rank {rank}; pass the same pointer for in place"
-        )));
+        check_apart(storages, (a, b), size, rank)?;
     }
     Ok(in_place)
+}
+
+/// The most pairs of sub-boxes [`check_apart`] looks at.
+const OVERLAP_BUDGET: usize = 1 << 16;
+
+/// Checks that the input box at address `a` and the output box at `b`, whose
+/// spans meet, share no byte (they may interleave: the odd and the even rows
+/// of one array).
+fn check_apart(
+    storages: &Storages,
+    (a, b): (usize, usize),
+    size: usize,
+    rank: usize,
+) -> Result<()> {
+    let input = Placed {
+        storage: &storages.input,
+        address: a,
+    };
+    let output = Placed {
+        storage: &storages.output,
+        address: b,
+    };
+    let problem = match sharing(input, output, size, OVERLAP_BUDGET) {
+        Sharing::Apart => return Ok(()),
+        Sharing::Shared => "share elements",
+        Sharing::Undecided => "interleave too finely to tell that they share no element",
+    };
+    let (in_bytes, out_bytes) = (
+        storages.input.span() as usize * size,
+        storages.output.span() as usize * size,
+    );
+    Err(Error::Aliasing(format!(
+        "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) {problem} on rank {rank}; pass the same pointer for in place"
+    )))
 }
 
 /// An execution in flight, lent to the closure of [`Plan::execute_overlapped`].
