@@ -221,6 +221,27 @@ def test_overlapping_out_is_refused_everywhere():
         raises_everywhere("DR_ERROR_INVALID_STRIDES", lambda: dr.redistribute(expected(x_box, dtype=np.float64), x, y, out=out))
 
 
+def test_input_and_output_interleaved_in_one_array():
+    """The input in the even and the output in the odd elements along the last
+    axis of one array (as the real and imaginary parts of complex numbers lie):
+    they share no element, so both are read and written where they lie."""
+    x, x_box = pencils((None, 0, 1))
+    y, y_box = pencils((0, None, 1))
+    have, want = expected(x_box), expected(y_box)
+    n = tuple(max(a, b) for a, b in zip(have.shape, want.shape))
+    both = np.full((n[0], n[1], 2 * n[2]), SENTINEL, np.int64)
+    local = both[: have.shape[0], : have.shape[1], 0 : 2 * have.shape[2] : 2]
+    out_index = (slice(want.shape[0]), slice(want.shape[1]), slice(1, 2 * want.shape[2], 2))
+    out = both[out_index]
+    local[...] = have
+    before = both.copy()
+    assert dr.redistribute(local, x, y, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    rest = np.ones(both.shape, bool)
+    rest[out_index] = False
+    np.testing.assert_array_equal(both[rest], before[rest])
+
+
 def test_arrays_at_other_strides_are_refused_on_every_rank():
     x, x_box = pencils((None, 0, 1))
     y, y_box = pencils((0, None, 1))
