@@ -38,6 +38,11 @@
 #define DR_MAX_DIMS 32
 
 /*
+ The pairs of sub-boxes an execution's checks look at, at most.
+ */
+#define SEARCH_BUDGET (1 << 16)
+
+/*
  Status of every call. Collective calls return the same status on every rank.
  Errors are agreed step by step, in the order the steps run: argument errors
  (validation, cross-rank consistency, distributions) first, then planning and
@@ -874,8 +879,7 @@ enum dr_status dr_plan_output_slab(const struct dr_plan *plan,
  Executes a plan (collective over the plan's ranks): reads this rank's input from
  `in` and writes its output to `out` (`out_capacity` elements). `out` may equal
  `in` (in place: the buffer must hold both); when nothing moves on this rank, in
- place touches nothing. An `out` of capacity 0 is never in place: it receives
- nothing, so it may start where `in` does. A plan that moves nothing between ranks (bytes_sent and
+ place touches nothing. A plan that moves nothing between ranks (bytes_sent and
  bytes_received 0 on every rank, e.g. the seed case with balanced input) executes
  without communicating: it is then local, and a buffer error is reported only on
  the rank that made it. A NULL plan is reported locally only. After

@@ -7,7 +7,7 @@ use mpi::raw::AsRaw;
 use ndarray::{ArrayBase, Data, DataMut, Dimension};
 
 use crate::api::options::PlanOptions;
-use crate::api::plan::Plan;
+use crate::api::plan::{Plan, output_address};
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::distribution::groups::ReshapeSide;
@@ -70,6 +70,7 @@ impl Plan {
         // taking the pointer makes it unique, by a copy at other strides, so
         // the strides are checked after it, on the memory written.
         let (src, dst) = (input.as_ptr().cast(), output.as_mut_ptr().cast());
+        let dst = output_address(dst, output.len() * size_of::<T>());
         let rank = self.rank();
         let pre = self.check_type::<T>().err().or_else(|| {
             let given = (input.shape(), input.strides());

@@ -8,7 +8,9 @@
 //! union of its sub-boxes along its outermost axis, each spanning an address
 //! range of its own. The search descends both boxes together, splitting the
 //! one of longer span along its outermost axis and following the pairs of
-//! sub-boxes whose ranges meet. A pair is dropped when no two of its addresses
+//! sub-boxes whose ranges meet; where both outermost axes have one stride
+//! (interleaved rows, fields at offsets in structures), it splits both, and
+//! a pair of parts stands for all those the same number of steps apart. A pair is dropped when no two of its addresses
 //! can be closer than an element (the addresses of a sub-box lie on a lattice
 //! of the greatest common divisor of its strides, so the two lattices' offset
 //! tells); a pair of two elements that meet is a shared byte. The search stops
@@ -17,13 +19,20 @@
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::Storage;
 
-/// A box in memory: its storage and the address of its first element, in bytes.
+/// The pairs of sub-boxes an execution's checks look at, at most.
+pub const SEARCH_BUDGET: usize = 1 << 16;
+
+/// A box in memory: its storage, the address of its first element and the
+/// bytes of an element.
 #[derive(Clone, Copy, Debug)]
 pub struct Placed<'a> {
-    /// The box's extents and strides, in elements.
-    pub storage: &'a Storage,
+    /// The box's extents and strides, in elements; `None` for a single
+    /// element, a plain range of `elem_size` bytes.
+    pub storage: Option<&'a Storage>,
     /// The address of the box's first element.
     pub address: usize,
+    /// The bytes of an element.
+    pub elem_size: usize,
 }
 
 /// What the search found.
@@ -37,68 +46,123 @@ pub enum Sharing {
     Undecided,
 }
 
-/// Whether the non-empty boxes `a` and `b`, of `elem_size`-byte elements,
-/// share a byte, looking at no more than `budget` pairs of sub-boxes.
-/// Allocates nothing.
-pub fn sharing(a: Placed<'_>, b: Placed<'_>, elem_size: usize, budget: usize) -> Sharing {
-    let size = elem_size as i128;
-    let boxes = [Axes::of(a.storage, size), Axes::of(b.storage, size)];
+impl Sharing {
+    /// What keeps two buffers from being an execution's, in words (`None`
+    /// when they are apart).
+    pub fn problem(self) -> Option<&'static str> {
+        match self {
+            Sharing::Apart => None,
+            Sharing::Shared => Some("share bytes"),
+            Sharing::Undecided => Some("interleave too finely to tell that they share no byte"),
+        }
+    }
+}
+
+/// Whether the non-empty boxes `a` and `b` share a byte, looking at no more
+/// than `budget` pairs of sub-boxes. Allocates nothing.
+pub fn sharing(a: Placed<'_>, b: Placed<'_>, budget: usize) -> Sharing {
+    let boxes = [Axes::of(a), Axes::of(b)];
     let pair = [SubBox::whole(a.address), SubBox::whole(b.address)];
     let mut left = budget;
-    search(&boxes, pair, size, &mut left)
+    search(&boxes, pair, &mut left)
 }
 
 /// The search below `pair`, each sub-box's axes in `boxes`, counting the pairs
 /// against `left`. Recurses at most one level per axis of either box.
-fn search(boxes: &[Axes; 2], pair: [SubBox; 2], size: i128, left: &mut usize) -> Sharing {
+fn search(boxes: &[Axes; 2], pair: [SubBox; 2], left: &mut usize) -> Sharing {
     if *left == 0 {
         return Sharing::Undecided;
     }
     *left -= 1;
     let ranges = [boxes[0].range(pair[0]), boxes[1].range(pair[1])];
     let meet = ranges[0].start < ranges[1].end && ranges[1].start < ranges[0].end;
-    if !meet || lattices_apart(boxes, pair, size) {
+    if !meet || lattices_apart(boxes, pair) {
         return Sharing::Apart;
+    }
+    let splittable = [0, 1].map(|side| boxes[side].splittable(pair[side]));
+    if splittable == [true, true] && boxes[0].stride(pair[0]) == boxes[1].stride(pair[1]) {
+        return descend(boxes, together(boxes, pair), left);
     }
     let longer = usize::from(ranges[1].end - ranges[1].start > ranges[0].end - ranges[0].start);
     let Some(side) = [longer, 1 - longer]
         .into_iter()
-        .find(|&side| boxes[side].splittable(pair[side]))
+        .find(|&side| splittable[side])
     else {
         return Sharing::Shared;
     };
-    let other = ranges[1 - side].clone();
-    let mut found = Sharing::Apart;
-    for part in boxes[side].parts(pair[side], other) {
+    let parts = boxes[side].parts(pair[side], ranges[1 - side].clone());
+    let pairs = parts.map(|part| {
         let mut next = pair;
         next[side] = part;
-        match search(boxes, next, size, left) {
-            Sharing::Apart => {}
-            Sharing::Shared => return Sharing::Shared,
-            Sharing::Undecided => found = Sharing::Undecided,
-        }
-    }
-    found
+        next
+    });
+    descend(boxes, pairs, left)
 }
 
-/// True when no element of one sub-box of `pair` comes within an element of
-/// one of the other: every difference of their addresses is the two firsts'
-/// difference plus a multiple of the common divisor of their strides.
-fn lattices_apart(boxes: &[Axes; 2], pair: [SubBox; 2], size: i128) -> bool {
+/// The search below each of `pairs`: shared when one is, undecided as soon
+/// as one is (the budget is spent), else apart.
+fn descend(
+    boxes: &[Axes; 2],
+    pairs: impl Iterator<Item = [SubBox; 2]>,
+    left: &mut usize,
+) -> Sharing {
+    for next in pairs {
+        match search(boxes, next, left) {
+            Sharing::Apart => {}
+            found => return found,
+        }
+    }
+    Sharing::Apart
+}
+
+/// The pairs one level down both sub-boxes of `pair`, whose outermost axes
+/// have one stride: part `i` of the first and part `j` of the second lie as
+/// every other two parts with the same `j − i` do, translated, so one pair
+/// stands for each difference whose parts' ranges meet.
+fn together(boxes: &[Axes; 2], pair: [SubBox; 2]) -> impl Iterator<Item = [SubBox; 2]> {
+    let [(stride, a_extent), (_, b_extent)] = [0, 1].map(|side| boxes[side].axes[pair[side].level]);
+    let [a_below, b_below] = [0, 1].map(|side| boxes[side].reach[pair[side].level + 1]);
+    let difference = pair[0].first - pair[1].first;
+    // Parts i and i + δ meet when −a_below < difference − δ·stride < b_below.
+    let lowest = (difference - b_below).div_euclid(stride) + 1;
+    let highest = (difference + a_below - 1).div_euclid(stride);
+    (lowest.max(1 - a_extent)..=highest.min(b_extent - 1)).map(move |delta| {
+        let i = (-delta).max(0);
+        [
+            SubBox {
+                first: pair[0].first + i * stride,
+                level: pair[0].level + 1,
+            },
+            SubBox {
+                first: pair[1].first + (i + delta) * stride,
+                level: pair[1].level + 1,
+            },
+        ]
+    })
+}
+
+/// True when no element of one sub-box of `pair` meets one of the other:
+/// every difference of their addresses is the two firsts' difference plus a
+/// multiple of the common divisor of their strides, and an element at `x`
+/// meets one at `y` when `-size(x) < x - y < size(y)`.
+fn lattices_apart(boxes: &[Axes; 2], pair: [SubBox; 2]) -> bool {
     let step = gcd(
         boxes[0].lattice[pair[0].level],
         boxes[1].lattice[pair[1].level],
     );
+    let (a_size, b_size) = (boxes[0].size, boxes[1].size);
     let difference = pair[0].first - pair[1].first;
     if step == 0 {
-        return difference.abs() >= size;
+        return difference >= b_size || -difference >= a_size;
     }
     let offset = difference.rem_euclid(step);
-    offset >= size && step - offset >= size
+    offset >= b_size && step - offset >= a_size
 }
 
 /// A box's axes longer than one, outermost (largest stride) first, in bytes.
 struct Axes {
+    /// The bytes of an element.
+    size: i128,
     /// How many axes are longer than one.
     count: usize,
     /// Each axis's byte stride and extent.
@@ -112,11 +176,14 @@ struct Axes {
 }
 
 impl Axes {
-    fn of(storage: &Storage, size: i128) -> Axes {
+    fn of(placed: Placed<'_>) -> Axes {
+        let size = placed.elem_size as i128;
         let mut axes = [(0, 0); MAX_DIMS];
         let mut count = 0;
-        let pairs = storage.strides().iter().zip(storage.extents());
-        for (&stride, &extent) in pairs.filter(|&(_, &e)| e > 1) {
+        let (strides, extents) = placed
+            .storage
+            .map_or((&[][..], &[][..]), |s| (s.strides(), s.extents()));
+        for (&stride, &extent) in strides.iter().zip(extents).filter(|&(_, &e)| e > 1) {
             axes[count] = (i128::from(stride) * size, i128::from(extent));
             count += 1;
         }
@@ -128,6 +195,7 @@ impl Axes {
             lattice[k] = gcd(lattice[k + 1], stride);
         }
         Axes {
+            size,
             count,
             axes,
             reach,
@@ -142,6 +210,11 @@ impl Axes {
 
     fn splittable(&self, sub: SubBox) -> bool {
         sub.level < self.count
+    }
+
+    /// The byte stride of `sub`'s outermost axis (one it can be split along).
+    fn stride(&self, sub: SubBox) -> i128 {
+        self.axes[sub.level].0
     }
 
     /// The sub-boxes of `sub` one level down whose ranges meet `other`.
@@ -218,8 +291,12 @@ mod tests {
         out
     }
 
-    fn placed(storage: &Storage, address: usize) -> Placed<'_> {
-        Placed { storage, address }
+    fn placed(storage: &Storage, address: usize, elem_size: usize) -> Placed<'_> {
+        Placed {
+            storage: Some(storage),
+            address,
+            elem_size,
+        }
     }
 
     #[test]
@@ -228,7 +305,7 @@ mod tests {
         let rows = |n| Storage::new(&[n, 7], &[14, 1], ReshapeSide::Input, 8, 0).unwrap();
         let (even, odd) = (rows(3), rows(2));
         assert_eq!(
-            sharing(placed(&even, 1000), placed(&odd, 1056), 8, 1000),
+            sharing(placed(&even, 1000, 8), placed(&odd, 1056, 8), 1000),
             Sharing::Apart
         );
         // Every other element of a (5, 7) Fortran array with 7 odd: the
@@ -236,34 +313,47 @@ mod tests {
         let fortran = |n| Storage::new(&[7, n], &[5, 2], ReshapeSide::Input, 8, 0).unwrap();
         let (first, second) = (fortran(3), fortran(2));
         assert_eq!(
-            sharing(placed(&first, 0), placed(&second, 8), 8, 1000),
+            sharing(placed(&first, 0, 8), placed(&second, 8, 8), 1000),
             Sharing::Apart
         );
         assert_eq!(
-            sharing(placed(&first, 0), placed(&second, 16), 8, 1000),
+            sharing(placed(&first, 0, 8), placed(&second, 16, 8), 1000),
             Sharing::Shared
         );
         // Half an element off: the bytes meet.
         assert_eq!(
-            sharing(placed(&first, 0), placed(&second, 12), 8, 1000),
+            sharing(placed(&first, 0, 8), placed(&second, 12, 8), 1000),
             Sharing::Shared
         );
     }
 
     #[test]
     fn the_budget_leaves_it_undecided() {
+        // Rows of 64 at stride 2, 7 of them 129 and 131 elements apart.
         let (first, second) = (
-            Storage::new(&[64, 7], &[2, 129], ReshapeSide::Input, 8, 0).unwrap(),
-            Storage::new(&[64, 7], &[2, 129], ReshapeSide::Input, 8, 0).unwrap(),
+            Storage::new(&[7, 64], &[129, 2], ReshapeSide::Input, 8, 0).unwrap(),
+            Storage::new(&[7, 64], &[131, 2], ReshapeSide::Input, 8, 0).unwrap(),
         );
-        assert_eq!(
-            sharing(placed(&first, 0), placed(&second, 8), 8, 3),
-            Sharing::Undecided
-        );
-        assert_eq!(
-            sharing(placed(&first, 0), placed(&second, 8), 8, 1000),
-            Sharing::Apart
-        );
+        let (a, b) = (placed(&first, 0, 8), placed(&second, 8, 8));
+        assert_eq!(sharing(a, b, 3), Sharing::Undecided);
+        let shared = !bytes(&first, 0, 8).is_disjoint(&bytes(&second, 8, 8));
+        assert!(shared);
+        assert_eq!(sharing(a, b, 1 << 16), Sharing::Shared);
+    }
+
+    #[test]
+    fn translates_take_a_few_pairs_whatever_their_size() {
+        // Every other element along dimension 1 of a Fortran (63, 200, 200)
+        // float64 array, from the first and from the second.
+        let odd = |n| Storage::new(&[200, 200, n], &[63 * 200, 63, 2], ReshapeSide::Input, 8, 0);
+        let (first, second) = (odd(32).unwrap(), odd(31).unwrap());
+        let (a, b) = (placed(&first, 0, 8), placed(&second, 8, 8));
+        assert_eq!(sharing(a, b, 100), Sharing::Apart);
+        assert_eq!(sharing(a, placed(&second, 16, 8), 100), Sharing::Shared);
+        // 2³¹ rows of 3 bytes, every other row of 6.
+        let rows = Storage::new(&[1 << 31, 3], &[6, 1], ReshapeSide::Input, 1, 0).unwrap();
+        let (a, b) = (placed(&rows, 0, 1), placed(&rows, 3, 1));
+        assert_eq!(sharing(a, b, 100), Sharing::Apart);
     }
 
     fn any_placed() -> impl Strategy<Value = (Vec<u64>, Vec<usize>, Vec<u64>, usize)> {
@@ -280,18 +370,33 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2048))]
 
-        /// The search agrees with every byte of both boxes, or stays undecided
-        /// only past its budget.
+        /// The search agrees with every byte of both boxes, of elements of
+        /// any sizes, the second sometimes a translate of the first or a
+        /// plain byte range.
         #[test]
         fn agrees_with_every_byte(
             (ae, ao, ap, aa) in any_placed(),
             (be, bo, bp, ba) in any_placed(),
-            size in prop::sample::select(vec![1usize, 2, 4, 8]),
+            a_size in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
+            b_size in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
+            range in prop::option::of(1usize..80),
+            translate in any::<bool>(),
         ) {
-            let (a, b) = (storage(&ae, &ao, &ap), storage(&be, &bo, &bp));
-            let shared = !bytes(&a, aa, size).is_disjoint(&bytes(&b, ba, size));
-            let want = if shared { Sharing::Shared } else { Sharing::Apart };
-            prop_assert_eq!(sharing(placed(&a, aa), placed(&b, ba), size, 1 << 16), want);
+            let a = storage(&ae, &ao, &ap);
+            let (b, b_size) = match translate {
+                true => (a.clone(), a_size),
+                false => (storage(&be, &bo, &bp), b_size),
+            };
+            let a_bytes = bytes(&a, aa, a_size);
+            let (b_placed, b_bytes) = match range {
+                Some(len) => (Placed { storage: None, address: ba, elem_size: len }, (ba..ba + len).collect()),
+                None => (placed(&b, ba, b_size), bytes(&b, ba, b_size)),
+            };
+            let want = match a_bytes.is_disjoint(&b_bytes) {
+                true => Sharing::Apart,
+                false => Sharing::Shared,
+            };
+            prop_assert_eq!(sharing(placed(&a, aa, a_size), b_placed, 1 << 16), want);
         }
     }
 }

@@ -6,7 +6,9 @@
  * into (COLS, ROWS) split along axis 1, the arrays described in Fortran order
  * as the module describes them; every element is checked, and the input
  * unchanged. The typed entry points given DR_DTYPE_FLOAT64 on the last rank
- * refuse with DR_ERROR_INVALID_DTYPE on every rank, nothing written. */
+ * refuse with DR_ERROR_INVALID_DTYPE on every rank, nothing written; so does
+ * the one in place given a buffer of no elements on the last rank, with
+ * DR_ERROR_BUFFER_TOO_SMALL. */
 #include "harness.h"
 
 #define ROWS 37
@@ -200,6 +202,15 @@ int main(int argc, char **argv)
         CHECK_STATUS(got, DR_ERROR_INVALID_DTYPE);
         CHECK_NAMES_RANK(test_nranks - 1);
         CHECK_EQ(written(in, elems), 0, "in place, refused");
+    }
+    /* A buffer of no elements on the last rank, which holds input rows: too
+     * small in place, wherever the plan agrees, and nothing read or written. */
+    for (int64_t i = 0; i < elems; i++) in[i] = SENTINEL;
+    int64_t size = test_rank == test_nranks - 1 ? 0 : elems;
+    got = dr_fortran_plan_execute_in_place(plan, DR_DTYPE_INT64, in, size);
+    if (collective || test_rank == test_nranks - 1) {
+        CHECK_STATUS(got, DR_ERROR_BUFFER_TOO_SMALL);
+        CHECK_EQ(written(in, elems), 0, "in place in no elements, refused");
     }
     free(in);
     free(out);

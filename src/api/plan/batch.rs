@@ -19,10 +19,11 @@
 //! checks of every field's buffers in the execution's one agreement.
 
 use super::Plan;
-use super::execution::{Execution, Expected, check_buffers, in_progress};
+use super::execution::{Execution, Expected, check_buffers, in_progress, output_address};
 use super::launch::Launch;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
+use crate::distribution::overlap::{Placed, SEARCH_BUDGET, sharing};
 use crate::mpi::agree::agree;
 use crate::mpi::buffers::Buffers;
 use crate::mpi::exchange::{FieldBuffers, Mode, Participant};
@@ -257,35 +258,55 @@ impl Plan {
 
     /// Checks that no two fields of `batch` share a byte of their buffers.
     fn check_fields_apart(&self, batch: &BatchBuffers<'_>, rank: usize) -> Result<()> {
-        let size = self.plan.elem_size;
-        let spans = |_| (self.input_span() * size, self.output_span() * size);
-        check_apart(batch, &spans, rank)
+        check_apart(batch, &|_| self, rank)
     }
 }
 
 /// Checks that no two fields of `batch` share a byte of their buffers, field
-/// `i`'s input spanning `spans(i).0` bytes and its output `spans(i).1`.
-pub(super) fn check_apart(
+/// `i` executed by `plan_of(i)`: its input and output boxes at the plan's
+/// storages, or in place the byte range holding both. Buffers that
+/// interleave without sharing a byte are apart.
+pub(super) fn check_apart<'p>(
     batch: &BatchBuffers<'_>,
-    spans: &dyn Fn(usize) -> (usize, usize),
+    plan_of: &dyn Fn(usize) -> &'p Plan,
     rank: usize,
 ) -> Result<()> {
     let held = |i: usize| {
+        let plan = plan_of(i);
+        let size = plan.plan.elem_size;
         let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
-        let (in_bytes, out_bytes) = spans(i);
+        let (in_bytes, out_bytes) = (plan.input_span() * size, plan.output_span() * size);
+        let boxed = |storage, address, bytes: usize| {
+            (bytes > 0).then_some(Placed {
+                storage: Some(storage),
+                address,
+                elem_size: size,
+            })
+        };
         match input == output {
-            true => [(output, in_bytes.max(out_bytes)), (output, 0)],
-            false => [(input, in_bytes), (output, out_bytes)],
+            true => {
+                let bytes = in_bytes.max(out_bytes);
+                let range = Placed {
+                    storage: None,
+                    address: output,
+                    elem_size: bytes,
+                };
+                [(bytes > 0).then_some(range), None]
+            }
+            false => [
+                boxed(&plan.storages.input, input, in_bytes),
+                boxed(&plan.storages.output, output, out_bytes),
+            ],
         }
     };
-    let overlap =
-        |(a, n): (usize, usize), (b, m): (usize, usize)| n > 0 && m > 0 && a < b + m && b < a + n;
     for j in 1..batch.outputs.len() {
         for i in 0..j {
-            let shared = (held(i).iter()).any(|&a| held(j).iter().any(|&b| overlap(a, b)));
-            if shared {
+            let (ours, theirs) = (held(i), held(j));
+            let mut pairs = (ours.iter().flatten())
+                .flat_map(|&a| theirs.iter().flatten().map(move |&b| (a, b)));
+            if let Some(problem) = pairs.find_map(|(a, b)| sharing(a, b, SEARCH_BUDGET).problem()) {
                 return Err(Error::Aliasing(format!(
-                    "the buffers of fields {i} and {j} overlap on rank {rank}: each field needs its own"
+                    "the buffers of fields {i} and {j} {problem} on rank {rank}: each field needs its own"
                 )));
             }
         }
@@ -318,7 +339,7 @@ fn with_slices<T, R>(
     let out_lens = Listed::new(outputs[..count].iter().map(|b| size_of_val(&**b)));
     let ins = Listed::new(inputs[..count].iter().map(|b| b.as_ptr().cast::<u8>()));
     let outs = outputs[..count].iter_mut();
-    let outs = Listed::new(outs.map(|b| b.as_mut_ptr().cast::<u8>()));
+    let outs = Listed::new(outs.map(|b| output_address(b.as_mut_ptr().cast(), size_of_val(&**b))));
     let (in_lens, out_lens) = (in_lens.as_slice(), out_lens.as_slice());
     body(&BatchBuffers {
         inputs: ins.as_slice(),

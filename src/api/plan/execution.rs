@@ -3,7 +3,7 @@
 
 use super::Plan;
 use crate::core::error::{Error, Result};
-use crate::distribution::overlap::{Placed, Sharing, sharing};
+use crate::distribution::overlap::{Placed, SEARCH_BUDGET, sharing};
 use crate::distribution::storage::Storages;
 use crate::mpi::buffers::Buffers;
 use crate::planning::planner::RankPlan;
@@ -13,6 +13,18 @@ pub(super) fn in_progress() -> Error {
     Error::ExecutionInProgress(
         "the plan's previous execution has not completed: wait for it first".into(),
     )
+}
+
+/// The address an execution is given for a borrowed output of `bytes` bytes
+/// at `ptr`: `ptr`, or for an empty output an address no buffer has. An empty
+/// slice may start where the borrowed input does (split off its front), and
+/// an output at the input's address is taken for in place, which borrows
+/// cannot be.
+pub(crate) fn output_address(ptr: *mut u8, bytes: usize) -> *mut u8 {
+    match bytes {
+        0 => std::ptr::NonNull::dangling().as_ptr(),
+        _ => ptr,
+    }
 }
 
 /// What one execution's buffers are checked against: this rank's plan, its
@@ -67,9 +79,7 @@ pub(super) fn check_buffers(
             )
         }));
     }
-    // An output of no capacity receives nothing, so it shares no element with
-    // the input wherever it starts (an empty slice split off the input's front).
-    let in_place = std::ptr::eq(input, output) && capacity > 0 && in_bytes.max(out_bytes) > 0;
+    let in_place = std::ptr::eq(input, output) && in_bytes.max(out_bytes) > 0;
     if in_place && expected.strided {
         return Err(Error::InvalidStrides(format!(
             "in place on a plan with strided storage: pass separate input and output buffers (rank {rank})"
@@ -99,9 +109,6 @@ pub(super) fn check_buffers(
     Ok(in_place)
 }
 
-/// The most pairs of sub-boxes [`check_apart`] looks at.
-const OVERLAP_BUDGET: usize = 1 << 16;
-
 /// Checks that the input box at address `a` and the output box at `b`, whose
 /// spans meet, share no byte (they may interleave: the odd and the even rows
 /// of one array).
@@ -111,18 +118,18 @@ fn check_apart(
     size: usize,
     rank: usize,
 ) -> Result<()> {
-    let input = Placed {
-        storage: &storages.input,
-        address: a,
+    let placed = |storage, address| Placed {
+        storage: Some(storage),
+        address,
+        elem_size: size,
     };
-    let output = Placed {
-        storage: &storages.output,
-        address: b,
-    };
-    let problem = match sharing(input, output, size, OVERLAP_BUDGET) {
-        Sharing::Apart => return Ok(()),
-        Sharing::Shared => "share elements",
-        Sharing::Undecided => "interleave too finely to tell that they share no element",
+    let found = sharing(
+        placed(&storages.input, a),
+        placed(&storages.output, b),
+        SEARCH_BUDGET,
+    );
+    let Some(problem) = found.problem() else {
+        return Ok(());
     };
     let (in_bytes, out_bytes) = (
         storages.input.span() as usize * size,

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use super::batch::{BatchBuffers, Listed, check_apart, in_field};
-use super::execution::{Expected, check_buffers, in_progress};
+use super::execution::{Expected, check_buffers, in_progress, output_address};
 use super::launch::Launch;
 use super::{Engines, Plan, RawBatch};
 use crate::core::element::Element;
@@ -160,7 +160,7 @@ impl<'a> FusedField<'a> {
         FusedField {
             input: input.as_ptr().cast(),
             input_bytes: size_of_val(input),
-            output: output.as_mut_ptr().cast(),
+            output: output_address(output.as_mut_ptr().cast(), size_of_val(output)),
             output_bytes: size_of_val(output),
             check_type: Plan::check_type::<T>,
             borrows: PhantomData,
@@ -459,12 +459,7 @@ impl<P: Borrow<Plan>> Fused<P> {
             let field = check_buffers(&expected, &fields.field(i), rank);
             in_place |= field.map_err(|e| in_field(e, i))?;
         }
-        let spans = |i: usize| {
-            let plan = self.plan(i);
-            let size = plan.plan.elem_size;
-            (plan.input_span() * size, plan.output_span() * size)
-        };
-        check_apart(fields, &spans, rank)?;
+        check_apart(fields, &|i| self.plan(i), rank)?;
         Ok(in_place)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::PoisonError;
 
-use super::execution::{Execution, Expected, check_buffers, in_progress};
+use super::execution::{Execution, Expected, check_buffers, in_progress, output_address};
 use super::in_place::{InPlaceRoute, Run};
 use super::{Engines, Plan};
 use crate::core::abi::dr_dtype;
@@ -24,12 +24,13 @@ impl Plan {
     pub fn execute<T: Element>(&self, input: &[T], output: &mut [T]) -> Result<()> {
         let pre = self.check_type::<T>().err();
         let bytes = std::mem::size_of_val(output);
+        let out = output_address(output.as_mut_ptr().cast(), bytes);
         // SAFETY: the slices are valid for their lengths; distinct borrows cannot overlap.
         unsafe {
             self.execute_checked(
                 input.as_ptr().cast(),
                 std::mem::size_of_val(input),
-                output.as_mut_ptr().cast(),
+                out,
                 bytes,
                 pre,
             )
@@ -64,7 +65,7 @@ impl Plan {
     ) -> Result<R> {
         let pre = self.check_type::<T>().err();
         let (in_bytes, out_bytes) = (size_of_val(input), size_of_val(output));
-        let out = output.as_mut_ptr().cast::<u8>();
+        let out = output_address(output.as_mut_ptr().cast(), out_bytes);
         // SAFETY: the slices are valid for their lengths and stay borrowed until the
         // execution has completed (below, or in the guard's drop when unwinding).
         let done =

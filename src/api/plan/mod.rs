@@ -37,6 +37,7 @@ use self::creation::{
     gather_input_storages,
 };
 pub use self::execution::Execution;
+pub(crate) use self::execution::output_address;
 pub use self::fused::{Fused, FusedField};
 use self::in_place::InPlaceRoute;
 pub use self::raw_batch::RawBatch;
