@@ -38,11 +38,6 @@
 #define DR_MAX_DIMS 32
 
 /*
- The pairs of sub-boxes an execution's checks look at, at most.
- */
-#define SEARCH_BUDGET (1 << 16)
-
-/*
  Status of every call. Collective calls return the same status on every rank.
  Errors are agreed step by step, in the order the steps run: argument errors
  (validation, cross-rank consistency, distributions) first, then planning and

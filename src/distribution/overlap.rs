@@ -7,7 +7,7 @@
 //! by stride, step over the span of the axes below them: a box is the disjoint
 //! union of its sub-boxes along its outermost axis, each spanning an address
 //! range of its own. The search descends both boxes together, splitting the
-//! one of longer span along its outermost axis and following the pairs of
+//! one of larger outermost stride along that axis and following the pairs of
 //! sub-boxes whose ranges meet; where both outermost axes have one stride
 //! (interleaved rows, fields at offsets in structures), it splits both, and
 //! a pair of parts stands for all those the same number of steps apart. A pair is dropped when no two of its addresses
@@ -20,7 +20,7 @@ use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::Storage;
 
 /// The pairs of sub-boxes an execution's checks look at, at most.
-pub const SEARCH_BUDGET: usize = 1 << 16;
+pub(crate) const SEARCH_BUDGET: usize = 1 << 16;
 
 /// A box in memory: its storage, the address of its first element and the
 /// bytes of an element.
@@ -83,12 +83,12 @@ fn search(boxes: &[Axes; 2], pair: [SubBox; 2], left: &mut usize) -> Sharing {
     if splittable == [true, true] && boxes[0].stride(pair[0]) == boxes[1].stride(pair[1]) {
         return descend(boxes, together(boxes, pair), left);
     }
-    let longer = usize::from(ranges[1].end - ranges[1].start > ranges[0].end - ranges[0].start);
-    let Some(side) = [longer, 1 - longer]
-        .into_iter()
-        .find(|&side| splittable[side])
-    else {
-        return Sharing::Shared;
+    // The side whose outermost stride is the larger: its parts are the fewer
+    // that meet the other's range, and they step down towards its strides.
+    let side = match splittable {
+        [false, false] => return Sharing::Shared,
+        [true, true] => usize::from(boxes[1].stride(pair[1]) > boxes[0].stride(pair[0])),
+        [first, _] => usize::from(!first),
     };
     let parts = boxes[side].parts(pair[side], ranges[1 - side].clone());
     let pairs = parts.map(|part| {
@@ -354,6 +354,24 @@ mod tests {
         let rows = Storage::new(&[1 << 31, 3], &[6, 1], ReshapeSide::Input, 1, 0).unwrap();
         let (a, b) = (placed(&rows, 0, 1), placed(&rows, 3, 1));
         assert_eq!(sharing(a, b, 100), Sharing::Apart);
+    }
+
+    #[test]
+    fn either_order_gives_one_answer() {
+        // Even rows of a (2N, 7) array read as (N, 7), written into its odd
+        // rows as (N/2, 2, 7): the outermost strides differ, so the search
+        // follows each of the N/2 outer parts of the second, in either order.
+        let boxes = |n: u64| {
+            let rows = Storage::new(&[n, 7], &[14, 1], ReshapeSide::Input, 8, 0).unwrap();
+            let pairs = Storage::new(&[n / 2, 2, 7], &[28, 14, 1], ReshapeSide::Output, 8, 0);
+            (rows, pairs.unwrap())
+        };
+        for (n, want) in [(100_000, Sharing::Apart), (1_000_000, Sharing::Undecided)] {
+            let (rows, pairs) = boxes(n);
+            let (a, b) = (placed(&rows, 0, 8), placed(&pairs, 56, 8));
+            assert_eq!(sharing(a, b, SEARCH_BUDGET), want);
+            assert_eq!(sharing(b, a, SEARCH_BUDGET), want);
+        }
     }
 
     fn any_placed() -> impl Strategy<Value = (Vec<u64>, Vec<usize>, Vec<u64>, usize)> {
