@@ -1,20 +1,21 @@
 //! Whether two boxes stored in one address space share a byte: the input and
-//! the output of one execution, whose spans may interleave without sharing an
-//! element (the odd and the even rows of one array, the real and the imaginary
-//! parts of complex numbers).
+//! the output of one execution, or two fields of a batch, whose spans may
+//! interleave without sharing an element (the odd and the even rows of one
+//! array, the real and the imaginary parts of complex numbers, the fields of
+//! an array of structures).
 //!
 //! Each box's storage puts no two elements at one address, so its axes, ordered
 //! by stride, step over the span of the axes below them: a box is the disjoint
 //! union of its sub-boxes along its outermost axis, each spanning an address
 //! range of its own. The search descends both boxes together, splitting the
 //! one of larger outermost stride along that axis and following the pairs of
-//! sub-boxes whose ranges meet; where both outermost axes have one stride
-//! (interleaved rows, fields at offsets in structures), it splits both, and
-//! a pair of parts stands for all those the same number of steps apart. A pair is dropped when no two of its addresses
-//! can be closer than an element (the addresses of a sub-box lie on a lattice
-//! of the greatest common divisor of its strides, so the two lattices' offset
-//! tells); a pair of two elements that meet is a shared byte. The search stops
-//! after a budget of pairs, undecided.
+//! sub-boxes whose ranges meet; where both outermost axes have one stride, it
+//! splits both, and a pair of parts stands for all those the same number of
+//! steps apart (they are translates). A pair is dropped when no two of its
+//! addresses can be closer than an element (the addresses of a sub-box lie on
+//! a lattice of the greatest common divisor of its strides, so the two
+//! lattices' offset tells); a pair of two elements that meet is a shared byte.
+//! The search stops after a budget of pairs, undecided.
 
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::Storage;
