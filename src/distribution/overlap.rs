@@ -19,6 +19,8 @@
 //! lattices' offset tells); a pair of two elements that meet is a shared byte.
 //! The search stops after a budget of pairs, undecided.
 
+use std::ops::RangeInclusive;
+
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::Storage;
 
@@ -93,11 +95,10 @@ fn search(boxes: &[Axes; 2], pair: [SubBox; 2], left: &mut usize) -> Sharing {
         [true, true] => usize::from(boxes[1].stride(pair[1]) > boxes[0].stride(pair[0])),
         [first, _] => usize::from(!first),
     };
-    let parts = boxes[side].parts(pair[side], ranges[1 - side].clone());
-    let mut alike = Alike::new(boxes, pair, side);
-    let pairs = parts.filter(move |&part| alike.keeps(part)).map(|part| {
+    let indices = boxes[side].part_indices(pair[side], ranges[1 - side].clone());
+    let pairs = Alike::new(boxes, pair, side).searched(indices).map(|i| {
         let mut next = pair;
-        next[side] = part;
+        next[side] = boxes[side].part(pair[side], i);
         next
     });
     descend(boxes, pairs, left)
@@ -116,8 +117,6 @@ struct Alike {
     split: Outer,
     /// The steps between parts that stand for one another.
     period: i128,
-    /// The index of the first part within `X`, once met.
-    first_within: Option<i128>,
 }
 
 /// A sub-box's outermost axis: the sub-box's first byte, the axis's stride
@@ -141,25 +140,29 @@ impl Alike {
             other,
             split,
             period,
-            first_within: None,
         }
     }
 
-    /// True for a part to search: every part but those within `X` that a
-    /// part searched before stands for. The parts come in order.
-    fn keeps(&mut self, part: SubBox) -> bool {
-        let Some(x) = self.other else {
-            return true;
-        };
-        // The parts of X whose ranges meet this part's: lowest..=highest.
-        let lowest = (part.first - x.first - x.reach).div_euclid(x.stride) + 1;
-        let highest = (part.first + self.split.reach - 1 - x.first).div_euclid(x.stride);
-        if lowest < 0 || highest > x.extent - 1 {
-            return true;
-        }
-        let index = (part.first - self.split.first) / self.split.stride;
-        let first_within = *self.first_within.get_or_insert(index);
-        index < first_within + self.period
+    /// The parts to search of those at `indices` (in order): every part but
+    /// those within `X` (meeting only its parts, none past its ends) that one
+    /// of the first `period` of them stands for.
+    fn searched(&self, indices: RangeInclusive<i128>) -> impl Iterator<Item = i128> + use<> {
+        let (lowest, highest) = (*indices.start(), *indices.end());
+        let y = self.split;
+        let within = self.other.map(|x| {
+            // Part k lies within X when its first byte, y.first + k·y.stride,
+            // is at least x.first + x.reach − x.stride (it meets no part
+            // before X's first) and at most x.first + x.extent·x.stride −
+            // y.reach (none after X's last).
+            let from = ceil_div(x.first + x.reach - x.stride - y.first, y.stride);
+            let to = (x.first + x.extent * x.stride - y.reach - y.first).div_euclid(y.stride);
+            (from.max(lowest), to.min(highest))
+        });
+        let (from, to) = (within.filter(|(from, to)| from <= to)).unwrap_or((highest + 1, highest));
+        let searched_to = to.min(from + self.period - 1);
+        (lowest..=(from - 1).min(highest))
+            .chain(from..=searched_to)
+            .chain((to + 1).max(lowest)..=highest)
     }
 }
 
@@ -292,17 +295,23 @@ impl Axes {
         }
     }
 
-    /// The sub-boxes of `sub` one level down whose ranges meet `other`.
-    fn parts(&self, sub: SubBox, other: std::ops::Range<i128>) -> impl Iterator<Item = SubBox> {
+    /// The indices of the sub-boxes of `sub` one level down whose ranges
+    /// meet `other`.
+    fn part_indices(&self, sub: SubBox, other: std::ops::Range<i128>) -> RangeInclusive<i128> {
         let (stride, extent) = self.axes[sub.level];
         let below = self.reach[sub.level + 1];
         // Part i spans [first + i·stride, first + i·stride + below).
         let lowest = (other.start - sub.first - below).div_euclid(stride) + 1;
         let highest = (other.end - 1 - sub.first).div_euclid(stride);
-        (lowest.max(0)..=highest.min(extent - 1)).map(move |i| SubBox {
-            first: sub.first + i * stride,
+        lowest.max(0)..=highest.min(extent - 1)
+    }
+
+    /// The sub-box `i` of `sub` one level down.
+    fn part(&self, sub: SubBox, i: i128) -> SubBox {
+        SubBox {
+            first: sub.first + i * self.axes[sub.level].0,
             level: sub.level + 1,
-        })
+        }
     }
 }
 
@@ -321,6 +330,11 @@ impl SubBox {
             level: 0,
         }
     }
+}
+
+/// `a / b` rounded up, for `b` > 0.
+fn ceil_div(a: i128, b: i128) -> i128 {
+    -(-a).div_euclid(b)
 }
 
 fn gcd(mut a: i128, mut b: i128) -> i128 {
@@ -437,7 +451,7 @@ mod tests {
         // rows as (N/2, 2, 7): the outermost strides differ, and the pairs of
         // rows (N/2, 2, 7) splits into lie alike against (N, 7) away from its
         // ends.
-        for n in [1000, 1_000_000] {
+        for n in [1000, 1_000_000, 1_000_000_000] {
             let rows = Storage::new(&[n, 7], &[14, 1], ReshapeSide::Input, 8, 0).unwrap();
             let pairs = Storage::new(&[n / 2, 2, 7], &[28, 14, 1], ReshapeSide::Output, 8, 0);
             let pairs = pairs.unwrap();
