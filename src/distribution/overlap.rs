@@ -24,7 +24,7 @@ use std::ops::RangeInclusive;
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::Storage;
 
-/// The pairs of sub-boxes an execution's checks look at, at most.
+/// The pairs of sub-boxes a check of two buffers looks at, at most.
 pub(crate) const SEARCH_BUDGET: usize = 1 << 16;
 
 /// A box in memory: its storage, the address of its first element and the
@@ -38,6 +38,27 @@ pub struct Placed<'a> {
     pub address: usize,
     /// The bytes of an element.
     pub elem_size: usize,
+}
+
+impl<'a> Placed<'a> {
+    /// The box of `storage` whose first element, of `elem_size` bytes, is at
+    /// `address`.
+    pub fn of_box(storage: &'a Storage, address: usize, elem_size: usize) -> Placed<'a> {
+        Placed {
+            storage: Some(storage),
+            address,
+            elem_size,
+        }
+    }
+
+    /// The `bytes` bytes from `address`, as a single element.
+    pub fn of_range(address: usize, bytes: usize) -> Placed<'a> {
+        Placed {
+            storage: None,
+            address,
+            elem_size: bytes,
+        }
+    }
 }
 
 /// What the search found.
@@ -381,11 +402,30 @@ mod tests {
     }
 
     fn placed(storage: &Storage, address: usize, elem_size: usize) -> Placed<'_> {
-        Placed {
-            storage: Some(storage),
-            address,
-            elem_size,
+        Placed::of_box(storage, address, elem_size)
+    }
+
+    /// What every byte of the two boxes of `size`-byte elements tells.
+    fn by_every_byte(a: &Storage, aa: usize, b: &Storage, ba: usize, size: usize) -> Sharing {
+        match bytes(a, aa, size).is_disjoint(&bytes(b, ba, size)) {
+            true => Sharing::Apart,
+            false => Sharing::Shared,
         }
+    }
+
+    /// Checks the search against every byte, in both argument orders.
+    fn agrees_both_ways(
+        a: &Storage,
+        aa: usize,
+        b: &Storage,
+        ba: usize,
+        size: usize,
+    ) -> Result<(), TestCaseError> {
+        let want = by_every_byte(a, aa, b, ba, size);
+        let (first, second) = (placed(a, aa, size), placed(b, ba, size));
+        prop_assert_eq!(sharing(first, second, 1 << 16), want);
+        prop_assert_eq!(sharing(second, first, 1 << 16), want);
+        Ok(())
     }
 
     #[test]
@@ -537,7 +577,7 @@ mod tests {
             };
             let a_bytes = bytes(&a, aa, a_size);
             let (b_placed, b_bytes) = match range {
-                Some(len) => (Placed { storage: None, address: ba, elem_size: len }, (ba..ba + len).collect()),
+                Some(len) => (Placed::of_range(ba, len), (ba..ba + len).collect()),
                 None => (placed(&b, ba, b_size), bytes(&b, ba, b_size)),
             };
             let want = match a_bytes.is_disjoint(&b_bytes) {
@@ -555,10 +595,7 @@ mod tests {
             (b, ba) in any_lattice(),
             size in prop::sample::select(vec![1usize, 2, 4]),
         ) {
-            let shared = !bytes(&a, aa, size).is_disjoint(&bytes(&b, ba, size));
-            let want = if shared { Sharing::Shared } else { Sharing::Apart };
-            prop_assert_eq!(sharing(placed(&a, aa, size), placed(&b, ba, size), 1 << 16), want);
-            prop_assert_eq!(sharing(placed(&b, ba, size), placed(&a, aa, size), 1 << 16), want);
+            agrees_both_ways(&a, aa, &b, ba, size)?;
         }
 
         /// The same on boxes long enough for parts to lie alike against the
@@ -570,10 +607,7 @@ mod tests {
             size in prop::sample::select(vec![1usize, 2, 8]),
         ) {
             let (a, b) = (storage(&ae, &ao, &ap), storage(&be, &bo, &bp));
-            let shared = !bytes(&a, aa, size).is_disjoint(&bytes(&b, ba, size));
-            let want = if shared { Sharing::Shared } else { Sharing::Apart };
-            prop_assert_eq!(sharing(placed(&a, aa, size), placed(&b, ba, size), 1 << 16), want);
-            prop_assert_eq!(sharing(placed(&b, ba, size), placed(&a, aa, size), 1 << 16), want);
+            agrees_both_ways(&a, aa, &b, ba, size)?;
         }
     }
 }

@@ -2,11 +2,11 @@
 !> library agrees DR_ERROR_INVALID_DTYPE like its other checks, so every rank
 !> of a plan that moves elements between ranks returns it (a plan that moves
 !> none makes no collective: the last rank alone), the message naming the last
-!> rank, and nothing is written. Every kind of execution: a slab plan
-!> (dr_plan_execute, dr_plan_execute_begin, dr_plan_execute_in_place), a
-!> layout plan, a strided plan on halo interiors (blocking and not), and
-!> batches (blocking and not). The float64 plans get real32 arrays, the last
-!> rank's, of the right shapes.
+!> rank; nothing is written, and the inputs (with the halos around them) stay
+!> as they were. Every kind of execution: a slab plan (dr_plan_execute,
+!> dr_plan_execute_begin, dr_plan_execute_in_place), a layout plan, a strided
+!> plan on halo interiors (blocking and not), and batches (blocking and not).
+!> The float64 plans get real32 arrays, the last rank's, of the right shapes.
 program dtype_test
   use mpi_f08
   use distreshape
@@ -98,6 +98,7 @@ contains
     if (refused) call expect_untouched('slab outputs', &
                                        count(b /= sentinel) + count(b32 /= sentinel) &
                                        + count(buf /= sentinel) + count(buf32 /= sentinel))
+    call expect_untouched('slab inputs', count(a /= 1) + count(a32 /= 1))
     call dr_plan_destroy(plan)
   end subroutine check_slab_plan
 
@@ -122,6 +123,7 @@ contains
     call expect_refused(refused, 'a layout plan', stat)
     if (refused) call expect_untouched('layout outputs', &
                                        count(v /= sentinel) + count(v32 /= sentinel))
+    call expect_untouched('layout inputs', count(u /= 1) + count(u32 /= 1))
     call dr_plan_destroy(plan)
   end subroutine check_layout_plan
 
@@ -159,6 +161,7 @@ contains
     call dr_request_wait(request)
     if (refused) call expect_untouched('strided outputs', &
                                        count(v /= sentinel) + count(v32 /= sentinel))
+    call expect_untouched('strided inputs and their halos', count(u /= 1) + count(u32 /= 1))
     call dr_plan_destroy(plan)
   end subroutine check_strided_plan
 
@@ -191,6 +194,7 @@ contains
     call dr_request_wait(request)
     if (refused) call expect_untouched('batch outputs', &
                                        count(v /= sentinel) + count(v32 /= sentinel))
+    call expect_untouched('batch inputs', count(u /= 1) + count(u32 /= 1))
     call dr_plan_destroy(plan)
   end subroutine check_batches
 

@@ -277,21 +277,12 @@ pub(super) fn check_apart<'p>(
         let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
         let (in_bytes, out_bytes) = (plan.input_span() * size, plan.output_span() * size);
         let boxed = |storage, address, bytes: usize| {
-            (bytes > 0).then_some(Placed {
-                storage: Some(storage),
-                address,
-                elem_size: size,
-            })
+            (bytes > 0).then(|| Placed::of_box(storage, address, size))
         };
         match input == output {
             true => {
                 let bytes = in_bytes.max(out_bytes);
-                let range = Placed {
-                    storage: None,
-                    address: output,
-                    elem_size: bytes,
-                };
-                [(bytes > 0).then_some(range), None]
+                [(bytes > 0).then(|| Placed::of_range(output, bytes)), None]
             }
             false => [
                 boxed(&plan.storages.input, input, in_bytes),
@@ -300,8 +291,9 @@ pub(super) fn check_apart<'p>(
         }
     };
     for j in 1..batch.outputs.len() {
+        let theirs = held(j);
         for i in 0..j {
-            let (ours, theirs) = (held(i), held(j));
+            let ours = held(i);
             let mut pairs = (ours.iter().flatten())
                 .flat_map(|&a| theirs.iter().flatten().map(move |&b| (a, b)));
             if let Some(problem) = pairs.find_map(|(a, b)| sharing(a, b, SEARCH_BUDGET).problem()) {

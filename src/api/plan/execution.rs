@@ -118,14 +118,9 @@ fn check_apart(
     size: usize,
     rank: usize,
 ) -> Result<()> {
-    let placed = |storage, address| Placed {
-        storage: Some(storage),
-        address,
-        elem_size: size,
-    };
     let found = sharing(
-        placed(&storages.input, a),
-        placed(&storages.output, b),
+        Placed::of_box(&storages.input, a, size),
+        Placed::of_box(&storages.output, b, size),
         SEARCH_BUDGET,
     );
     let Some(problem) = found.problem() else {
