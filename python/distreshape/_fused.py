@@ -119,7 +119,7 @@ class Fused:
                 results.append(local)
                 in_place.append(True)
                 continue
-            block, found = plan._input(local)
+            block, found = plan._input(local, targets)
             problem = problem or found
             blocks.append(block)
             results.append(plan._new_output() if out is None else out)

@@ -13,7 +13,7 @@ from . import _native
 from ._arguments import ArgumentError, Problem, Shape, communicator, integer, integers
 from ._errors import STATUS
 from ._layout import Layout
-from ._storage import allocate, element_strides, negative
+from ._storage import allocate, element_strides, first_shared, negative
 
 
 @dataclass(frozen=True)
@@ -266,9 +266,9 @@ class Plan:
     @classmethod
     def _for_block(cls, local, gshape, split, new_shape, new_split, comm, new_local_len, options: Options = None) -> tuple["Plan", Any]:
         """The plan for reshaping the block ``local`` (its slab length taken from it),
-        and ``local`` as a C-contiguous array (itself when it cannot be made one:
+        and ``local`` as an array, not copied (itself when it cannot be made one:
         the plan's execution then reports why)."""
-        block, problem = _as_block(local)
+        block, problem = _as_block(local, None)
         local_len = 0
         try:
             ndim = len(integers("gshape", gshape))
@@ -372,18 +372,22 @@ class Plan:
         ``DR_ERROR_INVALID_STRIDES`` on every rank. The default ``out`` is then a
         new array at the plan's output strides.
         """
-        block, problem = self._input(local)
+        block, problem = self._input(local, [out])
         if out is None:
             out = self._new_output()
         self._native.execute(block, out, problem)
         return out
 
-    def _input(self, local: Any) -> tuple[Optional[np.ndarray], Problem]:
+    def _input(self, local: Any, outputs: Sequence[Any]) -> tuple[Optional[np.ndarray], Problem]:
         """``local`` as the extension takes it: as it lies on a side planned with
         strides (checked there, never copied), else C-contiguous (copied once when
-        it is not)."""
+        it is not). A copied ``local`` that shares memory with one of
+        ``outputs`` is ``DR_ERROR_ALIASING``: the extension sees only the copy."""
         input_strided, _ = self._native.strided
-        return _as_block(local, None if input_strided else "C")
+        block, problem = _as_block(local, None if input_strided else "C")
+        if block is not local and problem is None:
+            problem = _copied_apart([local], outputs, self._comm)
+        return block, problem
 
     def _new_output(self) -> Optional[np.ndarray]:
         """A new output block, at the plan's output strides when planned with them;
@@ -401,7 +405,7 @@ class Plan:
         be touched until the returned request completes (:meth:`Request.wait`). The
         request keeps the plan and both arrays alive until then. Starting another
         execution of this plan before raises ``DR_ERROR_EXECUTION_IN_PROGRESS``."""
-        block, problem = self._input(local)
+        block, problem = self._input(local, [out])
         if out is None:
             out = self._new_output()
         return Request(self, self._native.begin(block, out, problem))
@@ -435,17 +439,19 @@ class Plan:
             given = list(locals)
         except TypeError as e:
             return [], [], (STATUS["DR_ERROR_INVALID_SHAPE"], f"locals is not a sequence of arrays: {e}")
-        blocks, problem = [], None
+        problem: Problem = None
+        try:
+            targets = [] if outs is None else list(outs)
+        except TypeError as e:
+            targets, problem = [], (STATUS["DR_ERROR_INVALID_SHAPE"], f"outs is not a sequence of arrays: {e}")
+        blocks = []
         for local in given:
-            block, found = self._input(local)
+            block, found = self._input(local, targets)
             blocks.append(block)
             problem = problem or found
         if outs is None:
             return blocks, [self._new_output() for _ in blocks], problem
-        try:
-            return blocks, list(outs), problem
-        except TypeError as e:
-            return blocks, [], problem or (STATUS["DR_ERROR_INVALID_SHAPE"], f"outs is not a sequence of arrays: {e}")
+        return blocks, targets, problem
 
     def execute_in_place(self, buf: np.ndarray) -> np.ndarray:
         """Reshapes in place (collective): ``buf``, a writable C-contiguous array of
@@ -579,10 +585,12 @@ def redistribute(
         if negative(out):
             output, _ = _allocate(out.shape, out.dtype)
             if not out.flags.writeable:  # copied into after the collective: refused before it
-                rank = (comm if isinstance(comm, MPI.Comm) else MPI.COMM_WORLD).Get_rank()
-                problem = problem or (STATUS["DR_ERROR_INVALID_SHAPE"], f"the output array is read-only (rank {rank})")
+                problem = problem or (STATUS["DR_ERROR_INVALID_SHAPE"], f"the output array is read-only (rank {_rank(comm)})")
         else:
             output_strides = _view_strides(out, out_layout, comm, strict=False)
+            problem = problem or _whole_elements(out, comm)
+    if (block is not local or output is not out) and problem is None:
+        problem = _copied_apart([local], [out], comm)
     dtype = block.dtype if block is not None else np.uint8
     plan = Plan.__new__(Plan)
     plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem, options, input_strides, output_strides)
@@ -591,6 +599,39 @@ def redistribute(
         np.copyto(out, result)
         return out
     return result
+
+
+def _rank(comm: Any) -> int:
+    """This process's rank in ``comm`` (``MPI.COMM_WORLD`` when it is not a
+    communicator: the plan reports that)."""
+    return (comm if isinstance(comm, MPI.Comm) else MPI.COMM_WORLD).Get_rank()
+
+
+def _whole_elements(out: np.ndarray, comm: Any) -> Problem:
+    """``DR_ERROR_INVALID_STRIDES`` when a stride of ``out`` (along an axis longer
+    than one) is not a whole number of elements: an output is written where it
+    lies, never through a copy."""
+    size = out.dtype.itemsize
+    if all(s % size == 0 for s, n in zip(out.strides, out.shape) if n > 1):
+        return None
+    return (
+        STATUS["DR_ERROR_INVALID_STRIDES"],
+        f"out has strides {out.strides} in bytes, not whole elements of {size} bytes (rank {_rank(comm)})",
+    )
+
+
+def _copied_apart(inputs: Sequence[Any], outputs: Sequence[Any], comm: Any) -> Problem:
+    """``DR_ERROR_ALIASING`` when one of ``inputs`` shares memory with one of
+    ``outputs``: checked where the package copies an input or fills an output
+    through a new array, so that the library, which sees the copy, cannot tell
+    that writing the output writes the input."""
+    shared = first_shared(inputs, outputs)
+    if shared is None:
+        return None
+    return (
+        STATUS["DR_ERROR_ALIASING"],
+        f"the input and the output arrays share memory on rank {_rank(comm)}: writing the output would write the input",
+    )
 
 
 def _view_strides(array: np.ndarray, layout: Layout, comm: Optional[MPI.Comm], strict: bool = True) -> Optional[tuple[int, ...]]:

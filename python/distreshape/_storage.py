@@ -4,9 +4,15 @@ two elements at one address), and arrays allocated at a plan's strides."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
+
+#: The candidate solutions NumPy's overlap search looks at, at most, as the
+#: library's own search (past it, the arrays count as sharing memory).
+_SEARCH_WORK = 1 << 16
+
+_TooHardError = getattr(np, "exceptions", np).TooHardError
 
 
 def element_strides(array: np.ndarray) -> Optional[tuple[int, ...]]:
@@ -54,3 +60,20 @@ def allocate(shape: Sequence[int], strides: Sequence[int], dtype: np.dtype) -> n
     base = np.empty(span, dtype)
     itemsize = base.dtype.itemsize
     return np.lib.stride_tricks.as_strided(base, shape, [s * itemsize for s in strides])
+
+
+def first_shared(inputs: Sequence[Any], outputs: Sequence[Any]) -> Optional[tuple[int, int]]:
+    """The first pair (input index, output index) of NumPy arrays that share
+    memory, an undecided pair counting as shared; ``None`` when no two do.
+    Objects that are not arrays share nothing."""
+    for i, local in enumerate(inputs):
+        for j, out in enumerate(outputs):
+            if not (isinstance(local, np.ndarray) and isinstance(out, np.ndarray)):
+                continue
+            try:
+                shared = np.shares_memory(local, out, max_work=_SEARCH_WORK)
+            except _TooHardError:
+                shared = True
+            if shared:
+                return i, j
+    return None

@@ -242,6 +242,71 @@ def test_input_and_output_interleaved_in_one_array():
     np.testing.assert_array_equal(both[rest], before[rest])
 
 
+def test_copied_arrays_sharing_memory_are_refused_everywhere():
+    """Where the package copies the input (negative strides, or not C-contiguous
+    on a plan without strides) or fills the output through a new array (negative
+    strides), the library sees the copy: the package itself refuses arrays that
+    share memory, on every rank, and writes nothing."""
+    x, x_box = pencils((None, 0, 1))
+    y, y_box = pencils((0, None, 1))
+    have, want = expected(x_box), expected(y_box)
+    if not WORLD.allreduce(WORLD.rank == LAST and have.size > 1 and want.size > 1 and min(have.shape) > 0, op=MPI.LOR):
+        return
+    dense = dr.Plan.from_layouts(x, y, np.int64)
+
+    def arrays(local_backwards=False, out_backwards=False, local_transposed=False):
+        """The input and the output, sharing `base` on the last rank; `(base, local, out)`."""
+        base = np.full(have.size + want.size, SENTINEL, np.int64)
+        if WORLD.rank != LAST:
+            return base, have.copy(), np.zeros(want.shape, np.int64)
+        flat = base[: have.size]
+        if local_backwards:
+            local = flat[::-1].reshape(have.shape)
+        elif local_transposed:
+            local = flat.reshape(have.shape[::-1]).T
+        else:
+            local = flat.reshape(have.shape)
+        local[...] = have
+        out_flat = base[: want.size]
+        out = (out_flat[::-1] if out_backwards else out_flat).reshape(want.shape)
+        return base, local, out
+
+    cases = {
+        "an input copied for its negative strides": (dict(local_backwards=True), lambda a, b: dr.redistribute(a, x, y, out=b)),
+        "an output filled through a new array": (dict(out_backwards=True), lambda a, b: dr.redistribute(a, x, y, out=b)),
+        "an input copied into C order": (dict(local_transposed=True), lambda a, b: dense.execute(a, b)),
+        "a batch's input copied into C order": (dict(local_transposed=True), lambda a, b: dense.execute_many([a], [b])),
+        "an input copied, begun": (dict(local_transposed=True), lambda a, b: dense.execute_begin(a, b).wait()),
+        "a fused field's input copied": (dict(local_transposed=True), lambda a, b: dr.Fused([dense]).execute([a], [b])),
+    }
+    for what, (how, call) in cases.items():
+        base, local, out = arrays(**how)
+        before = base.copy()
+        message = raises_everywhere("DR_ERROR_ALIASING", lambda: call(local, out))
+        assert f"rank {LAST}" in message, what
+        np.testing.assert_array_equal(base, before, err_msg=what)
+
+
+def test_out_strides_of_partial_elements_are_named():
+    x, x_box = pencils((None, 0, 1))
+    y, y_box = pencils((0, None, 1))
+    shape = expected(y_box).shape
+    if WORLD.rank == 0:
+        records = np.zeros(shape, [("x", "f8"), ("t", "i4")])
+        out = records["x"]
+    else:
+        out = np.zeros(shape)
+    if WORLD.bcast(max(shape) > 1, root=0):
+        message = raises_everywhere(
+            "DR_ERROR_INVALID_STRIDES",
+            lambda: dr.redistribute(expected(x_box, dtype=np.float64), x, y, out=out),
+            match="not whole elements of 8 bytes",
+        )
+        assert "rank 0" in message
+        if WORLD.rank == 0:
+            assert (records["x"] == 0).all() and (records["t"] == 0).all()
+
+
 def test_arrays_at_other_strides_are_refused_on_every_rank():
     x, x_box = pencils((None, 0, 1))
     y, y_box = pencils((0, None, 1))
