@@ -331,6 +331,19 @@ macro_rules! dtype_table {
                     $(dr_dtype::$dtype => size_of::<$t>(),)*
                 }
             }
+
+            /// The enumerator's name, e.g. `"DR_DTYPE_FLOAT64"`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(dr_dtype::$dtype => stringify!($dtype),)*
+                }
+            }
+        }
+
+        /// The dtype of value `code` in words: its name, or the value when it
+        /// is none.
+        pub fn dtype_words(code: DtypeCode) -> String {
+            dr_dtype::from_code(code).map_or_else(|| format!("dtype {code}"), |d| d.name().to_string())
         }
 
         $(

@@ -40,31 +40,37 @@ impl Storage {
     }
 
     /// The storage `strides` (in elements, one per axis) of a box of `extents` on
-    /// `side`, checked: one stride per axis, every stride of an axis longer than
+    /// a side, checked: one stride per axis, every stride of an axis longer than
     /// one positive, and no two elements at one address (ordered by stride, every
-    /// axis must step over the whole span of the axes below it).
+    /// axis must step over the whole span of the axes below it). Messages name
+    /// the strides as `naming` says.
     pub fn new(
         extents: &[u64],
         strides: &[i64],
-        side: ReshapeSide,
+        naming: impl Into<StridesNaming>,
         elem_size: usize,
         rank: usize,
     ) -> Result<Storage> {
-        let name = side_name(side);
+        let naming = naming.into();
         if strides.len() != extents.len() {
             return Err(Error::InvalidStrides(format!(
-                "{name} has {} values but the {} box {extents:?} has {} axes (rank {rank})",
+                "{} has {} values but the {} box {} has {} axes (rank {rank})",
+                naming.strides(),
                 strides.len(),
-                side_word(side),
+                side_word(naming.side()),
+                naming.shape(extents),
                 extents.len()
             )));
         }
         let empty = extents.contains(&0);
         let mut checked = Vec::with_capacity(strides.len());
+        let ndims = extents.len();
         for (axis, (&stride, &extent)) in strides.iter().zip(extents).enumerate() {
             if stride < 1 && extent > 1 && !empty {
                 return Err(Error::InvalidStrides(format!(
-                    "{name}[{axis}] = {stride} on an axis of extent {extent}: strides must be positive (rank {rank})"
+                    "{} on {} of extent {extent}: strides must be positive (rank {rank})",
+                    naming.stride_is(axis, ndims, stride),
+                    naming.an_axis()
                 )));
             }
             checked.push(stride.max(0) as u64);
@@ -75,7 +81,7 @@ impl Storage {
             strides: checked,
         };
         if !empty {
-            storage.check_disjoint(name, elem_size, rank)?;
+            storage.check_disjoint(naming, elem_size, rank)?;
         }
         let dense = empty || storage.strides_match(&Storage::dense(extents));
         Ok(Storage { dense, ..storage })
@@ -83,27 +89,32 @@ impl Storage {
 
     /// Refuses strides that put two elements at one address, or a span whose bytes
     /// overflow.
-    fn check_disjoint(&self, name: &str, elem_size: usize, rank: usize) -> Result<()> {
-        let mut axes: Vec<usize> = (0..self.extents.len())
-            .filter(|&k| self.extents[k] > 1)
-            .collect();
+    fn check_disjoint(&self, naming: StridesNaming, elem_size: usize, rank: usize) -> Result<()> {
+        let ndims = self.extents.len();
+        let mut axes: Vec<usize> = (0..ndims).filter(|&k| self.extents[k] > 1).collect();
         axes.sort_by_key(|&k| self.strides[k]);
         let mut span: u64 = 1;
         for &k in &axes {
+            let stride_is = || naming.stride_is(k, ndims, self.strides[k] as i64);
             if self.strides[k] < span {
                 return Err(Error::InvalidStrides(format!(
-                    "{name}[{k}] = {} (extent {}) steps into the {span} elements the axes of smaller strides span: two elements would share an address (rank {rank})",
-                    self.strides[k], self.extents[k]
+                    "{} (extent {}) steps into the {span} elements the {} of smaller strides span: two elements would share an address (rank {rank})",
+                    stride_is(),
+                    self.extents[k],
+                    naming.axes()
                 )));
             }
             let reach = (self.extents[k] - 1).checked_mul(self.strides[k]);
             span = reach
                 .and_then(|r| r.checked_add(span))
-                .filter(|&s| s.checked_mul(elem_size as u64).is_some_and(|b| b <= i64::MAX as u64))
+                .filter(|&s| {
+                    s.checked_mul(elem_size as u64)
+                        .is_some_and(|b| b <= i64::MAX as u64)
+                })
                 .ok_or_else(|| {
                     Error::InvalidStrides(format!(
-                        "{name}[{k}] = {}: the storage spans more bytes than fit in 64 bits (rank {rank})",
-                        self.strides[k]
+                        "{}: the storage spans more bytes than fit in 64 bits (rank {rank})",
+                        stride_is()
                     ))
                 })?;
         }
@@ -237,11 +248,93 @@ impl Storages {
     }
 }
 
+/// How a storage's messages name its strides: the argument of a side
+/// (`input_strides[2]`, C order), or a Fortran mold's dimension
+/// (`in_mold's stride along dimension 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StridesNaming {
+    /// The side's strides argument, axes in C order from 0.
+    Argument(ReshapeSide),
+    /// The side's mold array of the Fortran module, dimensions from 1 in
+    /// Fortran order.
+    Mold(ReshapeSide),
+}
+
+impl From<ReshapeSide> for StridesNaming {
+    fn from(side: ReshapeSide) -> StridesNaming {
+        StridesNaming::Argument(side)
+    }
+}
+
+impl StridesNaming {
+    fn side(self) -> ReshapeSide {
+        match self {
+            StridesNaming::Argument(side) | StridesNaming::Mold(side) => side,
+        }
+    }
+
+    /// The strides as a whole.
+    fn strides(self) -> String {
+        match self {
+            StridesNaming::Argument(side) => side_name(side).to_string(),
+            StridesNaming::Mold(side) => format!("{}'s strides", mold_name(side)),
+        }
+    }
+
+    /// The stride of axis `axis` (C order) of `ndims` axes being `value`.
+    fn stride_is(self, axis: usize, ndims: usize, value: i64) -> String {
+        match self {
+            StridesNaming::Argument(side) => format!("{}[{axis}] = {value}", side_name(side)),
+            StridesNaming::Mold(side) => format!(
+                "{}'s stride along dimension {} is {value} elements",
+                mold_name(side),
+                ndims - axis
+            ),
+        }
+    }
+
+    /// One axis, with its article.
+    fn an_axis(self) -> &'static str {
+        match self {
+            StridesNaming::Argument(_) => "an axis",
+            StridesNaming::Mold(_) => "a dimension",
+        }
+    }
+
+    /// Axes in the plural.
+    fn axes(self) -> &'static str {
+        match self {
+            StridesNaming::Argument(_) => "axes",
+            StridesNaming::Mold(_) => "dimensions",
+        }
+    }
+
+    /// A box's extents (C order) as the caller writes them.
+    fn shape(self, extents: &[u64]) -> String {
+        let shown: Vec<String> = extents.iter().map(u64::to_string).collect();
+        match self {
+            StridesNaming::Argument(_) => format!("[{}]", shown.join(", ")),
+            StridesNaming::Mold(_) => {
+                let reversed: Vec<&str> = shown.iter().rev().map(String::as_str).collect();
+                format!("({})", reversed.join(", "))
+            }
+        }
+    }
+}
+
 /// The storage argument's name on `side`.
 fn side_name(side: ReshapeSide) -> &'static str {
     match side {
         ReshapeSide::Input => "input_strides",
         ReshapeSide::Output => "output_strides",
+    }
+}
+
+/// The Fortran module's mold argument on `side`.
+fn mold_name(side: ReshapeSide) -> &'static str {
+    match side {
+        ReshapeSide::Input => "in_mold",
+        ReshapeSide::Output => "out_mold",
     }
 }
 
@@ -448,5 +541,29 @@ mod tests {
         assert!(refuse(&[4, 4], &[4, 4]).contains("share an address"));
         let huge = refuse(&[4, 4], &[i64::MAX / 2, 1]);
         assert!(huge.contains("64 bits"), "{huge}");
+    }
+
+    #[test]
+    fn refusals_of_molds_name_their_fortran_dimensions() {
+        let refuse = |extents: &[u64], strides: &[i64]| {
+            let naming = StridesNaming::Mold(ReshapeSide::Input);
+            Storage::new(extents, strides, naming, 8, 1)
+                .unwrap_err()
+                .to_string()
+        };
+        // a(7:1:-1, :, :) of a (7, 5, 3) array: its first dimension runs backwards.
+        let backwards = refuse(&[3, 5, 7], &[35, 7, -1]);
+        assert!(
+            backwards.contains(
+                "in_mold's stride along dimension 1 is -1 elements on a dimension of extent 7"
+            ) && backwards.contains("rank 1"),
+            "{backwards}"
+        );
+        let overlap = refuse(&[4, 4], &[2, 1]);
+        assert!(
+            overlap.contains("in_mold's stride along dimension 2 is 2 elements (extent 4)")
+                && overlap.contains("the dimensions of smaller strides"),
+            "{overlap}"
+        );
     }
 }

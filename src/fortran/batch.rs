@@ -217,7 +217,8 @@ fn check_sides(plan: &Plan, a: &ArrayDescriptor, b: &ArrayDescriptor) -> Result<
             ..*desc
         };
         let name = format!("each field of {name}");
-        check_array(&name, &field, (&extents, strides), plan.elem_size(), rank)?;
+        let elements = (plan.elem_size(), plan.is_strided());
+        check_array(&name, &field, (&extents, strides), elements, rank)?;
     }
     let (ka, kb) = (last_extent(a), last_extent(b));
     if ka != kb {

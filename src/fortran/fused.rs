@@ -136,8 +136,8 @@ impl Fields {
 /// at its strides, `b` its output box.
 fn check_field(plan: &Plan, a: &ArrayDescriptor, b: &ArrayDescriptor, dtype: i32) -> Result<()> {
     plan.check_dtype(dtype)?;
-    let (size, rank) = (plan.elem_size(), plan.rank());
+    let (elements, rank) = ((plan.elem_size(), plan.is_strided()), plan.rank());
     let (input, output) = (plan.local_input_shape(), plan.local_output_shape());
-    check_array("a", a, (&input, plan.input_strides()), size, rank)?;
-    check_array("b", b, (&output, plan.output_strides()), size, rank)
+    check_array("a", a, (&input, plan.input_strides()), elements, rank)?;
+    check_array("b", b, (&output, plan.output_strides()), elements, rank)
 }

@@ -17,6 +17,7 @@ use crate::core::abi::{DtypeCode, dr_status};
 use crate::core::error::{Error, Result};
 use crate::mpi::buffers::Buffers;
 use crate::planning::args::Notation;
+use crate::planning::layouts::LayoutArgs;
 
 /// A Fortran array as the shim reads its `CFI_cdesc_t` (C's `struct
 /// dr_fortran_array` in `fortran/distreshape_fshim.c`, which must match): the
@@ -74,7 +75,11 @@ pub unsafe extern "C" fn dr_fortran_plan_create_strided(
             let size = args.elem_size;
             let input = mold_strides("in_mold", descriptor("in_mold", in_mold)?, axes.0, size)?;
             let output = mold_strides("out_mold", descriptor("out_mold", out_mold)?, axes.1, size)?;
-            Ok(args.with_strides(Some(&input), Some(&output)))
+            let molded = args.with_strides(Some(&input), Some(&output));
+            Ok(LayoutArgs {
+                strides_from_molds: true,
+                ..molded
+            })
         });
         create_layouts_plan(comm, args, configured(options), plan)
     })
@@ -219,7 +224,8 @@ fn checked_buffers(
         boxes
             .into_iter()
             .find_map(|(name, desc, extents, strides)| {
-                check_array(name, desc, (&extents, strides), size, plan.rank()).err()
+                let elements = (size, plan.is_strided());
+                check_array(name, desc, (&extents, strides), elements, plan.rank()).err()
             })
     });
     (buffers, pre)
@@ -271,12 +277,12 @@ fn mold_strides(name: &str, mold: &ArrayDescriptor, axes: usize, size: usize) ->
 
 /// Checks an array against this rank's box on a side: its shape must be the
 /// box's and, unless the box is empty, its stride on every axis longer than one
-/// the plan's.
+/// the plan's (made from molds when `molded`).
 pub(super) fn check_array(
     name: &str,
     desc: &ArrayDescriptor,
     (extents, strides): (&[u64], &[u64]),
-    size: usize,
+    (size, molded): (usize, bool),
     rank: usize,
 ) -> Result<()> {
     let fortran = Notation::Fortran;
@@ -300,8 +306,12 @@ pub(super) fn check_array(
     for (axis, ((&b, &n), &want)) in axes {
         let given = elements(name, axis, shape.len(), (b, n), size)?;
         if n > 1 && given != want as i64 {
+            let advice = match molded {
+                true => "pass arrays laid out as the molds the plan was made from",
+                false => "the plan was made without molds: pass contiguous arrays",
+            };
             return Err(Error::InvalidStrides(format!(
-                "{name}'s stride along dimension {} is {given} elements but the plan's is {want}: pass arrays laid out as the molds the plan was made from (rank {rank})",
+                "{name}'s stride along dimension {} is {given} elements but the plan's is {want}: {advice} (rank {rank})",
                 fortran.axis(Some(axis), shape.len())
             )));
         }
@@ -350,8 +360,9 @@ mod tests {
     #[test]
     fn arrays_must_be_the_box_at_the_plan_strides() {
         let (extents, strides): ([u64; 2], [u64; 2]) = ([3, 4], [6, 1]);
-        let check =
-            |e: &[i64], s: &[i64]| check_array("a", &desc(e, s), (&extents, &strides), 8, 1);
+        let check = |e: &[i64], s: &[i64]| {
+            check_array("a", &desc(e, s), (&extents, &strides), (8, true), 1)
+        };
         assert!(check(&[4, 3], &[8, 48]).is_ok());
         let shape = check(&[4, 4], &[8, 48]).unwrap_err();
         assert!(matches!(shape, Error::InvalidShape(_)));
@@ -367,10 +378,26 @@ mod tests {
                 .to_string()
                 .contains("along dimension 1 is 2 elements but the plan's is 1")
         );
+        let unmolded = (&extents[..], &strides[..]);
+        let dense = check_array("a", &desc(&[4, 3], &[16, 48]), unmolded, (8, false), 1);
+        let dense = dense.unwrap_err().to_string();
+        assert!(
+            dense.contains("made without molds: pass contiguous arrays"),
+            "{dense}"
+        );
         // Any stride on an axis of extent 1, and none checked on an empty box.
         let one: ([u64; 2], [u64; 2]) = ([1, 4], [6, 1]);
-        assert!(check_array("b", &desc(&[4, 1], &[8, 8]), (&one.0, &one.1), 8, 0).is_ok());
+        assert!(check_array("b", &desc(&[4, 1], &[8, 8]), (&one.0, &one.1), (8, true), 0).is_ok());
         let empty: ([u64; 2], [u64; 2]) = ([0, 4], [4, 1]);
-        assert!(check_array("b", &desc(&[4, 0], &[24, 3]), (&empty.0, &empty.1), 8, 0).is_ok());
+        assert!(
+            check_array(
+                "b",
+                &desc(&[4, 0], &[24, 3]),
+                (&empty.0, &empty.1),
+                (8, true),
+                0
+            )
+            .is_ok()
+        );
     }
 }

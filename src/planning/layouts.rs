@@ -5,13 +5,14 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use crate::core::abi::dtype_words;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::distribution::grid::{BlockLengths, GridBox, GridLayout};
 use crate::distribution::groups::ReshapeSide;
 use crate::distribution::layout::{MAX_DIMS, checked_product};
 use crate::distribution::peers::Redistribution;
-use crate::distribution::storage::{Storage, Storages};
+use crate::distribution::storage::{Storage, Storages, StridesNaming};
 use crate::planning::args::{Notation, resolve_new_shape};
 
 /// How an array is laid out over the ranks of a communicator: its global shape (C
@@ -72,6 +73,24 @@ impl Layout {
             .map(|a| (Some(a) == split).then_some(0))
             .collect();
         Layout::new(shape, &[nranks as i64], &axis_grid)
+    }
+
+    /// The layout in words, as messages show it: its shape, its grid, the grid
+    /// axis of each array axis (`-` for none) and any explicit block lengths.
+    pub fn describe(&self) -> String {
+        let axes: Vec<String> = (self.axis_grid.iter())
+            .map(|g| g.map_or_else(|| "-".to_string(), |g| g.to_string()))
+            .collect();
+        let mut words = format!(
+            "shape {:?} on grid {:?}, axis_grid [{}]",
+            self.shape,
+            self.grid_dims,
+            axes.join(", ")
+        );
+        for (axis, lengths) in &self.lengths {
+            words += &format!(", lengths {lengths:?} along axis {axis}");
+        }
+        words
     }
 
     /// The global shape as given (an output layout may hold one `-1`).
@@ -165,6 +184,9 @@ pub struct LayoutArgs {
     /// This rank's output storage, as `input_strides` (one stride per axis of the
     /// resolved output shape).
     pub output_strides: Option<Vec<i64>>,
+    /// Whether the strides were read from the Fortran module's molds: messages
+    /// then name a mold's dimensions rather than a strides argument's axes.
+    pub strides_from_molds: bool,
 }
 
 impl LayoutArgs {
@@ -177,6 +199,7 @@ impl LayoutArgs {
             output: output.clone(),
             input_strides: None,
             output_strides: None,
+            strides_from_molds: false,
         }
     }
 
@@ -194,13 +217,17 @@ impl LayoutArgs {
     /// on every axis longer than one, no two elements at one address.
     pub(crate) fn storages(&self, layouts: &Redistribution, rank: usize) -> Result<Storages> {
         let storage = |side, strides: &Option<Vec<i64>>| {
+            let naming = match self.strides_from_molds {
+                true => StridesNaming::Mold(side),
+                false => StridesNaming::Argument(side),
+            };
             let layout = match side {
                 ReshapeSide::Input => layouts.input(),
                 ReshapeSide::Output => layouts.output(),
             };
             let extents = layout.rank_box(rank).extents;
             match strides {
-                Some(strides) => Storage::new(&extents, strides, side, self.elem_size, rank),
+                Some(strides) => Storage::new(&extents, strides, naming, self.elem_size, rank),
                 None => Ok(Storage::dense(&extents)),
             }
         };
@@ -260,12 +287,24 @@ impl LayoutArgs {
     /// The error for ranks whose fingerprints differ (`min` and `max` over the
     /// ranks), naming what differs and `rank`; `None` when they all agree.
     pub fn mismatch(&self, min: &[i64], max: &[i64], rank: usize) -> Option<Error> {
-        let what = ["the element size", "the dtype", "the layouts"];
         let field = (0..LAYOUT_FINGERPRINT_LEN).find(|&i| min[i] != max[i])?;
-        Some(Error::InconsistentArguments(format!(
-            "{} differ between ranks (rank {rank} has input layout {:?} and output layout {:?}, elem_size {}, dtype {:?})",
-            what[field], self.input, self.output, self.elem_size, self.dtype
-        )))
+        let detail = match field {
+            0 => format!(
+                "the element size differs between ranks: {} bytes on rank {rank}",
+                self.elem_size
+            ),
+            1 => format!(
+                "the dtype differs between ranks: {} on rank {rank}",
+                self.dtype
+                    .map_or_else(|| "none given".to_string(), dtype_words)
+            ),
+            _ => format!(
+                "the layouts differ between ranks: on rank {rank} the input layout is {} and the output layout {}",
+                self.input.describe(),
+                self.output.describe()
+            ),
+        };
+        Some(Error::InconsistentArguments(detail))
     }
 }
 
@@ -380,6 +419,17 @@ mod tests {
         let e = a.mismatch(&min, &max, 2).unwrap().to_string();
         assert!(
             e.contains("the layouts differ") && e.contains("rank 2"),
+            "{e}"
+        );
+        assert!(
+            e.contains("shape [4, 6, 8] on grid [2, 3], axis_grid [-, 1, 0]"),
+            "{e}"
+        );
+        let mut other_size = fa;
+        other_size[0] = 4;
+        let e = a.mismatch(&other_size, &fa, 1).unwrap().to_string();
+        assert!(
+            e.contains("the element size differs between ranks: 8 bytes on rank 1"),
             "{e}"
         );
         assert!(a.mismatch(&fa, &fa, 0).is_none());

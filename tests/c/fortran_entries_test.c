@@ -187,6 +187,9 @@ int main(int argc, char **argv)
         CHECK_WHAT(got == (refused ? DR_ERROR_INVALID_DTYPE : DR_SUCCESS), names[which]);
         if (refused) {
             CHECK_NAMES_RANK(test_nranks - 1);
+            CHECK_WHAT(strstr(dr_last_error_message(),
+                              "are DR_DTYPE_FLOAT64 (8 bytes) but the plan was made for DR_DTYPE_INT64") != NULL,
+                       "the message names both dtypes");
             CHECK_WHAT(written(out, room) == 0, names[which]);
         }
     }

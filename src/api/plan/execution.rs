@@ -104,7 +104,7 @@ pub(super) fn check_buffers(
     }
     let (a, b) = (input as usize, output as usize);
     if !in_place && in_bytes > 0 && out_bytes > 0 && a < b + out_bytes && b < a + in_bytes {
-        check_apart(storages, (a, b), size, rank)?;
+        check_apart(expected, (a, b), rank)?;
     }
     Ok(in_place)
 }
@@ -112,12 +112,8 @@ pub(super) fn check_buffers(
 /// Checks that the input box at address `a` and the output box at `b`, whose
 /// spans meet, share no byte (they may interleave: the odd and the even rows
 /// of one array).
-fn check_apart(
-    storages: &Storages,
-    (a, b): (usize, usize),
-    size: usize,
-    rank: usize,
-) -> Result<()> {
+fn check_apart(expected: &Expected<'_>, (a, b): (usize, usize), rank: usize) -> Result<()> {
+    let (storages, size) = (expected.storages, expected.plan.elem_size);
     let found = sharing(
         Placed::of_box(&storages.input, a, size),
         Placed::of_box(&storages.output, b, size),
@@ -130,8 +126,12 @@ fn check_apart(
         storages.input.span() as usize * size,
         storages.output.span() as usize * size,
     );
+    let advice = match expected.strided {
+        true => "pass buffers that share no byte",
+        false => "pass buffers that share no byte, or the same pointer for in place",
+    };
     Err(Error::Aliasing(format!(
-        "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) {problem} on rank {rank}; pass the same pointer for in place"
+        "the input buffer [{a:#x}, +{in_bytes} B) and the output buffer [{b:#x}, +{out_bytes} B) {problem} on rank {rank}; {advice}"
     )))
 }
 

@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 use super::execution::{Execution, Expected, check_buffers, in_progress, output_address};
 use super::in_place::{InPlaceRoute, Run};
 use super::{Engines, Plan};
-use crate::core::abi::dr_dtype;
+use crate::core::abi::{dr_dtype, dtype_words};
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::mpi::agree::agree;
@@ -142,17 +142,28 @@ impl Plan {
         let problem = match dr_dtype::from_code(dtype) {
             None => format!("dtype = {dtype} is not a dr_dtype value"),
             Some(d) if d.size() != self.plan.elem_size => format!(
-                "the elements have {} bytes (dtype {dtype}) but the plan was made for {}",
+                "the arrays' elements are {} ({} bytes) but the plan was made for {}",
+                d.name(),
                 d.size(),
-                self.plan.elem_size
+                self.planned_elements()
             ),
-            Some(_) if self.dtype.is_some_and(|d| d != dtype) => format!(
-                "the elements are dtype {dtype} but the plan was made for dtype {}",
-                self.dtype.unwrap_or(-1)
+            Some(d) if self.dtype.is_some_and(|p| p != dtype) => format!(
+                "the arrays' elements are {} but the plan was made for {}",
+                d.name(),
+                self.planned_elements()
             ),
             Some(_) => return Ok(()),
         };
         Err(Error::InvalidDtype(format!("{problem} (rank {rank})")))
+    }
+
+    /// The plan's elements in words: their dtype's name and size, or their size.
+    fn planned_elements(&self) -> String {
+        let size = self.plan.elem_size;
+        match self.dtype {
+            Some(code) => format!("{} ({size} bytes)", dtype_words(code)),
+            None => format!("elements of {size} bytes"),
+        }
     }
 
     /// Executes the plan on raw buffers as [`Plan::execute_raw`] does, first agreeing
