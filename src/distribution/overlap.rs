@@ -51,6 +51,12 @@ impl<'a> Placed<'a> {
         }
     }
 
+    /// One past the box's last byte.
+    fn end(&self) -> usize {
+        let elements = self.storage.map_or(1, Storage::span) as usize;
+        self.address + elements * self.elem_size
+    }
+
     /// The `bytes` bytes from `address`, as a single element.
     pub fn of_range(address: usize, bytes: usize) -> Placed<'a> {
         Placed {
@@ -87,6 +93,10 @@ impl Sharing {
 /// Whether the non-empty boxes `a` and `b` share a byte, looking at no more
 /// than `budget` pairs of sub-boxes. Allocates nothing.
 pub fn sharing(a: Placed<'_>, b: Placed<'_>, budget: usize) -> Sharing {
+    let (a_end, b_end) = (a.end(), b.end());
+    if a_end <= b.address || b_end <= a.address {
+        return Sharing::Apart;
+    }
     let boxes = [Axes::of(a), Axes::of(b)];
     let pair = [SubBox::whole(a.address), SubBox::whole(b.address)];
     let mut left = budget;

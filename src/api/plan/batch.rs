@@ -276,17 +276,18 @@ pub(super) fn check_apart<'p>(
         let size = plan.plan.elem_size;
         let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
         let (in_bytes, out_bytes) = (plan.input_span() * size, plan.output_span() * size);
-        let boxed = |storage, address, bytes: usize| {
-            (bytes > 0).then(|| Placed::of_box(storage, address, size))
+        let boxed = |role, storage, address, bytes: usize| {
+            (bytes > 0).then(|| (role, Placed::of_box(storage, address, size)))
         };
         match input == output {
             true => {
                 let bytes = in_bytes.max(out_bytes);
-                [(bytes > 0).then(|| Placed::of_range(output, bytes)), None]
+                let range = (bytes > 0).then(|| ("buffer", Placed::of_range(output, bytes)));
+                [range, None]
             }
             false => [
-                boxed(&plan.storages.input, input, in_bytes),
-                boxed(&plan.storages.output, output, out_bytes),
+                boxed("input", &plan.storages.input, input, in_bytes),
+                boxed("output", &plan.storages.output, output, out_bytes),
             ],
         }
     };
@@ -296,10 +297,14 @@ pub(super) fn check_apart<'p>(
             let ours = held(i);
             let mut pairs = (ours.iter().flatten())
                 .flat_map(|&a| theirs.iter().flatten().map(move |&b| (a, b)));
-            if let Some(problem) = pairs.find_map(|(a, b)| sharing(a, b, SEARCH_BUDGET).problem()) {
-                return Err(Error::Aliasing(format!(
-                    "the buffers of fields {i} and {j} {problem} on rank {rank}: each field needs its own"
-                )));
+            let found = pairs.find_map(|((a_role, a), (b_role, b))| {
+                let problem = sharing(a, b, SEARCH_BUDGET).problem()?;
+                Some(format!(
+                    "the buffers of fields {i} and {j} {problem} on rank {rank} (field {i}'s {a_role} and field {j}'s {b_role}): each field needs its own"
+                ))
+            });
+            if let Some(detail) = found {
+                return Err(Error::Aliasing(detail));
             }
         }
     }

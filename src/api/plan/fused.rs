@@ -445,7 +445,7 @@ impl<P: Borrow<Plan>> Fused<P> {
             // SAFETY: locked (caller's contract); only read.
             let engines = unsafe { &*state.engines[g] };
             if engines.lent || engines.exchange.is_active() {
-                return Err(in_field(in_progress(), first));
+                return Err(in_field(in_progress().on_rank(rank), first));
             }
         }
         let mut in_place = false;
@@ -518,7 +518,7 @@ impl FusedState {
         for (g, &first) in groups.first.iter().enumerate() {
             let mut engines = plans[first].borrow().lock();
             if engines.lent || engines.exchange.is_active() {
-                return Err(in_field(in_progress(), first));
+                return Err(in_field(in_progress().on_rank(rank), first));
             }
             let fields = groups.range(g).len();
             engines.exchange.prepare_fields(fields, rank)?;
