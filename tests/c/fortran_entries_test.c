@@ -188,7 +188,7 @@ int main(int argc, char **argv)
         if (refused) {
             CHECK_NAMES_RANK(test_nranks - 1);
             CHECK_WHAT(strstr(dr_last_error_message(),
-                              "are DR_DTYPE_FLOAT64 (8 bytes) but the plan was made for DR_DTYPE_INT64") != NULL,
+                              "are DR_DTYPE_FLOAT64 but the plan was made for DR_DTYPE_INT64 (8 bytes)") != NULL,
                        "the message names both dtypes");
             CHECK_WHAT(written(out, room) == 0, names[which]);
         }
