@@ -1167,10 +1167,9 @@ enum dr_status dr_request_test(struct dr_request **request, int *done);
  Waits for the execution of `*request` to complete and sets `*request` to NULL
  (a NULL `*request` returns at once). A failure while messages flow is this
  rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
- destroyed plan returns its execution's outcome at once and is freed. The
- wait moves this execution only: complete several executions in flight in
- the same order on every rank (or test each in turn), or ranks waiting in
- different orders can wait for each other forever.
+ destroyed plan returns its execution's outcome at once and is freed. While
+ it waits, the wait carries the other executions in flight in this process
+ on, so ranks may complete several in different orders.
 
  # Safety
  As `dr_request_test`.

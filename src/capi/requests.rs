@@ -236,10 +236,9 @@ pub unsafe extern "C" fn dr_request_test(
 /// Waits for the execution of `*request` to complete and sets `*request` to NULL
 /// (a NULL `*request` returns at once). A failure while messages flow is this
 /// rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
-/// destroyed plan returns its execution's outcome at once and is freed. The
-/// wait moves this execution only: complete several executions in flight in
-/// the same order on every rank (or test each in turn), or ranks waiting in
-/// different orders can wait for each other forever.
+/// destroyed plan returns its execution's outcome at once and is freed. While
+/// it waits, the wait carries the other executions in flight in this process
+/// on, so ranks may complete several in different orders.
 ///
 /// # Safety
 /// As `dr_request_test`.

@@ -8,14 +8,14 @@ use mpi::ffi;
 
 use crate::core::error::Result;
 use crate::mpi::status::{check, count};
-use crate::mpi::waiting::complete_collective;
+use crate::mpi::waiting::{Waits, complete_collective};
 
 /// Gathers `mine` (the same length on every rank) from every rank of `comm`, in
 /// rank order, into `all`, which holds `mine.len()` values per rank; waits as
-/// [`complete_collective`] does, `sleeping` or not.
+/// [`complete_collective`] does.
 pub fn allgather_i64(
     comm: ffi::MPI_Comm,
-    sleeping: bool,
+    waits: Waits,
     mine: &[i64],
     all: &mut [i64],
 ) -> Result<()> {
@@ -27,7 +27,7 @@ pub fn allgather_i64(
     let code = unsafe {
         let int64 = ffi::RSMPI_INT64_T;
         complete_collective(
-            sleeping,
+            waits,
             || ffi::MPI_Allgather(send, each, int64, receive, each, int64, comm),
             |request| ffi::MPI_Iallgather(send, each, int64, receive, each, int64, comm, request),
         )
@@ -36,10 +36,10 @@ pub fn allgather_i64(
 }
 
 /// Reduces `send` element-wise with `op` over the ranks of `comm` into `receive`
-/// (as long as `send`); waits as [`complete_collective`] does, `sleeping` or not.
+/// (as long as `send`); waits as [`complete_collective`] does.
 pub fn allreduce_i64(
     comm: ffi::MPI_Comm,
-    sleeping: bool,
+    waits: Waits,
     op: ffi::MPI_Op,
     send: &[i64],
     receive: &mut [i64],
@@ -52,7 +52,7 @@ pub fn allreduce_i64(
     let code = unsafe {
         let int64 = ffi::RSMPI_INT64_T;
         complete_collective(
-            sleeping,
+            waits,
             || ffi::MPI_Allreduce(send, receive, n, int64, op, comm),
             |request| ffi::MPI_Iallreduce(send, receive, n, int64, op, comm, request),
         )

@@ -18,7 +18,7 @@ use crate::mpi::library::is_smpi;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count, mpi_is_usable, require_mpi};
 use crate::mpi::transport::ControlTags;
-use crate::mpi::waiting::complete_collective;
+use crate::mpi::waiting::{Waits, complete_collective};
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
@@ -43,6 +43,9 @@ struct Shared {
     raw: RawComm,
     rank: usize,
     size: usize,
+    /// This process's rank in MPI_COMM_WORLD (which process runs a plan's
+    /// executions, also under SimGrid's SMPI, where every rank runs in one).
+    process: i32,
     /// Tags each plan has: `(MPI_TAG_UB + 1) / PLAN_SLOTS`, at least 32, in
     /// [`TAG_LANES`] lanes that its executions cycle through.
     tags_per_plan: u64,
@@ -76,9 +79,10 @@ pub struct Comm {
     first_tag: u64,
     /// The datatypes of this plan's strided messages, kept for its executions.
     strided_datatypes: StridedDatatypes,
-    /// Whether this plan's waits on an oversubscribed node sleep between polls
-    /// once they have yielded a while (its option `sleeping_waits`).
-    sleeping: bool,
+    /// How this plan's waits go: whose running executions they carry on, and
+    /// whether they sleep between polls once they have yielded a while (its
+    /// option `sleeping_waits`).
+    waits: Waits,
 }
 
 // SAFETY: the handle is only used through MPI calls, made by the plans only on
@@ -117,12 +121,16 @@ impl Comm {
     /// The next plan's use of `shared`.
     fn numbered(shared: Arc<Shared>, sleeping: bool) -> Comm {
         let number = shared.plans.fetch_add(1, Ordering::Relaxed);
+        let waits = Waits {
+            process: shared.process,
+            sleeping,
+        };
         Comm {
             first_tag: (number % PLAN_SLOTS) * shared.tags_per_plan,
             number,
             shared,
             strided_datatypes: StridedDatatypes::default(),
-            sleeping,
+            waits,
         }
     }
 
@@ -131,7 +139,7 @@ impl Comm {
     /// (a fused execution): local, numbered alike on every rank when every
     /// rank makes it at the same point.
     pub fn sibling(&self) -> Comm {
-        Comm::numbered(Arc::clone(&self.shared), self.sleeping)
+        Comm::numbered(Arc::clone(&self.shared), self.waits.sleeping)
     }
 
     /// True when `other` is a use of the same private communicator (plans made
@@ -177,7 +185,7 @@ impl Comm {
                 rank: self.rank(),
                 smpi: is_smpi(),
                 proposed,
-                sleeping: self.sleeping,
+                waits: self.waits,
             };
             let reads = NodeReads::establish(self.raw(), node)?;
             let _ = self.shared.node_reads.set(reads);
@@ -201,10 +209,9 @@ impl Comm {
         &self.strided_datatypes
     }
 
-    /// Whether the plan's waits on an oversubscribed node sleep between polls
-    /// once they have yielded a while.
-    pub fn sleeping(&self) -> bool {
-        self.sleeping
+    /// How the plan's waits go.
+    pub fn waits(&self) -> Waits {
+        self.waits
     }
 
     /// This process's rank.
@@ -230,7 +237,7 @@ impl Comm {
         send.copy_from_slice(values);
         // SAFETY: reading an MPI constant handle.
         let max = unsafe { ffi::RSMPI_MAX };
-        allreduce_i64(self.raw(), self.sleeping, max, send, values)
+        allreduce_i64(self.raw(), self.waits, max, send, values)
     }
 
     /// Gathers `mine` (the same length on every rank) from every rank, in rank order,
@@ -244,7 +251,7 @@ impl Comm {
             )));
         }
         all.resize(n, 0);
-        allgather_i64(self.raw(), self.sleeping, mine, all)
+        allgather_i64(self.raw(), self.waits, mine, all)
     }
 
     /// The dimensions of the communicator's Cartesian topology (the caller's: the
@@ -284,7 +291,7 @@ impl Comm {
         let code = unsafe {
             let uint8 = ffi::RSMPI_UINT8_T;
             complete_collective(
-                self.sleeping,
+                self.waits,
                 || ffi::MPI_Bcast(at, n, uint8, root, comm),
                 |request| ffi::MPI_Ibcast(at, n, uint8, root, comm, request),
             )
@@ -388,6 +395,7 @@ fn duplicate(caller: RawComm) -> Result<Shared> {
         raw,
         rank: 0,
         size: 1,
+        process: world_rank(),
         tags_per_plan: 0,
         node_reads: OnceLock::new(),
         plans: AtomicU64::new(0),

@@ -32,6 +32,7 @@ use crate::core::error::{Error, Result};
 use crate::mpi::collective::{allgather_i64, allreduce_i64};
 use crate::mpi::status::check;
 use crate::mpi::transport::ReadRun;
+use crate::mpi::waiting::Waits;
 
 /// Most runs one `process_vm_readv` reads (Linux's `IOV_MAX`).
 const RUNS_PER_CALL: usize = 1024;
@@ -211,16 +212,16 @@ pub struct Node {
     pub smpi: bool,
     /// This rank proposes direct reads (the plan's option `direct_reads`).
     pub proposed: bool,
-    /// Its waits sleep between polls after a while (the option `sleeping_waits`).
-    pub sleeping: bool,
+    /// How its waits go.
+    pub waits: Waits,
 }
 
 /// The ranks of one node, as a communicator of their own while the decision is
 /// made.
 struct NodeComm {
     raw: ffi::MPI_Comm,
-    /// Whether its collectives' waits sleep after a while.
-    sleeping: bool,
+    /// How its collectives' waits go.
+    waits: Waits,
 }
 
 impl Drop for NodeComm {
@@ -247,7 +248,7 @@ impl NodeComm {
         check(code, "MPI_Comm_split_type")?;
         Ok(NodeComm {
             raw,
-            sleeping: node.sleeping,
+            waits: node.waits,
         })
     }
 
@@ -261,7 +262,7 @@ impl NodeComm {
         let pid = unsafe { libc::getpid() };
         let mine = [rank as i64, i64::from(pid), &raw const PROBE as i64];
         let mut all = vec![0i64; ANNOUNCED * size as usize];
-        allgather_i64(self.raw, self.sleeping, &mine, &mut all)?;
+        allgather_i64(self.raw, self.waits, &mine, &mut all)?;
         Ok(all
             .chunks(ANNOUNCED)
             .map(|m| NodeMember {
@@ -279,7 +280,7 @@ impl NodeComm {
         let mut all = [0];
         // SAFETY: reading an MPI constant handle.
         let min = unsafe { ffi::RSMPI_MIN };
-        allreduce_i64(self.raw, self.sleeping, min, &[i64::from(mine)], &mut all)?;
+        allreduce_i64(self.raw, self.waits, min, &[i64::from(mine)], &mut all)?;
         Ok(all[0] != 0)
     }
 }

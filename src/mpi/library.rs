@@ -145,6 +145,17 @@ pub fn is_smpi() -> bool {
     library().smpi
 }
 
+/// Whether the library's collectives start in their non-blocking form on
+/// every rank, so that a rank can carry its other executions on while it
+/// waits (`crate::mpi::waiting::complete_collective`): on MPICH and Open MPI,
+/// where that costs no more than the blocking form within the noise. Not on
+/// SMPI, which simulates its non-blocking collectives with so many more events
+/// that plan creation at scale took minutes of real time rather than seconds
+/// (docs/src/performance/analysis.md, "Several executions in flight").
+pub fn nonblocking_collectives() -> bool {
+    !library().smpi
+}
+
 /// The setting of the environment variable of the switch `option`: `Some` when it
 /// is `1` or `0`.
 fn switch(option: dr_option) -> Option<bool> {

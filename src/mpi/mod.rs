@@ -4,7 +4,8 @@
 //! the [`transport::Transport`] trait, and the two exchange engines that move a
 //! plan's messages (out of place or with everything sent packed, in pairwise
 //! windows, and the scheduled rounds of executions in place), which the plan
-//! chooses between, how a rank waits for its messages, what the node it runs on
+//! chooses between, how a rank waits for its messages while it carries its other
+//! running executions on, what the node it runs on
 //! holds, how the ranks of a node read one another's memory directly, and what
 //! was measured of the MPI library that shapes them.
 
@@ -20,6 +21,7 @@ pub mod inplace_messages;
 pub mod library;
 pub mod node;
 pub mod p2p;
+pub mod running;
 pub mod status;
 pub mod threads;
 pub mod transport;

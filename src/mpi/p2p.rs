@@ -13,12 +13,11 @@ use crate::core::error::{Error, Result};
 use crate::core::faults::injected_exchange_fault;
 use crate::mpi::comm::Comm;
 use crate::mpi::datatypes::{IndexedDatatype, with_fields, with_joined};
-use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{
     Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
 };
-use crate::mpi::waiting::poll_giving_way;
+use crate::mpi::waiting::{Waits, poll_giving_way};
 use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.
@@ -137,9 +136,9 @@ unsafe fn start_fields(
 }
 
 /// Completes every request of `requests` (see [`Transport::complete_all`]),
-/// waiting as [`poll_giving_way`] does, `sleeping` or not, on an oversubscribed
-/// node.
-fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool, sleeping: bool) -> Result<bool> {
+/// waiting as [`poll_giving_way`] does where `waits` are
+/// [`Waits::polling`].
+fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool, waits: Waits) -> Result<bool> {
     injected_exchange_fault()?;
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;
@@ -147,12 +146,12 @@ fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool, sleeping: boo
     let code = unsafe {
         let statuses = ffi::RSMPI_STATUSES_IGNORE;
         match blocking {
-            true if oversubscribed() => poll_giving_way(
+            true if waits.polling() => poll_giving_way(
                 || {
                     let code = ffi::MPI_Testall(n, all, &mut done, statuses);
                     (code, done != 0)
                 },
-                sleeping,
+                waits,
             ),
             true => ffi::MPI_Waitall(n, all, statuses),
             false => ffi::MPI_Testall(n, all, &mut done, statuses),
@@ -262,7 +261,7 @@ impl Transport for Comm {
     }
 
     fn complete_all(&self, requests: &mut [ffi::MPI_Request], blocking: bool) -> Result<bool> {
-        complete_all(requests, blocking, self.sleeping())
+        complete_all(requests, blocking, self.waits())
     }
 
     fn complete_some(
@@ -285,12 +284,12 @@ impl Transport for Comm {
             let statuses = ffi::RSMPI_STATUSES_IGNORE;
             match blocking {
                 // Until a request completes, or none is active (MPI_UNDEFINED).
-                true if oversubscribed() => poll_giving_way(
+                true if self.waits().polling() => poll_giving_way(
                     || {
                         let code = ffi::MPI_Testsome(n, all, &mut done, indices, statuses);
                         (code, done != 0)
                     },
-                    self.sleeping(),
+                    self.waits(),
                 ),
                 true => ffi::MPI_Waitsome(n, all, &mut done, indices, statuses),
                 false => ffi::MPI_Testsome(n, all, &mut done, indices, statuses),

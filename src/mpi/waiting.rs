@@ -1,9 +1,11 @@
 //! How this process waits for its messages and collectives: in `MPI_Waitall` /
 //! `MPI_Waitsome` and MPI's blocking collectives, or, when the node runs more ranks
-//! than it has processors, by polling with `MPI_Testall` / `MPI_Testsome` /
-//! `MPI_Test` (a collective in its non-blocking form) and giving the processor away
-//! between polls (`sched_yield`, and on MPICH short sleeps once a wait has yielded
-//! a while, [`crate::mpi::library::Switches::sleeping_waits`], a plan's choice).
+//! than it has processors or this process runs more than one execution
+//! ([`Waits::polling`]), by polling with `MPI_Testall` / `MPI_Testsome` / `MPI_Test` (a
+//! collective in its non-blocking form), carrying the other executions on
+//! ([`carry_others_on`]) and giving the processor away between polls
+//! (`sched_yield`, and on MPICH short sleeps once a wait has yielded a while,
+//! [`crate::mpi::library::Switches::sleeping_waits`], a plan's choice).
 //!
 //! MPICH's waits spin. On an oversubscribed node a rank spinning for a message takes
 //! the processor from the rank that would send it, in the exchange and in the
@@ -17,7 +19,29 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
+use crate::mpi::library::nonblocking_collectives;
 use crate::mpi::node::oversubscribed;
+use crate::mpi::running::{carry_others_on, others_running};
+
+/// How one rank's waits go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waits {
+    /// The rank's process (its rank in `MPI_COMM_WORLD`), whose other running
+    /// executions its waits carry on.
+    pub process: i32,
+    /// Whether polls sleep between polls once they have yielded a while
+    /// (MPICH, the option `sleeping_waits`).
+    pub sleeping: bool,
+}
+
+impl Waits {
+    /// Whether a wait polls rather than blocks in MPI: on a node with more
+    /// ranks than processors, or while other executions of the process run
+    /// (they move only when carried on).
+    pub fn polling(self) -> bool {
+        others_running(self.process) || oversubscribed()
+    }
+}
 
 /// How many times a wait yields the processor (`sched_yield`) between polls
 /// before it sleeps between them instead.
@@ -31,18 +55,20 @@ const YIELDING_POLLS: u32 = 16;
 /// docs/src/performance/analysis.md, "Listed read runs and sleeping waits").
 const SLEEP_BETWEEN_POLLS: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// Polls `test` until it reports completion or fails, yielding the processor
-/// between polls, or, when `sleeping`, sleeping [`SLEEP_BETWEEN_POLLS`] after the
+/// Polls `test` until it reports completion or fails, carrying the other
+/// running executions of the process on and yielding the processor between
+/// polls, or, when `waits.sleeping`, sleeping [`SLEEP_BETWEEN_POLLS`] after the
 /// first [`YIELDING_POLLS`]; returns the status code of the last poll.
-pub fn poll_giving_way(mut test: impl FnMut() -> (i32, bool), sleeping: bool) -> i32 {
+pub fn poll_giving_way(mut test: impl FnMut() -> (i32, bool), waits: Waits) -> i32 {
     let mut polls = 0u32;
     loop {
         let (code, done) = test();
         if code != 0 || done {
             return code;
         }
+        carry_others_on(waits.process);
         polls = polls.saturating_add(1);
-        if sleeping && polls > YIELDING_POLLS {
+        if waits.sleeping && polls > YIELDING_POLLS {
             std::thread::sleep(SLEEP_BETWEEN_POLLS);
         } else {
             std::thread::yield_now();
@@ -50,16 +76,20 @@ pub fn poll_giving_way(mut test: impl FnMut() -> (i32, bool), sleeping: bool) ->
     }
 }
 
-/// Runs a collective to completion: `blocking` (MPI's blocking call) unless the
-/// node is [`oversubscribed`], else `start` (its non-blocking form, which sets the
-/// request) polled with `MPI_Test`, giving the processor away between polls
-/// (sleeping after a while when `sleeping`). Returns MPI's status code.
+/// Runs a collective to completion: `start` (its non-blocking form, which sets
+/// the request), then `MPI_Wait`, or where `waits` are [`Waits::polling`],
+/// `MPI_Test` polled as [`poll_giving_way`] polls. Every rank starts the
+/// non-blocking form, whether it polls or not: MPI matches no blocking
+/// collective with a non-blocking one, and whether a rank polls is its own (the
+/// executions it runs). Where the library's collectives block
+/// ([`nonblocking_collectives`]: SMPI), `blocking` (MPI's blocking call) runs
+/// instead. Returns MPI's status code.
 pub fn complete_collective(
-    sleeping: bool,
+    waits: Waits,
     blocking: impl FnOnce() -> c_int,
     start: impl FnOnce(&mut ffi::MPI_Request) -> c_int,
 ) -> c_int {
-    if !oversubscribed() {
+    if !nonblocking_collectives() {
         return blocking();
     }
     // SAFETY: reading an MPI constant handle.
@@ -68,15 +98,19 @@ pub fn complete_collective(
     if code != 0 {
         return code;
     }
+    if !waits.polling() {
+        // SAFETY: `request` is the collective's, started above; the buffers
+        // `start` was given outlive this function, which returns once it completed.
+        return unsafe { ffi::MPI_Wait(&mut request, ffi::RSMPI_STATUS_IGNORE) };
+    }
     poll_giving_way(
         || {
             let mut done: c_int = 0;
-            // SAFETY: `request` is the collective's, started above; the buffers `start`
-            // was given outlive this function, which returns only once it completed.
+            // SAFETY: as above.
             let code = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
             (code, done != 0)
         },
-        sleeping,
+        waits,
     )
 }
 
@@ -87,6 +121,10 @@ mod tests {
     #[test]
     fn polling_stops_at_completion_or_failure_yielding_or_sleeping() {
         for sleeping in [false, true] {
+            let waits = Waits {
+                process: 0,
+                sleeping,
+            };
             let mut polls = 0;
             let last = YIELDING_POLLS + 3;
             let done = poll_giving_way(
@@ -94,10 +132,10 @@ mod tests {
                     polls += 1;
                     (0, polls == last)
                 },
-                sleeping,
+                waits,
             );
             assert_eq!((done, polls), (0, last));
-            assert_eq!(poll_giving_way(|| (5, false), sleeping), 5);
+            assert_eq!(poll_giving_way(|| (5, false), waits), 5);
         }
     }
 }

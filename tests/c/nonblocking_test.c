@@ -3,7 +3,9 @@
  * a short input of the sized begin on one rank, in place, a plan that completes
  * at begin, and plans destroyed (dr_plan_destroy, dr_plan_free) with an execution
  * in flight on every rank: the execution is completed, the request then reports
- * it at once and is freed. Every element is checked. */
+ * it at once and is freed; two executions in flight waited for in other orders
+ * on even and odd ranks (one of them blocking, or both begun). Every element is
+ * checked. */
 #include "harness.h"
 
 #define ROWS 37
@@ -94,6 +96,83 @@ static void destroy_in_flight(int free_it, int by_test)
     free(out);
 }
 
+/* One plan of the rank-order test: (rows, cols) split 0 -> (cols, rows) split 1
+ * in 64-byte messages, one peer per window, so that an execution takes many
+ * rounds, each posted only when this rank moves the execution on. */
+struct ordered {
+    int64_t rows, cols, len, off, new_len, new_off;
+    int64_t *in, *out;
+    dr_plan *plan;
+    dr_request *request;
+};
+
+static void ordered_make(struct ordered *o, int64_t rows, int64_t cols)
+{
+    o->rows = rows, o->cols = cols;
+    dr_balanced_slab(rows, test_nranks, test_rank, &o->len, &o->off);
+    dr_balanced_slab(rows, test_nranks, test_rank, &o->new_len, &o->new_off);
+    o->in = malloc((size_t)(o->len * cols + 1) * sizeof *o->in);
+    o->out = malloc((size_t)(o->new_len * cols + 1) * sizeof *o->out);
+    test_fill_i64(o->in, o->len * cols, o->off * cols);
+    memset(o->out, 0xff, (size_t)(o->new_len * cols + 1) * sizeof *o->out);
+    dr_plan_options options;
+    CHECK(dr_plan_options_default(&options) == DR_SUCCESS);
+    options.max_message_bytes = 64;
+    options.window = 1;
+    int64_t gshape[2] = {rows, cols}, new_shape[2] = {cols, rows};
+    o->plan = NULL;
+    o->request = NULL;
+    CHECK(dr_plan_create_with_options(DR_DTYPE_INT64, 2, gshape, 0, MPI_COMM_WORLD, o->len, 2,
+                                      new_shape, 1, -1, &options, &o->plan) == DR_SUCCESS);
+}
+
+static void ordered_begin(struct ordered *o)
+{
+    CHECK(dr_plan_execute_begin(o->plan, o->in, o->out, o->new_len * o->cols, &o->request) ==
+          DR_SUCCESS);
+}
+
+static void ordered_wait(struct ordered *o)
+{
+    CHECK(dr_request_wait(&o->request) == DR_SUCCESS && o->request == NULL);
+}
+
+/* Checks every element and the element past the output, then frees. */
+static void ordered_check_and_free(struct ordered *o, const char *what)
+{
+    CHECK_WHAT(wrong_transposed(o->out, o->rows, o->cols, o->new_len, o->new_off) == 0, what);
+    CHECK_WHAT(o->out[o->new_len * o->cols] == -1, what);
+    dr_plan_destroy(o->plan);
+    free(o->in);
+    free(o->out);
+}
+
+/* Two executions in flight, completed in other orders on even and odd ranks:
+ * each wait carries the other execution on, so neither hangs. With `blocking`,
+ * the second is a blocking execution that even ranks run before they wait for
+ * the first and odd ranks after. */
+static void waits_in_other_orders(int blocking)
+{
+    struct ordered a, b;
+    ordered_make(&a, 301, 7);
+    ordered_make(&b, 283, 9);
+    int even = test_rank % 2 == 0;
+    ordered_begin(&a);
+    if (blocking) {
+        if (even)
+            CHECK(dr_plan_execute(b.plan, b.in, b.out, b.new_len * b.cols) == DR_SUCCESS);
+        ordered_wait(&a);
+        if (!even)
+            CHECK(dr_plan_execute(b.plan, b.in, b.out, b.new_len * b.cols) == DR_SUCCESS);
+    } else {
+        ordered_begin(&b);
+        ordered_wait(even ? &b : &a);
+        ordered_wait(even ? &a : &b);
+    }
+    ordered_check_and_free(&a, "the first execution, waited for in other orders");
+    ordered_check_and_free(&b, "the second execution, waited for in other orders");
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -180,6 +259,10 @@ int main(int argc, char **argv)
     CHECK_WHAT(wrong_elements(buf) == 0, "elements in place");
 
     dr_plan_destroy(plan);
+
+    /* executions completed in other orders on different ranks */
+    waits_in_other_orders(0);
+    waits_in_other_orders(1);
 
     /* plans destroyed with their execution in flight */
     destroy_in_flight(0, 0);

@@ -157,7 +157,8 @@ impl Plan {
     /// # Safety
     /// Every field's input readable and output writable for its lengths; with a
     /// `pre` error the buffers are not touched. Not `blocking`, the buffers must
-    /// stay valid and untouched until the execution completes or fails.
+    /// stay valid and untouched, and the plan where it is (not moved), until the
+    /// execution completes or fails.
     pub(crate) unsafe fn launch_batch(
         &self,
         count: i64,
@@ -166,8 +167,23 @@ impl Plan {
         blocking: bool,
     ) -> Result<bool> {
         require_mpi()?;
+        self.threads.check(self.rank())?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.running(|| self.start_batch(count, batch, pre, blocking)) }
+    }
+
+    /// [`Plan::launch_batch`] once the calling thread may call MPI.
+    ///
+    /// # Safety
+    /// As [`Plan::launch_batch`].
+    unsafe fn start_batch(
+        &self,
+        count: i64,
+        batch: &BatchBuffers<'_>,
+        pre: Option<Error>,
+        blocking: bool,
+    ) -> Result<bool> {
         let rank = self.rank();
-        self.threads.check(rank)?;
         let mut engines = self.lock();
         let busy = engines.lent || engines.exchange.is_active();
         let fields = batch.outputs.len();

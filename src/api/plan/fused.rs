@@ -23,6 +23,7 @@ use crate::mpi::comm::Comm;
 use crate::mpi::exchange::{
     FieldBuffers, FusedExchange, FusedPlan, FusedRun, FusedRuns, Mode, Participant,
 };
+use crate::mpi::running;
 use crate::mpi::status::require_mpi;
 
 /// Several plans on one communicator, executed together in one round: every
@@ -218,8 +219,10 @@ impl<P: Borrow<Plan>> Fused<P> {
         let groups = Groups::of(&plans);
         let state = contain_panic(|| FusedState::new(&plans, &groups, rank));
         agree(&comm, state.as_ref().err(), &mut [])?;
+        let state = state?;
+        running::make_room();
         Ok(Fused {
-            state: Mutex::new(state?),
+            state: Mutex::new(state),
             comm: ManuallyDrop::new(comm),
             plans,
             groups,
@@ -348,6 +351,8 @@ impl<P: Borrow<Plan>> Fused<P> {
         require_mpi()?;
         let rank = self.plan(0).rank();
         self.plan(0).threads.check(rank)?;
+        // Counted as running: its waits carry the executions in flight on.
+        let _running = running::hold(self.plan(0).comm.waits().process);
         let mut state = self.lock_state();
         let mut pre = pre;
         // SAFETY: forwarded from the caller.
@@ -469,6 +474,7 @@ impl<P: Borrow<Plan>> Drop for Fused<P> {
     /// may not call MPI (the reference is then leaked, as a plan's is); then
     /// the plans, when the object held the last reference to some.
     fn drop(&mut self) {
+        running::give_back_room();
         if self.plan(0).threads.allows_this_thread() {
             // SAFETY: dropped once, here, and not used afterwards.
             unsafe { ManuallyDrop::drop(&mut self.comm) };

@@ -14,6 +14,7 @@ use crate::mpi::agree::agree;
 use crate::mpi::buffers::Buffers;
 use crate::mpi::comm::Comm;
 use crate::mpi::exchange::{Exchange, Mode, Participant};
+use crate::mpi::running::{self, InFlight};
 use crate::mpi::status::require_mpi;
 use crate::mpi::transport::Channel;
 
@@ -198,8 +199,9 @@ impl Plan {
     /// [`Plan::progress`] carries it on.
     ///
     /// # Safety
-    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched
-    /// until the execution completes or fails.
+    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched,
+    /// and the plan where it is (not moved), until the execution completes or
+    /// fails: the waits of other executions carry it on through its address.
     pub unsafe fn begin_raw_agreeing(
         &self,
         input: *const u8,
@@ -239,8 +241,9 @@ impl Plan {
     /// [`Plan::progress`] carries it on.
     ///
     /// # Safety
-    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched
-    /// until the execution completes or fails.
+    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched,
+    /// and the plan where it is (not moved), until the execution completes or
+    /// fails.
     pub(crate) unsafe fn begin_checked(
         &self,
         input: *const u8,
@@ -272,6 +275,15 @@ impl Plan {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
         self.threads.check(self.comm.rank())?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.running(|| self.start(buffers, pre, how)) }
+    }
+
+    /// [`Plan::launch`] once the calling thread may call MPI.
+    ///
+    /// # Safety
+    /// As [`Plan::begin_checked`].
+    unsafe fn start(&self, buffers: &Buffers, pre: Option<Error>, how: Launch) -> Result<bool> {
         let mut engines = self.lock();
         let busy = engines.lent || engines.exchange.is_active();
         let pre = pre.or_else(|| busy.then(in_progress));
@@ -351,9 +363,38 @@ impl Plan {
     /// out, and the plan may start another.
     pub fn progress(&self, blocking: bool) -> Result<bool> {
         let mut engines = self.lock();
-        let outcome = self.advance(&mut engines.exchange, blocking);
+        let outcome = match engines.failure.take() {
+            Some(failure) => Err(failure),
+            None => self.advance(&mut engines.exchange, blocking),
+        };
         if !matches!(outcome, Ok(false)) {
             engines.lent = false;
+            drop(engines);
+            running::stop(self.in_flight());
+        }
+        outcome
+    }
+
+    /// This plan as an execution the waits of others carry on.
+    pub(super) fn in_flight(&self) -> *const dyn InFlight {
+        self
+    }
+
+    /// Runs `launch` (an execution's start, or the whole of it) counted as
+    /// running, so that its waits carry the other running executions on and
+    /// theirs carry it on; it stays counted while the plan lends an execution
+    /// out, until [`Plan::progress`] reports its end or the plan is dropped.
+    ///
+    /// # Safety
+    /// The plan stays at its address until an execution it lends out completes.
+    pub(super) unsafe fn running(&self, launch: impl FnOnce() -> Result<bool>) -> Result<bool> {
+        // SAFETY: stopped below unless the plan lends an execution out; then
+        // stopped when its end is reported or the plan is dropped, and the plan
+        // stays where it is meanwhile (the caller's contract).
+        unsafe { running::start(self.comm.waits().process, self.in_flight()) };
+        let outcome = launch();
+        if !self.lock().lent {
+            running::stop(self.in_flight());
         }
         outcome
     }
@@ -431,7 +472,9 @@ impl Plan {
     ///
     /// # Safety
     /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes; the
-    /// buffers must stay valid and untouched until the execution completes or fails.
+    /// buffers must stay valid and untouched, and the plan where it is (not
+    /// moved), until the execution completes or fails: the waits of other
+    /// executions carry it on through its address.
     pub unsafe fn begin_raw(
         &self,
         input: *const u8,
@@ -441,6 +484,25 @@ impl Plan {
     ) -> Result<bool> {
         // SAFETY: forwarded from the caller.
         unsafe { self.begin_checked(input, input_len, output, output_capacity, None) }
+    }
+}
+
+impl InFlight for Plan {
+    /// Carries the execution lent out on without waiting, unless another call
+    /// holds the plan (its owner's wait moves it then) or this thread may not
+    /// call MPI for it; a failure waits for the owner's next test or wait.
+    fn carry_on(&self) {
+        if !self.threads.allows_this_thread() {
+            return;
+        }
+        let Ok(mut engines) = self.engines.try_lock() else {
+            return;
+        };
+        if engines.failure.is_none()
+            && let Err(failure) = self.advance(&mut engines.exchange, false)
+        {
+            engines.failure = Some(failure);
+        }
     }
 }
 

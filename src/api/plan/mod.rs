@@ -43,12 +43,13 @@ use self::in_place::InPlaceRoute;
 pub use self::raw_batch::RawBatch;
 use crate::api::options::PlanOptions;
 use crate::core::element::Element;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::distribution::storage::Storages;
 use crate::mpi::agree::agree;
 use crate::mpi::comm::{Comm, RawComm};
 use crate::mpi::exchange::{Exchange, ReadPeers, messages_per_round};
+use crate::mpi::running;
 use crate::mpi::status::{mpi_is_usable, require_mpi};
 use crate::mpi::threads::ThreadLevel;
 use crate::planning::args::ReshapeArgs;
@@ -72,6 +73,10 @@ struct Engines {
     /// that cuts `progress` short leaves it set: the holder's next call reports
     /// the end.
     lent: bool,
+    /// How the execution lent out failed while the wait of another execution
+    /// carried it on ([`crate::mpi::running`]): its own next test or wait
+    /// reports it.
+    failure: Option<Error>,
 }
 
 /// A reshape planned on every rank of a communicator, ready to be executed many times.
@@ -102,7 +107,7 @@ struct Engines {
 /// [`Execution::test`] and when it is dropped:
 /// - `MPI_THREAD_SINGLE`, `MPI_THREAD_FUNNELED`: only on the main thread (the one
 ///   that initialized MPI). On any other thread the call makes no MPI call and
-///   returns [`Error::Mpi`](crate::Error::Mpi) ("MPI was initialized with MPI_THREAD_FUNNELED and this
+///   returns [`Error::Mpi`] ("MPI was initialized with MPI_THREAD_FUNNELED and this
 ///   thread is not the main thread (rank 3)") on that rank alone: like a null plan
 ///   in C, a programming error that no other rank hears of, so the other ranks
 ///   wait in the collective until this rank makes the call again from the main
@@ -287,11 +292,14 @@ impl Plan {
         if communicates {
             agree(&comm, exchange.as_ref().err(), &mut [])?;
         }
+        let exchange = exchange?;
+        running::make_room();
         Ok(Plan {
             engines: ManuallyDrop::new(Mutex::new(Engines {
-                exchange: exchange?,
+                exchange,
                 in_place: InPlaceRoute::Undecided,
                 lent: false,
+                failure: None,
             })),
             comm: ManuallyDrop::new(comm),
             threads,
@@ -323,6 +331,8 @@ impl Drop for Plan {
     /// reference is leaked, and with an execution in flight or an in-place
     /// schedule (whose MPI datatypes only MPI can free) the engines too.
     fn drop(&mut self) {
+        running::stop(self.in_flight());
+        running::give_back_room();
         let allowed = self.threads.allows_this_thread();
         let engines = self
             .engines
