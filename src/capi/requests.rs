@@ -206,7 +206,8 @@ pub(crate) unsafe fn begin_request(
 
 /// Moves the execution of `*request` on as far as it goes without waiting and
 /// sets `*done` to 1 when it has completed (then `*request` is set to NULL, as
-/// `MPI_Test` does), else 0. A NULL `*request` is complete
+/// `MPI_Test` does), else 0, carrying the other executions in flight in this
+/// process on as well. A NULL `*request` is complete
 /// (`dr_plan_execute_begin` returns one when the execution completed at once). A
 /// failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
 /// then over too (NULL, `*done` 1), its messages cancelled and completed. The

@@ -100,14 +100,27 @@ pub fn give_back_room() {
 /// True when more than one execution of `process` runs: its waits must then
 /// carry the others on while they wait.
 pub fn others_running(process: i32) -> bool {
-    if COUNT.load(Ordering::Acquire) < 2 || CARRYING.get() {
+    more_running_than(process, 1)
+}
+
+/// True when some execution of `process` runs: a collective outside it (a
+/// plan's or a fused object's creation) must carry it on while it waits.
+pub fn any_running(process: i32) -> bool {
+    more_running_than(process, 0)
+}
+
+/// True when more than `count` executions of `process` run (none while this
+/// thread is carrying executions on: its waits are then part of one poll of
+/// an outer wait).
+fn more_running_than(process: i32, count: usize) -> bool {
+    if COUNT.load(Ordering::Acquire) <= count || CARRYING.get() {
         return false;
     }
     let running = lock();
     running
         .iter()
         .filter(|r| r.process == process)
-        .nth(1)
+        .nth(count)
         .is_some()
 }
 

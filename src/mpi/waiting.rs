@@ -21,7 +21,7 @@ use mpi::ffi;
 
 use crate::mpi::library::nonblocking_collectives;
 use crate::mpi::node::oversubscribed;
-use crate::mpi::running::{carry_others_on, others_running};
+use crate::mpi::running::{any_running, carry_others_on, others_running};
 
 /// How one rank's waits go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,13 @@ impl Waits {
     /// (they move only when carried on).
     pub fn polling(self) -> bool {
         others_running(self.process) || oversubscribed()
+    }
+
+    /// Whether a collective's wait polls: as [`Waits::polling`], and also
+    /// while a single execution of the process runs, since a collective may
+    /// belong to none (a plan's creation between a begin and its wait).
+    fn polling_collective(self) -> bool {
+        any_running(self.process) || oversubscribed()
     }
 }
 
@@ -77,8 +84,8 @@ pub fn poll_giving_way(mut test: impl FnMut() -> (i32, bool), waits: Waits) -> i
 }
 
 /// Runs a collective to completion: `start` (its non-blocking form, which sets
-/// the request), then `MPI_Wait`, or where `waits` are [`Waits::polling`],
-/// `MPI_Test` polled as [`poll_giving_way`] polls. Every rank starts the
+/// the request), then `MPI_Wait`, or while an execution of the process runs or
+/// the node is oversubscribed, `MPI_Test` polled as [`poll_giving_way`] polls. Every rank starts the
 /// non-blocking form, whether it polls or not: MPI matches no blocking
 /// collective with a non-blocking one, and whether a rank polls is its own (the
 /// executions it runs). Where the library's collectives block
@@ -98,7 +105,7 @@ pub fn complete_collective(
     if code != 0 {
         return code;
     }
-    if !waits.polling() {
+    if !waits.polling_collective() {
         // SAFETY: `request` is the collective's, started above; the buffers
         // `start` was given outlive this function, which returns once it completed.
         return unsafe { ffi::MPI_Wait(&mut request, ffi::RSMPI_STATUS_IGNORE) };

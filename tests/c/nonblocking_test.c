@@ -137,6 +137,14 @@ static void ordered_wait(struct ordered *o)
     CHECK(dr_request_wait(&o->request) == DR_SUCCESS && o->request == NULL);
 }
 
+/* Tests the execution until it completes. */
+static void ordered_test_loop(struct ordered *o)
+{
+    int done = 0;
+    while (!done) CHECK(dr_request_test(&o->request, &done) == DR_SUCCESS);
+    CHECK(o->request == NULL);
+}
+
 /* Checks every element and the element past the output, then frees. */
 static void ordered_check_and_free(struct ordered *o, const char *what)
 {
@@ -148,14 +156,15 @@ static void ordered_check_and_free(struct ordered *o, const char *what)
 }
 
 /* Two executions in flight, completed in other orders on even and odd ranks:
- * each wait carries the other execution on, so neither hangs. With `blocking`,
- * the second is a blocking execution that even ranks run before they wait for
- * the first and odd ranks after. */
-static void waits_in_other_orders(int blocking)
+ * each wait (each test, with `tests`) carries the other execution on, so
+ * neither hangs. With `blocking`, the second is a blocking execution that even
+ * ranks run before they wait for the first and odd ranks after. */
+static void waits_in_other_orders(int blocking, int tests)
 {
+    void (*complete)(struct ordered *) = tests ? ordered_test_loop : ordered_wait;
     struct ordered a, b;
-    ordered_make(&a, 301, 7);
-    ordered_make(&b, 283, 9);
+    ordered_make(&a, 3001, 16);
+    ordered_make(&b, 2803, 18);
     int even = test_rank % 2 == 0;
     ordered_begin(&a);
     if (blocking) {
@@ -166,8 +175,8 @@ static void waits_in_other_orders(int blocking)
             CHECK(dr_plan_execute(b.plan, b.in, b.out, b.new_len * b.cols) == DR_SUCCESS);
     } else {
         ordered_begin(&b);
-        ordered_wait(even ? &b : &a);
-        ordered_wait(even ? &a : &b);
+        complete(even ? &b : &a);
+        complete(even ? &a : &b);
     }
     ordered_check_and_free(&a, "the first execution, waited for in other orders");
     ordered_check_and_free(&b, "the second execution, waited for in other orders");
@@ -261,8 +270,9 @@ int main(int argc, char **argv)
     dr_plan_destroy(plan);
 
     /* executions completed in other orders on different ranks */
-    waits_in_other_orders(0);
-    waits_in_other_orders(1);
+    waits_in_other_orders(0, 0);
+    waits_in_other_orders(1, 0);
+    waits_in_other_orders(0, 1);
 
     /* plans destroyed with their execution in flight */
     destroy_in_flight(0, 0);

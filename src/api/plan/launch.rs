@@ -360,7 +360,9 @@ impl Plan {
     /// none is in flight). A failure is this rank's alone (messages in flight are
     /// cancelled and completed first); other ranks may still complete. Once this
     /// reports the end (anything but `Ok(false)`), the execution is no longer lent
-    /// out, and the plan may start another.
+    /// out, and the plan may start another. Either way it also carries the
+    /// process's other executions in flight on, so that ranks may complete them
+    /// in any order, by waits or by test loops.
     pub fn progress(&self, blocking: bool) -> Result<bool> {
         let mut engines = self.lock();
         let outcome = match engines.failure.take() {
@@ -371,6 +373,13 @@ impl Plan {
             engines.lent = false;
             drop(engines);
             running::stop(self.in_flight());
+        } else {
+            // A test loop is a wait too: it carries the other executions on.
+            drop(engines);
+            let process = self.comm.waits().process;
+            if running::others_running(process) {
+                running::carry_others_on(process);
+            }
         }
         outcome
     }
