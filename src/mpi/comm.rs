@@ -383,19 +383,31 @@ fn cached_duplicate(caller: RawComm) -> Result<Arc<Shared>> {
     Ok(shared)
 }
 
-/// Duplicates `caller` (collective over it) with MPI_ERRORS_RETURN.
+/// Duplicates `caller` (collective over it) with MPI_ERRORS_RETURN, carrying
+/// the process's executions in flight on while it waits (the first plan on a
+/// communicator may be made between a begin and its wait).
 fn duplicate(caller: RawComm) -> Result<Shared> {
     let mut raw = caller;
-    check(
+    let process = world_rank();
+    let waits = Waits {
+        process,
+        sleeping: false,
+    };
+    let duplicate: *mut RawComm = &mut raw;
+    let code = complete_collective(
+        waits,
         // SAFETY: duplicating a valid intracommunicator into a local handle.
-        unsafe { ffi::MPI_Comm_dup(caller, &mut raw) },
-        "MPI_Comm_dup",
-    )?;
+        || unsafe { ffi::MPI_Comm_dup(caller, duplicate) },
+        // SAFETY: as above; MPI sets the handle by the time the request
+        // completes, before `complete_collective` returns.
+        |request| unsafe { ffi::MPI_Comm_idup(caller, duplicate, request) },
+    );
+    check(code, "MPI_Comm_dup")?;
     let mut shared = Shared {
         raw,
         rank: 0,
         size: 1,
-        process: world_rank(),
+        process,
         tags_per_plan: 0,
         node_reads: OnceLock::new(),
         plans: AtomicU64::new(0),

@@ -4,8 +4,9 @@
  * at begin, and plans destroyed (dr_plan_destroy, dr_plan_free) with an execution
  * in flight on every rank: the execution is completed, the request then reports
  * it at once and is freed; two executions in flight waited for in other orders
- * on even and odd ranks (one of them blocking, or both begun). Every element is
- * checked. */
+ * on even and odd ranks (one of them blocking, or both begun), and the first
+ * plan on a communicator made during a wait on some ranks only. Every element
+ * is checked. */
 #include "harness.h"
 
 #define ROWS 37
@@ -182,6 +183,32 @@ static void waits_in_other_orders(int blocking, int tests)
     ordered_check_and_free(&b, "the second execution, waited for in other orders");
 }
 
+/* The first plan on a communicator, made by even ranks between a begin and its
+ * wait and by odd ranks after: the duplication of the communicator carries the
+ * execution in flight on too. */
+static void first_plan_on_a_communicator_during_a_wait(void)
+{
+    struct ordered a;
+    ordered_make(&a, 3001, 16);
+    MPI_Comm fresh;
+    CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &fresh) == MPI_SUCCESS);
+    int even = test_rank % 2 == 0;
+    int64_t rows = 5 * test_nranks, len, off, gshape[2] = {rows, 3}, new_shape[1] = {-1};
+    dr_balanced_slab(rows, test_nranks, test_rank, &len, &off);
+    dr_plan *plan = NULL;
+    ordered_begin(&a);
+    if (even)
+        CHECK(dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, fresh, len, 1, new_shape, 0, -1,
+                             &plan) == DR_SUCCESS);
+    ordered_wait(&a);
+    if (!even)
+        CHECK(dr_plan_create(DR_DTYPE_INT64, 2, gshape, 0, fresh, len, 1, new_shape, 0, -1,
+                             &plan) == DR_SUCCESS);
+    dr_plan_destroy(plan);
+    CHECK(MPI_Comm_free(&fresh) == MPI_SUCCESS);
+    ordered_check_and_free(&a, "an execution waited for around a communicator's first plan");
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -273,6 +300,7 @@ int main(int argc, char **argv)
     waits_in_other_orders(0, 0);
     waits_in_other_orders(1, 0);
     waits_in_other_orders(0, 1);
+    first_plan_on_a_communicator_during_a_wait();
 
     /* plans destroyed with their execution in flight */
     destroy_in_flight(0, 0);

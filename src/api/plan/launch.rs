@@ -371,7 +371,8 @@ impl Plan {
         };
         if !matches!(outcome, Ok(false)) {
             engines.lent = false;
-            drop(engines);
+            // Under the lock: an execution begun on another thread once it is
+            // released counts itself anew.
             running::stop(self.in_flight());
         } else {
             // A test loop is a wait too: it carries the other executions on.
@@ -402,7 +403,8 @@ impl Plan {
         // stays where it is meanwhile (the caller's contract).
         unsafe { running::start(self.comm.waits().process, self.in_flight()) };
         let outcome = launch();
-        if !self.lock().lent {
+        let engines = self.lock();
+        if !engines.lent {
             running::stop(self.in_flight());
         }
         outcome
