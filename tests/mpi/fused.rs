@@ -469,6 +469,7 @@ fn refusals(w: &World, (vc, v): Case<'_>, (sc, s): Case<'_>) {
         let plans = if w.rank == 0 { vec![s, v] } else { vec![v, s] };
         let result = Fused::new(plans).map(drop);
         expect_everywhere(w, "another order on rank 0", &result, 6, "another order");
+        names_one_rank_everywhere(w, &result);
     }
     let dup = w.comm.duplicate();
     let (x, y) = layouts(sc);
@@ -499,6 +500,25 @@ fn any(w: &World, local: bool) -> bool {
 
 /// Checks that every rank failed with `code` and that the message of the rank
 /// that holds the fault says `says`.
+/// Checks that every rank's message names the same rank that fuses other
+/// plans: rank 0, or the lowest of the others (whichever fingerprint is lower).
+fn names_one_rank_everywhere(w: &World, result: &distreshape::Result<()>) {
+    use mpi::collective::CommunicatorCollectives;
+    let message = result.as_ref().err().map_or("", Error::detail);
+    let named = ["rank 0 fuses", "rank 1 fuses"]
+        .iter()
+        .position(|says| message.contains(says))
+        .map_or(-1, |at| at as i32);
+    let mut everywhere = vec![0i32; w.size];
+    w.comm.all_gather_into(&named, &mut everywhere[..]);
+    if named < 0 || everywhere.iter().any(|&n| n != named) {
+        w.fail(
+            "another order on rank 0",
+            format!("ranks named by rank {everywhere:?} (-1: none): {message:?}"),
+        );
+    }
+}
+
 fn expect_everywhere(
     w: &World,
     name: &str,

@@ -206,14 +206,7 @@ impl<P: Borrow<Plan>> Fused<P> {
         let mut agreed = [fingerprint, !fingerprint];
         agree(&first.comm, local.as_ref(), &mut agreed)?;
         if agreed[0] != !agreed[1] {
-            return Err(Error::InconsistentArguments(format!(
-                "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {:?} on their communicator",
-                plans.len(),
-                plans
-                    .iter()
-                    .map(|p| p.borrow().comm.plan_number())
-                    .collect::<Vec<_>>()
-            )));
+            return Err(disagreeing_plans(&plans, fingerprint != agreed[0], rank));
         }
         let comm = first.comm.sibling();
         let groups = Groups::of(&plans);
@@ -565,6 +558,26 @@ fn check_communicators<P: Borrow<Plan>>(plans: &[P], rank: usize) -> Result<()> 
             "plans[{i}] was made on another communicator than plans[0] (rank {rank}): fused plans share one"
         ))),
         None => Ok(()),
+    }
+}
+
+/// The error every rank returns when the ranks fuse different plans: the
+/// message of the lowest rank whose plans are not those of the highest
+/// fingerprint (`differs` on this rank), agreed over the first plan's
+/// communicator, so that every rank names the same one.
+fn disagreeing_plans<P: Borrow<Plan>>(plans: &[P], differs: bool, rank: usize) -> Error {
+    let first = plans[0].borrow();
+    let numbers: Vec<u64> = plans
+        .iter()
+        .map(|p| p.borrow().comm.plan_number())
+        .collect();
+    let own = Error::InconsistentArguments(format!(
+        "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike another rank",
+        plans.len(),
+    ));
+    match agree(&first.comm, differs.then_some(&own), &mut []) {
+        Err(agreed) => agreed,
+        Ok(()) => own,
     }
 }
 
