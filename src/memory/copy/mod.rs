@@ -663,10 +663,18 @@ mod tests {
     #[test]
     fn streams_the_tiles_of_a_box_larger_than_the_caches() {
         // 1 MiB boxes or more: destination rows starting lines (streamed), or
-        // not, in the source's order and in the destination's.
+        // 16 bytes past them (streamed in 16-byte stores, as a halo of two
+        // 8-byte elements puts them), or not, in the source's order and in
+        // the destination's.
         for size in [4, 8, 16] {
             let extents = [4, 128, 2048 / size];
-            for (order, to) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], size)] {
+            let cases = [
+                ([0, 2, 1], 0),
+                ([2, 1, 0], 0),
+                ([0, 2, 1], size),
+                ([0, 2, 1], 16),
+            ];
+            for (order, to) in cases {
                 let src = permuted_at(&extents, &[0, 1, 2], 3 * size);
                 check(size, &extents, &src, &permuted_at(&extents, &order, to));
             }

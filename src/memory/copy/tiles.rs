@@ -30,9 +30,10 @@
 //! completes while they are still being combined (the 16 rows of a 4-byte
 //! tile would leave too many).
 //!
-//! The kernels come in two sets, chosen once per copy by what the processor
+//! The kernels come in three sets, chosen once per copy by what the processor
 //! runs: narrow (16-byte registers, SSE2 on every x86-64; element moves
-//! elsewhere) and wide (a tile row in one 64-byte register).
+//! elsewhere), AVX (32-byte registers, each loaded from two source rows) and
+//! wide (a tile row in one 64-byte register, AVX-512F).
 
 use super::stream::{STREAM_BYTES, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -84,43 +85,66 @@ pub(super) unsafe fn copy_tiled(
 enum Isa {
     /// 16-byte registers: SSE2 on x86-64, element moves elsewhere.
     Narrow,
+    /// 32-byte registers (AVX), each loaded from two source rows; 4-byte
+    /// elements take the narrow kernels.
+    #[cfg(target_arch = "x86_64")]
+    Avx,
     /// 64-byte registers (AVX-512F): a tile row in one register.
     #[cfg(target_arch = "x86_64")]
     Wide,
 }
 
 impl Isa {
-    /// The widest this processor runs (in tests, the narrow ones in the second
-    /// run of `for_each_kernel_set`).
+    /// The widest this processor runs (in tests, the set `for_each_kernel_set`
+    /// is running).
     fn detected() -> Isa {
         #[cfg(test)]
-        if NARROW_ONLY.get() {
-            return Isa::Narrow;
+        if let Some(isa) = FORCED.get() {
+            return isa;
         }
+        Isa::widest()
+    }
+
+    /// The widest kernels this processor runs.
+    fn widest() -> Isa {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             return Isa::Wide;
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            return Isa::Avx;
+        }
         Isa::Narrow
+    }
+
+    /// Every set this processor runs, the widest first.
+    #[cfg(test)]
+    fn runnable() -> Vec<Isa> {
+        #[cfg(target_arch = "x86_64")]
+        let sets = [Isa::Wide, Isa::Avx, Isa::Narrow];
+        #[cfg(not(target_arch = "x86_64"))]
+        let sets = [Isa::Narrow];
+        let widest = sets.iter().position(|&isa| isa == Isa::widest());
+        sets[widest.unwrap_or(0)..].to_vec()
     }
 }
 
 #[cfg(test)]
 thread_local! {
-    /// Whether this thread's tiled copies take the narrow kernels whatever the
-    /// processor runs.
-    static NARROW_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The kernels this thread's tiled copies take whatever the processor
+    /// runs, when set.
+    static FORCED: std::cell::Cell<Option<Isa>> = const { std::cell::Cell::new(None) };
 }
 
-/// Runs `f` with the kernels this processor runs, then again with the narrow
-/// ones if those were wider, so that a test covers both sets.
+/// Runs `f` with each set of kernels this processor runs, so that a test
+/// covers them all.
 #[cfg(test)]
 pub(super) fn for_each_kernel_set(mut f: impl FnMut()) {
-    f();
-    if Isa::detected() != Isa::Narrow {
-        NARROW_ONLY.set(true);
+    for isa in Isa::runnable() {
+        FORCED.set(Some(isa));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut f));
-        NARROW_ONLY.set(false);
+        FORCED.set(None);
         if let Err(panic) = result {
             std::panic::resume_unwind(panic);
         }
@@ -180,13 +204,19 @@ impl Tiled<'_> {
     /// # Safety
     /// As [`copy_tiled`].
     unsafe fn copy_sized(&self, size: usize, isa: Isa, src: *const u8, dst: *mut u8) -> bool {
-        // SAFETY: forwarded from the caller; the wide kernels only where the
-        // processor has AVX-512F.
+        // SAFETY: forwarded from the caller; the AVX and wide kernels only
+        // where the processor has AVX and AVX-512F.
         unsafe {
             match (size, isa) {
                 (4, Isa::Narrow) => self.copy::<4, Tile<4>>(src, dst),
                 (8, Isa::Narrow) => self.copy::<8, Tile<8>>(src, dst),
                 (16, Isa::Narrow) => self.copy::<16, Tile<16>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (4, Isa::Avx) => self.copy::<4, Tile<4>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (8, Isa::Avx) => self.copy::<8, avx::Avx<8>>(src, dst),
+                #[cfg(target_arch = "x86_64")]
+                (16, Isa::Avx) => self.copy::<16, avx::Avx<16>>(src, dst),
                 #[cfg(target_arch = "x86_64")]
                 (4, Isa::Wide) => self.copy::<4, avx512::Wide<4>>(src, dst),
                 #[cfg(target_arch = "x86_64")]
@@ -602,5 +632,7 @@ impl<const N: usize> Kernel for Tile<N> {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
