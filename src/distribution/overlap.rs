@@ -52,7 +52,7 @@ impl<'a> Placed<'a> {
     }
 
     /// One past the box's last byte.
-    fn end(&self) -> usize {
+    pub fn end(&self) -> usize {
         let elements = self.storage.map_or(1, Storage::span) as usize;
         self.address + elements * self.elem_size
     }

@@ -4,7 +4,8 @@
  * place, every element of every field checked and the inputs checked unchanged;
  * k = 1 as dr_plan_execute; fields stored as an array of structures (interleaved
  * in one buffer); refusals agreed on every rank: a k that differs on
- * rank 0, k = 0, NULL arrays and a short output in one field. */
+ * rank 0, k = 0, NULL arrays and a short output in one field; 10000 fields,
+ * and two of them sharing an output. */
 #include "harness.h"
 
 #define ROWS 37
@@ -86,6 +87,43 @@ static void array_of_structures(void)
     dr_plan_destroy(plan);
     dr_layout_destroy(rows);
     dr_layout_destroy(cols);
+}
+
+/* A batch of MANY_FIELDS fields, back to back in one input and one output
+ * buffer, every element checked; then the last field's output also field 3's:
+ * refused on every rank, naming those two fields (the check sorts the fields'
+ * byte ranges, so that many fields apart are told apart quickly). */
+#define MANY_FIELDS 10000
+static void many_fields(dr_plan *plan)
+{
+    int64_t in_elems = in_len * COLS, out_elems = out_len * COLS;
+    int64_t *in = malloc((size_t)(MANY_FIELDS * in_elems + 1) * sizeof *in);
+    int64_t *out = malloc((size_t)(MANY_FIELDS * out_elems + 1) * sizeof *out);
+    const void **ins = malloc(MANY_FIELDS * sizeof *ins);
+    void **outs = malloc(MANY_FIELDS * sizeof *outs);
+    for (int f = 0; f < MANY_FIELDS; f++) {
+        fill_field(in + f * in_elems, f);
+        ins[f] = in + f * in_elems;
+        outs[f] = out + f * out_elems;
+    }
+    memset(out, 0xEE, (size_t)(MANY_FIELDS * out_elems + 1) * sizeof *out);
+    CHECK_STATUS(dr_plan_execute_batch(plan, MANY_FIELDS, ins, (void *const *)outs, out_elems),
+                 DR_SUCCESS);
+    int64_t wrong = 0;
+    for (int f = 0; f < MANY_FIELDS; f++) wrong += wrong_field(out + f * out_elems, f);
+    CHECK_EQ(wrong, 0, "wrong elements of many fields");
+    CHECK(out[MANY_FIELDS * out_elems] == (int64_t)0xEEEEEEEEEEEEEEEE);
+    int holds = out_elems > 0;
+    outs[MANY_FIELDS - 1] = outs[3];
+    dr_status want = test_any(holds) ? DR_ERROR_ALIASING : DR_SUCCESS;
+    CHECK_STATUS(dr_plan_execute_batch(plan, MANY_FIELDS, ins, (void *const *)outs, out_elems),
+                 want);
+    if (want == DR_ERROR_ALIASING)
+        CHECK(strstr(dr_last_error_message(), "fields 3 and 9999") != NULL);
+    free(in);
+    free(out);
+    free(ins);
+    free(outs);
 }
 
 int main(int argc, char **argv)
@@ -191,6 +229,8 @@ int main(int argc, char **argv)
     CHECK_STATUS(dr_plan_execute_batch(plan, FIELDS, cin, (void *const *)shared, out_elems),
                  DR_ERROR_ALIASING);
     CHECK_STATUS(dr_plan_execute_batch(NULL, FIELDS, cin, cout, out_elems), DR_ERROR_NULL_POINTER);
+
+    many_fields(plan);
 
     /* A batch after the refusals works. */
     for (int f = 0; f < FIELDS; f++) fill_field(in[f], f);

@@ -189,7 +189,7 @@ impl Plan {
         let fields = batch.outputs.len();
         let checked = match pre.or_else(|| busy.then(in_progress)) {
             Some(e) => Err(e.on_rank(rank)),
-            None => self.check_batch(batch, rank),
+            None => self.check_batch(batch, &mut engines.ranges, rank),
         };
         let prepared = checked.and_then(|in_place| match in_place {
             true => Ok(true),
@@ -253,7 +253,12 @@ impl Plan {
     /// Checks every field's buffers against the plan (as one execution's) and
     /// that no two fields' buffers overlap; returns whether some field is in
     /// place.
-    fn check_batch(&self, batch: &BatchBuffers<'_>, rank: usize) -> Result<bool> {
+    fn check_batch(
+        &self,
+        batch: &BatchBuffers<'_>,
+        ranges: &mut Vec<BufferRange>,
+        rank: usize,
+    ) -> Result<bool> {
         let fields = batch.outputs.len();
         if fields == 0 || batch.inputs.len() != fields {
             return Err(no_fields(fields as i64, rank));
@@ -268,23 +273,38 @@ impl Plan {
             let field = check_buffers(&expected, &batch.field(i), rank);
             in_place |= field.map_err(|e| in_field(e, i))?;
         }
-        self.check_fields_apart(batch, rank)?;
+        check_apart(batch, &|_| self, ranges, rank)?;
         Ok(in_place)
     }
-
-    /// Checks that no two fields of `batch` share a byte of their buffers.
-    fn check_fields_apart(&self, batch: &BatchBuffers<'_>, rank: usize) -> Result<()> {
-        check_apart(batch, &|_| self, rank)
-    }
 }
+
+/// One buffer of a batch's field as the check that fields lie apart sorts
+/// them: its bytes `start..end`, its field, and which of the field's buffers
+/// it is (0 the input, or the buffer of a field in place; 1 the output).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BufferRange {
+    start: usize,
+    end: usize,
+    field: usize,
+    which: usize,
+}
+
+/// A pair of buffers of two fields, `i < j`, as the check names the first it
+/// finds sharing bytes: by `j`, then `i`, then which buffers (the order of a
+/// check of each field against those before it).
+type FieldPair = (usize, usize, usize, usize);
 
 /// Checks that no two fields of `batch` share a byte of their buffers, field
 /// `i` executed by `plan_of(i)`: its input and output boxes at the plan's
 /// storages, or in place the byte range holding both. Buffers that
-/// interleave without sharing a byte are apart.
+/// interleave without sharing a byte are apart. The buffers' ranges are
+/// sorted in `ranges` (kept by the caller, so that repeated batches allocate
+/// nothing), and only buffers whose ranges meet are searched: O(k log k) for
+/// `k` fields apart.
 pub(super) fn check_apart<'p>(
     batch: &BatchBuffers<'_>,
     plan_of: &dyn Fn(usize) -> &'p Plan,
+    ranges: &mut Vec<BufferRange>,
     rank: usize,
 ) -> Result<()> {
     let held = |i: usize| {
@@ -307,23 +327,69 @@ pub(super) fn check_apart<'p>(
             ],
         }
     };
-    for j in 1..batch.outputs.len() {
-        let theirs = held(j);
-        for i in 0..j {
-            let ours = held(i);
-            let mut pairs = (ours.iter().flatten())
-                .flat_map(|&a| theirs.iter().flatten().map(move |&b| (a, b)));
-            let found = pairs.find_map(|((a_role, a), (b_role, b))| {
-                let problem = sharing(a, b, SEARCH_BUDGET).problem()?;
-                Some(format!(
-                    "the buffers of fields {i} and {j} {problem} on rank {rank} (field {i}'s {a_role} and field {j}'s {b_role}): each field needs its own"
-                ))
-            });
-            if let Some(detail) = found {
-                return Err(Error::Aliasing(detail));
+    sort_ranges(batch.outputs.len(), &held, ranges, rank)?;
+    let mut first: Option<(FieldPair, &'static str)> = None;
+    for (n, a) in ranges.iter().enumerate() {
+        for b in ranges[n + 1..].iter().take_while(|b| b.start < a.end) {
+            let (ours, theirs) = match a.field.cmp(&b.field) {
+                std::cmp::Ordering::Equal => continue,
+                std::cmp::Ordering::Less => (a, b),
+                std::cmp::Ordering::Greater => (b, a),
+            };
+            let pair = (theirs.field, ours.field, ours.which, theirs.which);
+            if first.is_some_and(|(found, _)| found <= pair) {
+                continue;
+            }
+            let (Some((_, x)), Some((_, y))) = (
+                held(ours.field)[ours.which],
+                held(theirs.field)[theirs.which],
+            ) else {
+                continue;
+            };
+            if let Some(problem) = sharing(x, y, SEARCH_BUDGET).problem() {
+                first = Some((pair, problem));
             }
         }
     }
+    let Some(((j, i, ours, theirs), problem)) = first else {
+        return Ok(());
+    };
+    let role = |field: usize, which: usize| held(field)[which].map_or("buffer", |(role, _)| role);
+    Err(Error::Aliasing(format!(
+        "the buffers of fields {i} and {j} {problem} on rank {rank} (field {i}'s {} and field {j}'s {}): each field needs its own",
+        role(i, ours),
+        role(j, theirs)
+    )))
+}
+
+/// Fills `ranges` with the byte ranges of the buffers `held` gives for each of
+/// `fields` fields, sorted by their first byte; fails when there is no memory
+/// for them.
+fn sort_ranges<'p>(
+    fields: usize,
+    held: &dyn Fn(usize) -> [Option<(&'static str, Placed<'p>)>; 2],
+    ranges: &mut Vec<BufferRange>,
+    rank: usize,
+) -> Result<()> {
+    ranges.clear();
+    if ranges.try_reserve(2 * fields).is_err() {
+        return Err(Error::OutOfMemory(format!(
+            "cannot keep the byte ranges of {fields} fields' buffers on rank {rank}"
+        )));
+    }
+    for field in 0..fields {
+        for (which, buffer) in held(field).iter().enumerate() {
+            if let Some((_, placed)) = buffer {
+                ranges.push(BufferRange {
+                    start: placed.address,
+                    end: placed.end(),
+                    field,
+                    which,
+                });
+            }
+        }
+    }
+    ranges.sort_unstable_by_key(|r| r.start);
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use std::mem::ManuallyDrop;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use super::batch::{BatchBuffers, Listed, check_apart, in_field};
+use super::batch::{BatchBuffers, BufferRange, Listed, check_apart, in_field};
 use super::execution::{Expected, check_buffers, in_progress, output_address};
 use super::launch::Launch;
 use super::{Engines, Plan, RawBatch};
@@ -141,6 +141,9 @@ struct FusedState {
     inputs: Vec<*const u8>,
     /// The fields' outputs, group after group.
     outputs: Vec<*mut u8>,
+    /// The byte ranges of the fields' buffers, sorted by the check that they
+    /// lie apart.
+    ranges: Vec<BufferRange>,
 }
 
 /// One field of a fused execution: its plan's input and output, of the plan's
@@ -414,6 +417,7 @@ impl<P: Borrow<Plan>> Fused<P> {
             engines,
             inputs,
             outputs,
+            ..
         } = state;
         let mut runs = LockedRuns {
             fused: self,
@@ -435,7 +439,7 @@ impl<P: Borrow<Plan>> Fused<P> {
     /// The engines of `state` locked.
     unsafe fn check(
         &self,
-        state: &FusedState,
+        state: &mut FusedState,
         fields: &BatchBuffers<'_>,
         rank: usize,
     ) -> Result<bool> {
@@ -457,7 +461,7 @@ impl<P: Borrow<Plan>> Fused<P> {
             let field = check_buffers(&expected, &fields.field(i), rank);
             in_place |= field.map_err(|e| in_field(e, i))?;
         }
-        check_apart(fields, &|i| self.plan(i), rank)?;
+        check_apart(fields, &|i| self.plan(i), &mut state.ranges, rank)?;
         Ok(in_place)
     }
 }
@@ -538,11 +542,13 @@ impl FusedState {
         inputs.resize(plans.len(), std::ptr::null());
         let mut outputs = try_vec(plans.len(), "the fused fields", rank)?;
         outputs.resize(plans.len(), std::ptr::null_mut());
+        let ranges = try_vec(2 * plans.len(), "the fused fields' byte ranges", rank)?;
         Ok(FusedState {
             exchange,
             engines,
             inputs,
             outputs,
+            ranges,
         })
     }
 }

@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mpi::raw::AsRaw;
 
 pub(crate) use self::batch::BatchBuffers;
+use self::batch::BufferRange;
 use self::creation::{
     Agreed, AgreedPlan, CheckedLayouts, agree_on_arguments, agree_on_layouts, agree_on_plan,
     gather_input_storages,
@@ -77,6 +78,9 @@ struct Engines {
     /// carried it on ([`crate::mpi::running`]): its own next test or wait
     /// reports it.
     failure: Option<Error>,
+    /// The byte ranges of a batch's buffers, sorted by the check that its
+    /// fields lie apart; grown by the first batch of more fields, and kept.
+    ranges: Vec<BufferRange>,
 }
 
 /// A reshape planned on every rank of a communicator, ready to be executed many times.
@@ -300,6 +304,7 @@ impl Plan {
                 in_place: InPlaceRoute::Undecided,
                 lent: false,
                 failure: None,
+                ranges: Vec::new(),
             })),
             comm: ManuallyDrop::new(comm),
             threads,
