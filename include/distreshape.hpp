@@ -489,6 +489,34 @@ public:
     /// made from it throws on every rank.
     layout() = default;
 
+    /// A copy of `other`.
+    layout(const layout& other) = default;
+
+    /// Copies `other` into this layout.
+    layout& operator=(const layout& other) = default;
+
+    /// Takes `other`'s value, leaving `other` the empty layout.
+    layout(layout&& other) noexcept
+        : gshape_(std::exchange(other.gshape_, shape())),
+          grid_dims_(std::exchange(other.grid_dims_, {})),
+          axis_grid_(std::exchange(other.axis_grid_, {})),
+          lengths_(std::exchange(other.lengths_, {}))
+    {
+    }
+
+    /// Takes `other`'s value, leaving `other` the empty layout (a layout moved
+    /// into itself keeps its value).
+    layout& operator=(layout&& other) noexcept
+    {
+        if (this != &other) {
+            gshape_ = std::exchange(other.gshape_, shape());
+            grid_dims_ = std::exchange(other.grid_dims_, {});
+            axis_grid_ = std::exchange(other.axis_grid_, {});
+            lengths_ = std::exchange(other.lengths_, {});
+        }
+        return *this;
+    }
+
     /// The layout of an array of global shape `gshape` over the grid `grid_dims`,
     /// array axis `i` split over grid axis `axis_grid[i]` or `not_split`
     /// (`axis_grid` holds one value per dimension of `gshape`). Balanced blocks.
@@ -646,7 +674,9 @@ public:
     /// Waits for the execution to complete. Throws `distreshape::error`.
     void wait() { detail::check(dr_request_wait(&handle_)); }
 
-    /// True while the execution is in flight.
+    /// True until `wait()`, or a `test()` that returned true, has reported the
+    /// execution's end. An execution completed by destroying its plan stays
+    /// pending until then (the report then comes at once).
     bool pending() const noexcept { return handle_ != nullptr; }
 
 private:
@@ -1061,6 +1091,19 @@ public:
     }
 #endif
 
+    /// Not from a temporary input: it would be freed at the end of the statement
+    /// while the execution still reads it.
+    template <class InAlloc, class OutAlloc>
+    request execute_begin(const std::vector<T, InAlloc>&&, std::vector<T, OutAlloc>&) & = delete;
+#ifdef __cpp_lib_span
+    /// Not from a temporary input (see above), through a span made from it.
+    template <class InAlloc>
+    request execute_begin(const std::vector<T, InAlloc>&&, std::span<T>) & = delete;
+    /// Not from a temporary input (see above), through a span made from it.
+    template <std::size_t N>
+    request execute_begin(const std::array<T, N>&&, std::span<T>) & = delete;
+#endif
+
     /// Not on a temporary plan: its destructor, at the end of the statement, would
     /// complete the execution there and then (see `request`).
     request execute_begin(const T*, T*, std::size_t) && = delete;
@@ -1157,6 +1200,11 @@ public:
     }
 #endif
 
+    /// Not from temporary inputs (see `execute_begin`).
+    template <class InAlloc, class OutAlloc>
+    request execute_batch_begin(const std::vector<std::vector<T, InAlloc>>&&,
+                                std::vector<std::vector<T, OutAlloc>>&) & = delete;
+
     /// Not on a temporary plan (see `execute_begin`).
     request execute_batch_begin(const std::vector<const T*>&, const std::vector<T*>&,
                                 std::size_t) && = delete;
@@ -1186,13 +1234,13 @@ private:
             empty = empty || box[k] == 0;
         }
         if (!same)
-            return {DR_ERROR_INVALID_SHAPE, std::string("invalid shape: the ") + side +
+            return {DR_ERROR_INVALID_SHAPE, std::string("the ") + side +
                                                 " view's extents are not this rank's " + side +
                                                 " box"};
         for (std::size_t k = 0; !empty && k < rank; ++k)
             if (box[k] > 1 && static_cast<std::int64_t>(view.stride(k)) != strides[k])
                 return {DR_ERROR_INVALID_STRIDES,
-                        std::string("invalid strides: the ") + side + " view's stride " +
+                        std::string("the ") + side + " view's stride " +
                             std::to_string(view.stride(k)) + " along axis " + std::to_string(k) +
                             " differs from the plan's " + std::to_string(strides[k])};
         return {DR_SUCCESS, std::string()};
@@ -1343,6 +1391,11 @@ public:
     fused_plan(const plan<T>& p) noexcept : handle_(p.native_handle()), dtype_(plan<T>::dtype)
     {
     }
+
+    /// Not a temporary plan: it would be destroyed at the end of the statement,
+    /// before the list is used.
+    template <class T>
+    fused_plan(const plan<T>&&) = delete;
 
     /// The C plan.
     dr_plan* native_handle() const noexcept { return handle_; }

@@ -1,6 +1,6 @@
 // What distreshape.hpp refuses at compile time, with its own message: ctest
 // compiles this file once per DISTRESHAPE_CASE and expects the static_assert's text
-// (case 5: the deleted function's name) in the compiler's output.
+// (cases 5 and 8-10: the deleted function's name) in the compiler's output.
 #include <distreshape.hpp>
 
 #include <vector>
@@ -28,6 +28,16 @@ void refused(std::vector<bool>& flags, std::vector<long double>& values, const b
 #elif DISTRESHAPE_CASE == 7 // a fused field's input and output of different types
     std::vector<double> out(values.size());
     dr::fused_field f(values, out);
+#elif DISTRESHAPE_CASE == 8 // a temporary input, freed while the execution reads it
+    dr::plan<double> p({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+    std::vector<double> out(4);
+    dr::request r = p.execute_begin(std::vector<double>(4), out);
+#elif DISTRESHAPE_CASE == 9 // temporary fields of a batch, freed while it reads them
+    dr::plan<double> p({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1);
+    std::vector<std::vector<double>> outs(2, std::vector<double>(4));
+    dr::request r = p.execute_batch_begin(std::vector<std::vector<double>>(2), outs);
+#elif DISTRESHAPE_CASE == 10 // a fused list holding a plan destroyed at once
+    std::vector<dr::fused_plan> list{dr::plan<double>({4}, 0, MPI_COMM_WORLD, 4, {2, 2}, 1)};
 #endif
     (void)flags;
     (void)values;
