@@ -13,7 +13,7 @@ from . import _native
 from ._arguments import ArgumentError, Problem, Shape, communicator, integer, integers
 from ._errors import STATUS
 from ._layout import Layout
-from ._storage import allocate, element_strides, first_shared, negative
+from ._storage import allocate, element_strides, first_shared, negative, same_start
 
 
 @dataclass(frozen=True)
@@ -372,22 +372,19 @@ class Plan:
         ``DR_ERROR_INVALID_STRIDES`` on every rank. The default ``out`` is then a
         new array at the plan's output strides.
         """
-        block, problem = self._input(local, [out])
+        block, problem = self._input(local)
+        problem = problem or _apart([local], [block], [out], self._comm)
         if out is None:
             out = self._new_output()
         self._native.execute(block, out, problem)
         return out
 
-    def _input(self, local: Any, outputs: Sequence[Any]) -> tuple[Optional[np.ndarray], Problem]:
+    def _input(self, local: Any) -> tuple[Optional[np.ndarray], Problem]:
         """``local`` as the extension takes it: as it lies on a side planned with
         strides (checked there, never copied), else C-contiguous (copied once when
-        it is not). A copied ``local`` that shares memory with one of
-        ``outputs`` is ``DR_ERROR_ALIASING``: the extension sees only the copy."""
+        it is not; see :func:`_apart`)."""
         input_strided, _ = self._native.strided
-        block, problem = _as_block(local, None if input_strided else "C")
-        if block is not local and problem is None:
-            problem = _copied_apart([local], outputs, self._comm)
-        return block, problem
+        return _as_block(local, None if input_strided else "C")
 
     def _new_output(self) -> Optional[np.ndarray]:
         """A new output block, at the plan's output strides when planned with them;
@@ -405,7 +402,8 @@ class Plan:
         be touched until the returned request completes (:meth:`Request.wait`). The
         request keeps the plan and both arrays alive until then. Starting another
         execution of this plan before raises ``DR_ERROR_EXECUTION_IN_PROGRESS``."""
-        block, problem = self._input(local, [out])
+        block, problem = self._input(local)
+        problem = problem or _apart([local], [block], [out], self._comm)
         if out is None:
             out = self._new_output()
         return Request(self, self._native.begin(block, out, problem))
@@ -446,9 +444,10 @@ class Plan:
             targets, problem = [], (STATUS["DR_ERROR_INVALID_SHAPE"], f"outs is not a sequence of arrays: {e}")
         blocks = []
         for local in given:
-            block, found = self._input(local, targets)
+            block, found = self._input(local)
             blocks.append(block)
             problem = problem or found
+        problem = problem or _apart(given, blocks, targets, self._comm, fields=True)
         if outs is None:
             return blocks, [self._new_output() for _ in blocks], problem
         return blocks, targets, problem
@@ -589,8 +588,9 @@ def redistribute(
         else:
             output_strides = _view_strides(out, out_layout, comm, strict=False)
             problem = problem or _whole_elements(out, comm)
-    if (block is not local or output is not out) and problem is None:
+    if output is not out and problem is None:
         problem = _copied_apart([local], [out], comm)
+    problem = problem or _apart([local], [block], [out], comm)
     dtype = block.dtype if block is not None else np.uint8
     plan = Plan.__new__(Plan)
     plan._create_from_layouts(in_layout, out_layout, dtype, comm, problem, options, input_strides, output_strides)
@@ -618,6 +618,36 @@ def _whole_elements(out: np.ndarray, comm: Any) -> Problem:
         STATUS["DR_ERROR_INVALID_STRIDES"],
         f"out has strides {out.strides} in bytes, not whole elements of {size} bytes (rank {_rank(comm)})",
     )
+
+
+def _apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequence[Any], comm: Any, fields: bool = False) -> Problem:
+    """``DR_ERROR_ALIASING`` where the library cannot tell that writing an output
+    writes an input: an input the package copied (``blocks[i]``, all the library
+    sees) sharing memory with any output, or an output starting where its own
+    field's input starts, which the library would take for one buffer, in place
+    (``execute`` never runs in place: ``execute_in_place`` does). ``fields``:
+    the arrays are a batch's, named by field."""
+    problem = _copies_apart(inputs, blocks, outputs, comm, fields)
+    if problem is not None:
+        return problem
+    for i, (local, out) in enumerate(zip(inputs, outputs)):
+        if same_start(local, out):
+            what = f"field {i}'s input and output" if fields else "local and out"
+            message = f"{what} start at one address on rank {_rank(comm)}: execute reads the input and writes the output, never in place (execute_in_place reshapes in place)"
+            return STATUS["DR_ERROR_ALIASING"], message
+    return None
+
+
+def _copies_apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequence[Any], comm: Any, fields: bool) -> Problem:
+    """``DR_ERROR_ALIASING`` when an input the package copied (``blocks[i]`` is
+    not ``inputs[i]``) shares memory with one of ``outputs`` (see :func:`_apart`)."""
+    copied = [i for i, (local, block) in enumerate(zip(inputs, blocks)) if block is not local]
+    shared = first_shared([inputs[i] for i in copied], outputs)
+    if shared is None:
+        return None
+    i, j = copied[shared[0]], shared[1]
+    what = f"field {i}'s input (copied by the package) and field {j}'s output" if fields else "the input and the output arrays"
+    return STATUS["DR_ERROR_ALIASING"], f"{what} share memory on rank {_rank(comm)}: writing the output would write the input"
 
 
 def _copied_apart(inputs: Sequence[Any], outputs: Sequence[Any], comm: Any) -> Problem:

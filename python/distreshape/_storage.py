@@ -14,6 +14,9 @@ _SEARCH_WORK = 1 << 16
 
 _TooHardError = getattr(np, "exceptions", np).TooHardError
 
+#: NumPy's byte bounds of an array (``numpy.lib.array_utils`` from NumPy 2).
+_byte_bounds = getattr(getattr(np.lib, "array_utils", np), "byte_bounds")
+
 
 def element_strides(array: np.ndarray) -> Optional[tuple[int, ...]]:
     """``array``'s strides in elements when the library can read or write it in
@@ -63,17 +66,41 @@ def allocate(shape: Sequence[int], strides: Sequence[int], dtype: np.dtype) -> n
 
 
 def first_shared(inputs: Sequence[Any], outputs: Sequence[Any]) -> Optional[tuple[int, int]]:
-    """The first pair (input index, output index) of NumPy arrays that share
-    memory, an undecided pair counting as shared; ``None`` when no two do.
-    Objects that are not arrays share nothing."""
-    for i, local in enumerate(inputs):
-        for j, out in enumerate(outputs):
-            if not (isinstance(local, np.ndarray) and isinstance(out, np.ndarray)):
+    """The first pair (input index, output index), by output then input, of
+    NumPy arrays that share memory, an undecided pair counting as shared;
+    ``None`` when no two do. Objects that are not arrays share nothing. The
+    arrays' byte ranges are sorted, and only those that meet are searched: a
+    batch of ``k`` arrays apart is checked in ``O(k log k)``."""
+    ranges = [(*_byte_bounds(a), 0, i) for i, a in enumerate(inputs) if isinstance(a, np.ndarray) and a.size]
+    ranges += [(*_byte_bounds(a), 1, j) for j, a in enumerate(outputs) if isinstance(a, np.ndarray) and a.size]
+    ranges.sort()
+    first: Optional[tuple[int, int]] = None
+    for n, (_, end, side, index) in enumerate(ranges):
+        m = n + 1
+        while m < len(ranges) and ranges[m][0] < end:
+            _, _, side_b, index_b = ranges[m]
+            m += 1
+            if side_b == side:
                 continue
-            try:
-                shared = np.shares_memory(local, out, max_work=_SEARCH_WORK)
-            except _TooHardError:
-                shared = True
-            if shared:
-                return i, j
-    return None
+            i, j = (index, index_b) if side == 0 else (index_b, index)
+            if (first is None or (j, i) < (first[1], first[0])) and _shares(inputs[i], outputs[j]):
+                first = (i, j)
+    return first
+
+
+def _shares(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` share memory, an undecided search counting as
+    shared."""
+    try:
+        return bool(np.shares_memory(a, b, max_work=_SEARCH_WORK))
+    except _TooHardError:
+        return True
+
+
+def same_start(a: Any, b: Any) -> bool:
+    """Whether the NumPy arrays ``a`` and ``b``, neither empty, start at one
+    address: the library takes such an input and output for one buffer, in
+    place."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.size == 0 or b.size == 0:
+        return False
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0]

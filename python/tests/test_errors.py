@@ -141,3 +141,67 @@ def test_error_attributes_survive_pickling():
     error = dr.Error("invalid shape: x", dr.STATUS["DR_ERROR_INVALID_SHAPE"], "DR_ERROR_INVALID_SHAPE")
     again = pickle.loads(pickle.dumps(error))
     assert (again.status, again.status_name, str(again)) == (dr.STATUS["DR_ERROR_INVALID_SHAPE"], "DR_ERROR_INVALID_SHAPE", "invalid shape: x")
+
+
+def test_out_starting_where_local_starts_is_refused_everywhere():
+    """An ``out`` that starts where ``local`` starts (on the last rank) would be
+    taken by the library for one buffer, in place, and the input overwritten:
+    refused on every rank in execute, execute_begin, a batch and the one-shot
+    calls, the input unchanged."""
+    plan = seed_plan(np.int64)
+    gshape, new_shape = (2 * WORLD.size, 6), (6, 2 * WORLD.size)
+    have = block(gshape, 0, plan.input_slab, np.int64)
+    if not WORLD.allreduce(have.size > 0 and WORLD.rank == LAST):
+        return
+    buf = np.zeros(max(have.size, int(np.prod(plan.local_output_shape))), np.int64)
+
+    def arrays():
+        """``(local, out)``: on the last rank ``out`` starts at ``local``'s start."""
+        local = buf[: have.size].reshape(have.shape)
+        local[...] = have
+        if WORLD.rank != LAST:
+            return local.copy(), np.empty(plan.local_output_shape, np.int64)
+        return local, buf[: int(np.prod(plan.local_output_shape))].reshape(plan.local_output_shape)
+
+    calls = {
+        "execute": lambda a, b: plan.execute(a, b),
+        "execute_begin": lambda a, b: plan.execute_begin(a, b).wait(),
+        "a batch's field": lambda a, b: plan.execute_many([a], [b]),
+        "reshape": lambda a, b: dr.reshape(a, gshape, 0, new_shape, 1, out=b),
+    }
+    for what, call in calls.items():
+        local, out = arrays()
+        message = raises_everywhere("DR_ERROR_ALIASING", lambda: call(local, out))
+        assert f"rank {LAST}" in message and "start at one address" in message, what
+        if WORLD.rank == LAST:
+            np.testing.assert_array_equal(local, have, err_msg=what)
+
+
+def test_many_copied_fields_are_checked_apart_and_named():
+    """2000 fields whose inputs the package copies (Fortran order) run and are
+    checked against every output; one sharing memory with another field's output
+    is refused on every rank, naming both fields."""
+    plan = seed_plan(np.int64)
+    have = block((2 * WORLD.size, 6), 0, plan.input_slab, np.int64)
+    want = block((6, 2 * WORLD.size), 1, plan.output_slab, np.int64)
+    fields = 2000
+    locals_ = [np.asfortranarray(have + f) for f in range(fields)]
+    outs = plan.execute_many(locals_)
+    assert all(np.array_equal(out, want + f) for f, out in enumerate(outs))
+    if not WORLD.allreduce(have.size > 1 and want.size > 1 and min(have.shape) > 1):
+        return
+    shared = [np.empty(plan.local_output_shape, np.int64) for _ in range(fields)]
+    if WORLD.rank == LAST:
+        locals_[5] = np.asfortranarray(have)
+        shared[1500] = locals_[5].T.reshape(-1)[: want.size].reshape(want.shape)
+    message = raises_everywhere("DR_ERROR_ALIASING", lambda: plan.execute_many(locals_, shared))
+    assert "field 5's input" in message and "field 1500's output" in message and f"rank {LAST}" in message
+
+
+def test_different_element_types_name_both_ranks():
+    if WORLD.size == 1:
+        pytest.skip("needs two ranks")
+    plan_dtype = np.float32 if WORLD.rank == LAST else np.float64
+    message = raises_everywhere("DR_ERROR_INCONSISTENT_ARGUMENTS", lambda: seed_plan(plan_dtype))
+    everywhere = WORLD.allgather(message.split(" (reported")[0])
+    assert len(set(everywhere)) == 1 and f"rank {LAST}" in message and "rank 0" in message
