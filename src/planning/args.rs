@@ -2,6 +2,7 @@
 //! make alone, the fingerprint that lets ranks compare their global arguments, and
 //! the checks on the gathered slab lengths. Pure, no MPI.
 
+use crate::core::abi::dtype_words;
 use crate::core::error::{Error, Result};
 pub use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::layout::checked_product;
@@ -210,9 +211,7 @@ impl Field {
             Field::NewShape => n.shape(&args.new_shape),
             Field::NewSplit => n.axis(args.new_split, args.new_shape.len()),
             Field::Target => format!("{:?}", args.target),
-            Field::Dtype => args
-                .dtype
-                .map_or("none (a size only)".into(), |d| d.to_string()),
+            Field::Dtype => args.dtype.map_or("none (a size only)".into(), dtype_words),
         }
     }
 

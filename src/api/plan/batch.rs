@@ -202,9 +202,16 @@ impl Plan {
         agree(&self.comm, prepared.as_ref().err(), &mut agreed)?;
         if agreed[1] != -agreed[2] {
             let wanted = agreed[1];
+            let mut holder = [if count == wanted {
+                -(rank as i64)
+            } else {
+                i64::MIN
+            }];
+            self.comm.allreduce_max(&mut holder)?;
             let differs = (count != wanted).then(|| {
                 Error::InconsistentArguments(format!(
-                    "k = {count} fields on rank {rank} but {wanted} on another rank"
+                    "k = {count} fields on rank {rank} but {wanted} on rank {}",
+                    -holder[0]
                 ))
             });
             agree(&self.comm, differs.as_ref(), &mut [])?;

@@ -44,9 +44,35 @@ pub(super) fn agree_on_arguments(comm: &Comm, args: Result<ReshapeArgs>) -> Resu
     agree(comm, local.as_ref().err(), &mut piggyback)?;
     let (local, args) = (local?, args?);
     let min: Vec<i64> = piggyback[FINGERPRINT_LEN..].iter().map(|x| !x).collect();
-    match mismatch(&args, &min, &piggyback[..FINGERPRINT_LEN], rank) {
-        Some(e) => Err(e),
+    let max = &piggyback[..FINGERPRINT_LEN];
+    match mismatch(&args, &min, max, rank) {
+        Some(own) => Err(agreed_mismatch(comm, own, differs(&fingerprint, &min, max))),
         None => Ok(local),
+    }
+}
+
+/// Whether this rank's `fingerprint` is not the largest any rank passed at the
+/// first entry where the ranks differ (between `min` and `max`).
+fn differs(fingerprint: &[i64], min: &[i64], max: &[i64]) -> bool {
+    (0..fingerprint.len())
+        .find(|&i| min[i] != max[i])
+        .is_some_and(|i| fingerprint[i] != max[i])
+}
+
+/// Every rank's error when the ranks passed different arguments: `own` (this
+/// rank's, naming what it passed) of the lowest rank that `differs` from the
+/// largest value, then the lowest rank that passed the largest, agreed so
+/// that every rank names the same two.
+fn agreed_mismatch(comm: &Comm, own: Error, differs: bool) -> Error {
+    let rank = comm.rank() as i64;
+    let mut holder = [if differs { i64::MIN } else { -rank }];
+    if let Err(failed) = comm.allreduce_max(&mut holder) {
+        return failed;
+    }
+    let own = Error::InconsistentArguments(format!("{}, unlike rank {}", own.detail(), -holder[0]));
+    match agree(comm, differs.then_some(&own), &mut []) {
+        Err(agreed) => agreed,
+        Ok(()) => own,
     }
 }
 
@@ -280,8 +306,9 @@ pub(super) fn agree_on_layouts(comm: &Comm, args: Result<LayoutArgs>) -> Result<
         .iter()
         .map(|x| !x)
         .collect();
-    match args.mismatch(&min, &piggyback[..LAYOUT_FINGERPRINT_LEN], rank) {
-        Some(e) => Err(e),
+    let max = &piggyback[..LAYOUT_FINGERPRINT_LEN];
+    match args.mismatch(&min, max, rank) {
+        Some(own) => Err(agreed_mismatch(comm, own, differs(&fingerprint, &min, max))),
         None => Ok(checked),
     }
 }

@@ -569,17 +569,23 @@ fn check_communicators<P: Borrow<Plan>>(plans: &[P], rank: usize) -> Result<()> 
 
 /// The error every rank returns when the ranks fuse different plans: the
 /// message of the lowest rank whose plans are not those of the highest
-/// fingerprint (`differs` on this rank), agreed over the first plan's
-/// communicator, so that every rank names the same one.
+/// fingerprint (`differs` on this rank), naming the lowest rank whose are,
+/// agreed over the first plan's communicator, so that every rank names the
+/// same two.
 fn disagreeing_plans<P: Borrow<Plan>>(plans: &[P], differs: bool, rank: usize) -> Error {
     let first = plans[0].borrow();
+    let mut holder = [if differs { i64::MIN } else { -(rank as i64) }];
+    if let Err(failed) = first.comm.allreduce_max(&mut holder) {
+        return failed;
+    }
     let numbers: Vec<u64> = plans
         .iter()
         .map(|p| p.borrow().comm.plan_number())
         .collect();
     let own = Error::InconsistentArguments(format!(
-        "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike another rank",
+        "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike rank {}",
         plans.len(),
+        -holder[0]
     ));
     match agree(&first.comm, differs.then_some(&own), &mut []) {
         Err(agreed) => agreed,
