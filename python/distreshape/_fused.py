@@ -10,7 +10,7 @@ from mpi4py import MPI
 from . import _native
 from ._arguments import Problem
 from ._errors import STATUS
-from ._plan import Plan, _copies_apart
+from ._plan import Plan, _copied, _copies_apart
 
 
 class Fused:
@@ -125,7 +125,7 @@ class Fused:
             results.append(plan._new_output() if out is None else out)
             in_place.append(False)
         if problem is None and self._plans:
-            problem = _copies_apart(given, blocks, targets, self._plans[0]._comm, fields=True)
+            problem = _copies_apart(given, targets, self._plans[0]._comm, True, _copied(given, blocks))
         if problem is not None:
             blocks, results, in_place = [], [], []
         self._native.execute(blocks, results, in_place, problem)

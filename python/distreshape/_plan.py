@@ -589,7 +589,7 @@ def redistribute(
             output_strides = _view_strides(out, out_layout, comm, strict=False)
             problem = problem or _whole_elements(out, comm)
     if output is not out and problem is None:
-        problem = _copied_apart([local], [out], comm)
+        problem = _copies_apart([local], [out], comm)
     problem = problem or _apart([local], [block], [out], comm)
     dtype = block.dtype if block is not None else np.uint8
     plan = Plan.__new__(Plan)
@@ -627,7 +627,7 @@ def _apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequence[Any],
     field's input starts, which the library would take for one buffer, in place
     (``execute`` never runs in place: ``execute_in_place`` does). ``fields``:
     the arrays are a batch's, named by field."""
-    problem = _copies_apart(inputs, blocks, outputs, comm, fields)
+    problem = _copies_apart(inputs, outputs, comm, fields, _copied(inputs, blocks))
     if problem is not None:
         return problem
     for i, (local, out) in enumerate(zip(inputs, outputs)):
@@ -638,10 +638,15 @@ def _apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequence[Any],
     return None
 
 
-def _copies_apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequence[Any], comm: Any, fields: bool) -> Problem:
-    """``DR_ERROR_ALIASING`` when an input the package copied (``blocks[i]`` is
-    not ``inputs[i]``) shares memory with one of ``outputs`` (see :func:`_apart`)."""
-    copied = [i for i, (local, block) in enumerate(zip(inputs, blocks)) if block is not local]
+def _copies_apart(
+    inputs: Sequence[Any], outputs: Sequence[Any], comm: Any, fields: bool = False, copied: Optional[Sequence[int]] = None
+) -> Problem:
+    """``DR_ERROR_ALIASING`` when one of ``inputs`` (those at the indices
+    ``copied``, default all) shares memory with one of ``outputs``: checked where
+    the package copies an input or fills an output through a new array, so that
+    the library, which sees the copy, cannot tell that writing the output writes
+    the input. ``fields``: the arrays are a batch's, named by field."""
+    copied = range(len(inputs)) if copied is None else copied
     shared = first_shared([inputs[i] for i in copied], outputs)
     if shared is None:
         return None
@@ -650,18 +655,10 @@ def _copies_apart(inputs: Sequence[Any], blocks: Sequence[Any], outputs: Sequenc
     return STATUS["DR_ERROR_ALIASING"], f"{what} share memory on rank {_rank(comm)}: writing the output would write the input"
 
 
-def _copied_apart(inputs: Sequence[Any], outputs: Sequence[Any], comm: Any) -> Problem:
-    """``DR_ERROR_ALIASING`` when one of ``inputs`` shares memory with one of
-    ``outputs``: checked where the package copies an input or fills an output
-    through a new array, so that the library, which sees the copy, cannot tell
-    that writing the output writes the input."""
-    shared = first_shared(inputs, outputs)
-    if shared is None:
-        return None
-    return (
-        STATUS["DR_ERROR_ALIASING"],
-        f"the input and the output arrays share memory on rank {_rank(comm)}: writing the output would write the input",
-    )
+def _copied(inputs: Sequence[Any], blocks: Sequence[Any]) -> list[int]:
+    """The indices of the inputs the package copied (``blocks[i]``, what the
+    library sees, is not ``inputs[i]``)."""
+    return [i for i, (local, block) in enumerate(zip(inputs, blocks)) if block is not local]
 
 
 def _view_strides(array: np.ndarray, layout: Layout, comm: Optional[MPI.Comm], strict: bool = True) -> Optional[tuple[int, ...]]:

@@ -58,6 +58,31 @@ pub fn agree(comm: &Comm, local: Option<&Error>, piggyback: &mut [i64]) -> Resul
     Err(Error::from_code((key % STATUS_RADIX) as i32, detail))
 }
 
+/// Every rank's error when the ranks passed different values: `describe(other)`
+/// is this rank's error, naming `other`, the lowest rank that passed the
+/// largest value (where `differs` is false); every rank returns that of the
+/// lowest rank that `differs`, so that all name the same two ranks. Two
+/// collectives, on this error path only.
+pub fn agree_on_difference(
+    comm: &Comm,
+    differs: bool,
+    describe: impl FnOnce(usize) -> Error,
+) -> Error {
+    let mut holder = [if differs {
+        i64::MIN
+    } else {
+        -(comm.rank() as i64)
+    }];
+    if let Err(failed) = comm.allreduce_max(&mut holder) {
+        return failed;
+    }
+    let own = describe((-holder[0]) as usize);
+    match agree(comm, differs.then_some(&own), &mut []) {
+        Err(agreed) => agreed,
+        Ok(()) => own,
+    }
+}
+
 /// The longest prefix of `s` that fits in `max` bytes and ends on a char boundary.
 pub(crate) fn truncate(s: &str, max: usize) -> &str {
     let mut end = s.len().min(max);

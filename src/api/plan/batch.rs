@@ -24,7 +24,7 @@ use super::launch::Launch;
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::distribution::overlap::{Placed, SEARCH_BUDGET, sharing};
-use crate::mpi::agree::agree;
+use crate::mpi::agree::{agree, agree_on_difference};
 use crate::mpi::buffers::Buffers;
 use crate::mpi::exchange::{FieldBuffers, Mode, Participant};
 use crate::mpi::status::require_mpi;
@@ -202,19 +202,11 @@ impl Plan {
         agree(&self.comm, prepared.as_ref().err(), &mut agreed)?;
         if agreed[1] != -agreed[2] {
             let wanted = agreed[1];
-            let mut holder = [if count == wanted {
-                -(rank as i64)
-            } else {
-                i64::MIN
-            }];
-            self.comm.allreduce_max(&mut holder)?;
-            let differs = (count != wanted).then(|| {
+            return Err(agree_on_difference(&self.comm, count != wanted, |other| {
                 Error::InconsistentArguments(format!(
-                    "k = {count} fields on rank {rank} but {wanted} on rank {}",
-                    -holder[0]
+                    "k = {count} fields on rank {rank} but {wanted} on rank {other}"
                 ))
-            });
-            agree(&self.comm, differs.as_ref(), &mut [])?;
+            }));
         }
         if agreed[0] != 0 {
             drop(engines);

@@ -9,7 +9,7 @@ use crate::distribution::identity::nothing_moves;
 use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::peers::Redistribution;
 use crate::distribution::storage::{InputStorages, Storages};
-use crate::mpi::agree::agree;
+use crate::mpi::agree::{agree, agree_on_difference};
 use crate::mpi::comm::Comm;
 use crate::mpi::library::Switches;
 use crate::planning::args::{
@@ -61,19 +61,11 @@ fn differs(fingerprint: &[i64], min: &[i64], max: &[i64]) -> bool {
 
 /// Every rank's error when the ranks passed different arguments: `own` (this
 /// rank's, naming what it passed) of the lowest rank that `differs` from the
-/// largest value, then the lowest rank that passed the largest, agreed so
-/// that every rank names the same two.
+/// largest value, naming the lowest rank that passed the largest.
 fn agreed_mismatch(comm: &Comm, own: Error, differs: bool) -> Error {
-    let rank = comm.rank() as i64;
-    let mut holder = [if differs { i64::MIN } else { -rank }];
-    if let Err(failed) = comm.allreduce_max(&mut holder) {
-        return failed;
-    }
-    let own = Error::InconsistentArguments(format!("{}, unlike rank {}", own.detail(), -holder[0]));
-    match agree(comm, differs.then_some(&own), &mut []) {
-        Err(agreed) => agreed,
-        Ok(()) => own,
-    }
+    agree_on_difference(comm, differs, |other| {
+        Error::InconsistentArguments(format!("{}, unlike rank {other}", own.detail()))
+    })
 }
 
 /// This rank's plan, with what every rank agreed on about all the plans.

@@ -18,7 +18,7 @@ use super::{Engines, Plan, RawBatch};
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
-use crate::mpi::agree::agree;
+use crate::mpi::agree::{agree, agree_on_difference};
 use crate::mpi::comm::Comm;
 use crate::mpi::exchange::{
     FieldBuffers, FusedExchange, FusedPlan, FusedRun, FusedRuns, Mode, Participant,
@@ -573,24 +573,16 @@ fn check_communicators<P: Borrow<Plan>>(plans: &[P], rank: usize) -> Result<()> 
 /// agreed over the first plan's communicator, so that every rank names the
 /// same two.
 fn disagreeing_plans<P: Borrow<Plan>>(plans: &[P], differs: bool, rank: usize) -> Error {
-    let first = plans[0].borrow();
-    let mut holder = [if differs { i64::MIN } else { -(rank as i64) }];
-    if let Err(failed) = first.comm.allreduce_max(&mut holder) {
-        return failed;
-    }
     let numbers: Vec<u64> = plans
         .iter()
         .map(|p| p.borrow().comm.plan_number())
         .collect();
-    let own = Error::InconsistentArguments(format!(
-        "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike rank {}",
-        plans.len(),
-        -holder[0]
-    ));
-    match agree(&first.comm, differs.then_some(&own), &mut []) {
-        Err(agreed) => agreed,
-        Ok(()) => own,
-    }
+    agree_on_difference(&plans[0].borrow().comm, differs, |other| {
+        Error::InconsistentArguments(format!(
+            "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike rank {other}",
+            plans.len()
+        ))
+    })
 }
 
 /// A fingerprint of the plans' numbers on their communicator, in order: the
