@@ -112,6 +112,10 @@ static void many_fields(dr_plan *plan)
     int64_t wrong = 0;
     for (int f = 0; f < MANY_FIELDS; f++) wrong += wrong_field(out + f * out_elems, f);
     CHECK_EQ(wrong, 0, "wrong elements of many fields");
+    int64_t changed = 0;
+    for (int f = 0; f < MANY_FIELDS; f++)
+        changed += test_wrong_i64(in + f * in_elems, in_elems, in_off * COLS + f * FIELD_OFFSET);
+    CHECK_EQ(changed, 0, "changed input elements of many fields");
     CHECK(out[MANY_FIELDS * out_elems] == (int64_t)0xEEEEEEEEEEEEEEEE);
     int holds = out_elems > 0;
     outs[MANY_FIELDS - 1] = outs[3];
