@@ -188,13 +188,16 @@ def test_many_copied_fields_are_checked_apart_and_named():
     locals_ = [np.asfortranarray(have + f) for f in range(fields)]
     outs = plan.execute_many(locals_)
     assert all(np.array_equal(out, want + f) for f, out in enumerate(outs))
+    assert all(np.array_equal(local, have + f) for f, local in enumerate(locals_))
     if not WORLD.allreduce(have.size > 1 and want.size > 1 and min(have.shape) > 1):
         return
     shared = [np.empty(plan.local_output_shape, np.int64) for _ in range(fields)]
     if WORLD.rank == LAST:
         locals_[5] = np.asfortranarray(have)
         shared[1500] = locals_[5].T.reshape(-1)[: want.size].reshape(want.shape)
+    before = locals_[5].copy()
     message = raises_everywhere("DR_ERROR_ALIASING", lambda: plan.execute_many(locals_, shared))
+    np.testing.assert_array_equal(locals_[5], before)
     assert "field 5's input" in message and "field 1500's output" in message and f"rank {LAST}" in message
 
 
