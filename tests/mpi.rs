@@ -444,6 +444,7 @@ fn worker() {
     chained(&w);
     ignored_new_local_len(&w);
     empty_output_at_the_input(&w);
+    moved_during_execution(&w);
     ndarray_api(&w);
     error_agreement(&w);
     grids::run(&w, grids::Breadth::EveryGrid);
@@ -1234,6 +1235,76 @@ fn empty_output_at_the_input(w: &World) {
     let unchanged = buffer.iter().copied().eq(offset * 6..(offset + len) * 6);
     if !unchanged {
         w.fail(name, "the input changed");
+    }
+    w.passed(name);
+}
+
+/// A plan moved while its execution, begun on raw buffers, is in flight, and
+/// another plan made in its place: the waits of each execution carry the other
+/// on, with ranks waiting for the two in opposite orders.
+fn moved_during_execution(w: &World) {
+    let name = "moved_during_execution";
+    let (p, r) = (w.size as u64, w.rank as u64);
+    // (rows, cols) split 0 -> (cols, rows) split 1 in 64-byte messages, one
+    // peer per window, no direct reads: an execution takes many rounds, each
+    // posted only when this rank moves it on.
+    let (rows, cols) = (3001, 16);
+    let distreshape::Slab { offset, len } = distreshape::balanced_slab(rows, p, r);
+    let out_slab = distreshape::balanced_slab(rows, p, r);
+    let args = ReshapeArgs::new(
+        8,
+        &[rows as i64, cols as i64],
+        Some(0),
+        len as i64,
+        &[cols as i64, rows as i64],
+        Some(1),
+    );
+    let options = PlanOptions {
+        max_message_bytes: 64,
+        window: 1,
+        direct_reads: Some(false),
+        ..PlanOptions::default()
+    };
+    let planned = || {
+        Plan::create(w.comm.as_raw(), Ok(args.clone()), options)
+            .unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")))
+    };
+    let mut slot = planned();
+    let input: Vec<u64> = (offset * cols..(offset + len) * cols).collect();
+    let mut outputs = [0, 1].map(|_| vec![u64::MAX; (cols * out_slab.len) as usize]);
+    let [first_out, second_out] = &mut outputs;
+    let begin = |plan: &Plan, output: &mut Vec<u64>| {
+        // SAFETY: the input and the output are distinct and outlive the
+        // execution, which completes below.
+        unsafe {
+            plan.begin_raw(
+                input.as_ptr().cast(),
+                size_of_val(&input[..]),
+                output.as_mut_ptr().cast(),
+                size_of_val(&output[..]),
+            )
+        }
+        .unwrap_or_else(|e| w.fail(name, format!("begin failed: {e}")))
+    };
+    begin(&slot, first_out);
+    let moved = Box::new(std::mem::replace(&mut slot, planned()));
+    begin(&slot, second_out);
+    let order = match w.rank % 2 {
+        0 => [&*moved, &slot],
+        _ => [&slot, &*moved],
+    };
+    for plan in order {
+        if let Err(e) = plan.progress(true) {
+            w.fail(name, format!("wait failed: {e}"));
+        }
+    }
+    let want: Vec<u64> = (0..cols)
+        .flat_map(|row| {
+            (out_slab.offset..out_slab.offset + out_slab.len).map(move |c| row * rows + c)
+        })
+        .collect();
+    for output in &outputs {
+        check_values(w, name, "moved", output, &want);
     }
     w.passed(name);
 }

@@ -157,8 +157,7 @@ impl Plan {
     /// # Safety
     /// Every field's input readable and output writable for its lengths; with a
     /// `pre` error the buffers are not touched. Not `blocking`, the buffers must
-    /// stay valid and untouched, and the plan where it is (not moved), until the
-    /// execution completes or fails.
+    /// stay valid and untouched until the execution completes or fails.
     pub(crate) unsafe fn launch_batch(
         &self,
         count: i64,
@@ -167,7 +166,7 @@ impl Plan {
         blocking: bool,
     ) -> Result<bool> {
         require_mpi()?;
-        self.threads.check(self.rank())?;
+        self.executor.threads.check(self.rank())?;
         // SAFETY: forwarded from the caller.
         unsafe { self.running(|| self.start_batch(count, batch, pre, blocking)) }
     }
@@ -199,14 +198,18 @@ impl Plan {
                 .map(|()| false),
         });
         let mut agreed = [i64::from(matches!(prepared, Ok(true))), count, -count];
-        agree(&self.comm, prepared.as_ref().err(), &mut agreed)?;
+        agree(&self.executor.comm, prepared.as_ref().err(), &mut agreed)?;
         if agreed[1] != -agreed[2] {
             let wanted = agreed[1];
-            return Err(agree_on_difference(&self.comm, count != wanted, |other| {
-                Error::InconsistentArguments(format!(
-                    "k = {count} fields on rank {rank} but {wanted} on rank {other}"
-                ))
-            }));
+            return Err(agree_on_difference(
+                &self.executor.comm,
+                count != wanted,
+                |other| {
+                    Error::InconsistentArguments(format!(
+                        "k = {count} fields on rank {rank} but {wanted} on rank {other}"
+                    ))
+                },
+            ));
         }
         if agreed[0] != 0 {
             drop(engines);
@@ -214,8 +217,8 @@ impl Plan {
             return unsafe { self.field_by_field(batch) }.map(|()| true);
         }
         let on = Participant {
-            plan: &self.plan,
-            transport: &*self.comm,
+            plan: &self.executor.plan,
+            transport: &*self.executor.comm,
         };
         let buffers = FieldBuffers {
             inputs: batch.inputs,
@@ -263,7 +266,7 @@ impl Plan {
             return Err(no_fields(fields as i64, rank));
         }
         let expected = Expected {
-            plan: &self.plan,
+            plan: &self.executor.plan,
             storages: &self.storages,
             strided: self.strided,
         };
@@ -308,7 +311,7 @@ pub(super) fn check_apart<'p>(
 ) -> Result<()> {
     let held = |i: usize| {
         let plan = plan_of(i);
-        let size = plan.plan.elem_size;
+        let size = plan.executor.plan.elem_size;
         let (input, output) = (batch.inputs[i] as usize, batch.outputs[i] as usize);
         let (in_bytes, out_bytes) = (plan.input_span() * size, plan.output_span() * size);
         let boxed = |role, storage, address, bytes: usize| {

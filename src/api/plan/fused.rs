@@ -201,17 +201,17 @@ impl<P: Borrow<Plan>> Fused<P> {
         };
         require_mpi()?;
         let rank = first.rank();
-        first.threads.check(rank)?;
+        first.executor.threads.check(rank)?;
         let local = local
             .map(|e| e.on_rank(rank))
             .or_else(|| check_communicators(&plans, rank).err());
         let fingerprint = fingerprint(&plans);
         let mut agreed = [fingerprint, !fingerprint];
-        agree(&first.comm, local.as_ref(), &mut agreed)?;
+        agree(&first.executor.comm, local.as_ref(), &mut agreed)?;
         if agreed[0] != !agreed[1] {
             return Err(disagreeing_plans(&plans, fingerprint != agreed[0], rank));
         }
-        let comm = first.comm.sibling();
+        let comm = first.executor.comm.sibling();
         let groups = Groups::of(&plans);
         let state = contain_panic(|| FusedState::new(&plans, &groups, rank));
         agree(&comm, state.as_ref().err(), &mut [])?;
@@ -346,9 +346,9 @@ impl<P: Borrow<Plan>> Fused<P> {
     unsafe fn launch(&self, fields: &BatchBuffers<'_>, pre: Option<Error>) -> Result<()> {
         require_mpi()?;
         let rank = self.plan(0).rank();
-        self.plan(0).threads.check(rank)?;
+        self.plan(0).executor.threads.check(rank)?;
         // Counted as running: its waits carry the executions in flight on.
-        let _running = running::hold(self.plan(0).comm.waits().process);
+        let _running = running::hold(self.plan(0).executor.comm.waits().process);
         let mut state = self.lock_state();
         let mut pre = pre;
         // SAFETY: forwarded from the caller.
@@ -454,7 +454,7 @@ impl<P: Borrow<Plan>> Fused<P> {
         for i in 0..self.plans.len() {
             let plan = self.plan(i);
             let expected = Expected {
-                plan: &plan.plan,
+                plan: &plan.executor.plan,
                 storages: &plan.storages,
                 strided: plan.strided,
             };
@@ -472,7 +472,7 @@ impl<P: Borrow<Plan>> Drop for Fused<P> {
     /// the plans, when the object held the last reference to some.
     fn drop(&mut self) {
         running::give_back_room();
-        if self.plan(0).threads.allows_this_thread() {
+        if self.plan(0).executor.threads.allows_this_thread() {
             // SAFETY: dropped once, here, and not used afterwards.
             unsafe { ManuallyDrop::drop(&mut self.comm) };
         }
@@ -498,8 +498,8 @@ impl<P: Borrow<Plan>> FusedRuns<Comm> for LockedRuns<'_, P> {
         FusedRun {
             exchange: &mut engines.exchange,
             on: Participant {
-                plan: &plan.plan,
-                transport: &*plan.comm,
+                plan: &plan.executor.plan,
+                transport: &*plan.executor.comm,
             },
             buffers: FieldBuffers {
                 inputs: &self.inputs[entries.clone()],
@@ -531,7 +531,7 @@ impl FusedState {
             .enumerate()
             .map(|(g, (&first, engines))| FusedPlan {
                 exchange: &engines.exchange,
-                plan: &plans[first].borrow().plan,
+                plan: &plans[first].borrow().executor.plan,
                 fields: groups.range(g).len(),
             })
             .collect();
@@ -555,10 +555,10 @@ impl FusedState {
 
 /// Fails when some plan is not on the first plan's communicator.
 fn check_communicators<P: Borrow<Plan>>(plans: &[P], rank: usize) -> Result<()> {
-    let first: &Comm = &plans[0].borrow().comm;
+    let first: &Comm = &plans[0].borrow().executor.comm;
     match plans
         .iter()
-        .position(|p| !p.borrow().comm.shares_communicator(first))
+        .position(|p| !p.borrow().executor.comm.shares_communicator(first))
     {
         Some(i) => Err(Error::InvalidCommunicator(format!(
             "plans[{i}] was made on another communicator than plans[0] (rank {rank}): fused plans share one"
@@ -575,9 +575,9 @@ fn check_communicators<P: Borrow<Plan>>(plans: &[P], rank: usize) -> Result<()> 
 fn disagreeing_plans<P: Borrow<Plan>>(plans: &[P], differs: bool, rank: usize) -> Error {
     let numbers: Vec<u64> = plans
         .iter()
-        .map(|p| p.borrow().comm.plan_number())
+        .map(|p| p.borrow().executor.comm.plan_number())
         .collect();
-    agree_on_difference(&plans[0].borrow().comm, differs, |other| {
+    agree_on_difference(&plans[0].borrow().executor.comm, differs, |other| {
         Error::InconsistentArguments(format!(
             "the ranks fuse different plans, or in another order: rank {rank} fuses {} plans, numbered {numbers:?} on their communicator, unlike rank {other}",
             plans.len()
@@ -588,7 +588,7 @@ fn disagreeing_plans<P: Borrow<Plan>>(plans: &[P], differs: bool, rank: usize) -
 /// A fingerprint of the plans' numbers on their communicator, in order: the
 /// same on every rank that fuses the same plans in the same order.
 fn fingerprint<P: Borrow<Plan>>(plans: &[P]) -> i64 {
-    let numbers = plans.iter().map(|p| p.borrow().comm.plan_number());
+    let numbers = plans.iter().map(|p| p.borrow().executor.comm.plan_number());
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for n in std::iter::once(plans.len() as u64).chain(numbers) {
         for byte in n.to_le_bytes() {

@@ -52,8 +52,8 @@ impl Plan {
     /// exchange path with a split input, when ranks communicate.
     pub(super) fn schedulable(&self) -> bool {
         self.communicates
-            && self.plan.path == Route::Exchange
-            && !self.plan.input_layout().is_replicated()
+            && self.executor.plan.path == Route::Exchange
+            && !self.executor.plan.input_layout().is_replicated()
     }
 
     /// What this rank runs when some rank executes in place on the exchange path:
@@ -72,7 +72,7 @@ impl Plan {
                     (true, Some(_)) => self.prepare(true, true),
                     (_, run) => Ok(run),
                 };
-                agree(&self.comm, repacked.as_ref().err(), &mut [])?;
+                agree(&self.executor.comm, repacked.as_ref().err(), &mut [])?;
                 return repacked;
             }
         }
@@ -86,16 +86,16 @@ impl Plan {
     /// the rounds of an in-place schedule when every rank made its part, else
     /// everything sent packed.
     fn decide_in_place(&self) -> Result<InPlaceRoute> {
-        let rank = self.comm.rank();
+        let rank = self.executor.comm.rank();
         let small = PACK_ALL_BYTES.min(self.in_place_budget(rank)) as u64;
-        let mut large = [i64::from(self.plan.stats().bytes_sent > small)];
-        agree(&self.comm, None, &mut large)?;
+        let mut large = [i64::from(self.executor.plan.stats().bytes_sent > small)];
+        agree(&self.executor.comm, None, &mut large)?;
         if large[0] == 0 {
             return Ok(InPlaceRoute::Packed(Unscheduled::Small));
         }
         let made = contain_panic(|| self.in_place_schedule());
         let mut unscheduled = [i64::from(!matches!(made, Ok(Ok(_))))];
-        agree(&self.comm, None, &mut unscheduled)?;
+        agree(&self.executor.comm, None, &mut unscheduled)?;
         Ok(match made {
             Ok(Ok(scheduled)) if unscheduled[0] == 0 => InPlaceRoute::Scheduled(scheduled),
             Ok(Err(why)) => InPlaceRoute::Packed(why),
@@ -105,9 +105,12 @@ impl Plan {
 
     /// Rank `r`'s staging budget for in place on the exchange path.
     fn in_place_budget(&self, r: usize) -> usize {
-        let (input, output) = (self.plan.input_layout(), self.plan.output_layout());
+        let (input, output) = (
+            self.executor.plan.input_layout(),
+            self.executor.plan.output_layout(),
+        );
         let elems = input.elements(r).max(output.elements(r)) as usize;
-        let buffer = elems * self.plan.elem_size;
+        let buffer = elems * self.executor.plan.elem_size;
         self.options
             .in_place_budget
             .unwrap_or_else(|| PlanOptions::default_in_place_budget(buffer))
@@ -117,22 +120,26 @@ impl Plan {
     fn in_place_schedule(
         &self,
     ) -> Result<std::result::Result<ScheduledExchange<Comm>, Unscheduled>> {
-        let size = self.plan.elem_size;
-        let budgets: Vec<usize> = (0..self.comm.size())
+        let size = self.executor.plan.elem_size;
+        let budgets: Vec<usize> = (0..self.executor.comm.size())
             .map(|r| self.in_place_budget(r))
             .collect();
         let problem = Problem {
-            layouts: &self.plan.layouts,
+            layouts: &self.executor.plan.layouts,
             elem_size: size,
             budgets: &budgets,
             scheduling_bytes_per_piece: SCHEDULING_BYTES_PER_PIECE,
         };
-        let rank = self.comm.rank();
+        let rank = self.executor.comm.rank();
         // The global schedule is dropped before the staging is allocated, so the
         // two never add up.
         let part = Schedule::new(&problem, self.options.run_budget).map(|s| s.for_rank(rank));
         match part {
-            Ok(part) => Ok(Ok(ScheduledExchange::new(part, rank, &*self.comm)?)),
+            Ok(part) => Ok(Ok(ScheduledExchange::new(
+                part,
+                rank,
+                &*self.executor.comm,
+            )?)),
             Err(why) => Ok(Err(why)),
         }
     }
@@ -143,10 +150,10 @@ impl Plan {
     /// `None` when there is nothing to do (in place on a rank whose output equals
     /// its input).
     pub(super) fn prepare(&self, in_place: bool, packed: bool) -> Result<Option<Run>> {
-        if in_place && self.plan.is_identity() {
+        if in_place && self.executor.plan.is_identity() {
             return Ok(None);
         }
-        let mode = match (in_place, self.plan.path) {
+        let mode = match (in_place, self.executor.plan.path) {
             (false, _) => Mode::OutOfPlace,
             (true, Route::Local) => Mode::InPlaceOrdered,
             (true, Route::Exchange) if packed || !self.schedulable() => Mode::InPlacePacked,
@@ -154,8 +161,8 @@ impl Plan {
         };
         let packed = match mode {
             Mode::InPlacePacked => {
-                let bytes = self.plan.stats().bytes_sent as usize;
-                try_vec(bytes, "the in-place pack buffer", self.comm.rank())?
+                let bytes = self.executor.plan.stats().bytes_sent as usize;
+                try_vec(bytes, "the in-place pack buffer", self.executor.comm.rank())?
             }
             _ => Vec::new(),
         };

@@ -2,11 +2,11 @@
 //! buffers and the element type, the agreement with every rank (with a caller's
 //! own error), and the run on the plan's engines, blocking or not.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use super::execution::{Execution, Expected, check_buffers, in_progress, output_address};
 use super::in_place::{InPlaceRoute, Run};
-use super::{Engines, Plan};
+use super::{Engines, Executor, Plan};
 use crate::core::abi::{dr_dtype, dtype_words};
 use crate::core::element::Element;
 use crate::core::error::{Error, Result};
@@ -104,7 +104,7 @@ impl Plan {
         output: *mut u8,
         output_capacity: usize,
     ) -> Result<()> {
-        let in_bytes = self.storages.input.span() as usize * self.plan.elem_size;
+        let in_bytes = self.storages.input.span() as usize * self.executor.plan.elem_size;
         // SAFETY: forwarded from the caller.
         unsafe { self.execute_checked(input, in_bytes, output, output_capacity, None) }
     }
@@ -113,11 +113,11 @@ impl Plan {
     /// when the plan has one, and a plan with a `dr_dtype` for `bool` (the ranks
     /// then all move `bool`, so no invalid byte can arrive).
     pub(crate) fn check_type<T: Element>(&self) -> Result<()> {
-        let (size, rank) = (size_of::<T>(), self.comm.rank());
-        let problem = if size != self.plan.elem_size {
+        let (size, rank) = (size_of::<T>(), self.executor.comm.rank());
+        let problem = if size != self.executor.plan.elem_size {
             format!(
                 "has {size} bytes but the plan was made for {}",
-                self.plan.elem_size
+                self.executor.plan.elem_size
             )
         } else if self.dtype.is_some_and(|d| d != T::DTYPE) {
             format!(
@@ -139,10 +139,10 @@ impl Plan {
     /// knows its arrays' types passes it) are the plan's: as
     /// [`Plan::check_type`] checks a Rust type.
     pub(crate) fn check_dtype(&self, dtype: i32) -> Result<()> {
-        let rank = self.comm.rank();
+        let rank = self.executor.comm.rank();
         let problem = match dr_dtype::from_code(dtype) {
             None => format!("dtype = {dtype} is not a dr_dtype value"),
-            Some(d) if d.size() != self.plan.elem_size => format!(
+            Some(d) if d.size() != self.executor.plan.elem_size => format!(
                 "the arrays' elements are {} ({} bytes) but the plan was made for {}",
                 d.name(),
                 d.size(),
@@ -160,7 +160,7 @@ impl Plan {
 
     /// The plan's elements in words: their dtype's name and size, or their size.
     fn planned_elements(&self) -> String {
-        let size = self.plan.elem_size;
+        let size = self.executor.plan.elem_size;
         match self.dtype {
             Some(code) => format!("{} ({size} bytes)", dtype_words(code)),
             None => format!("elements of {size} bytes"),
@@ -199,9 +199,8 @@ impl Plan {
     /// [`Plan::progress`] carries it on.
     ///
     /// # Safety
-    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched,
-    /// and the plan where it is (not moved), until the execution completes or
-    /// fails: the waits of other executions carry it on through its address.
+    /// As [`Plan::execute_raw_agreeing`]; the buffers must stay valid and untouched
+    /// until the execution completes or fails.
     pub unsafe fn begin_raw_agreeing(
         &self,
         input: *const u8,
@@ -241,9 +240,8 @@ impl Plan {
     /// [`Plan::progress`] carries it on.
     ///
     /// # Safety
-    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched,
-    /// and the plan where it is (not moved), until the execution completes or
-    /// fails.
+    /// As [`Plan::execute_checked`], and the buffers must stay valid and untouched
+    /// until the execution completes or fails.
     pub(crate) unsafe fn begin_checked(
         &self,
         input: *const u8,
@@ -274,7 +272,7 @@ impl Plan {
     ) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
-        self.threads.check(self.comm.rank())?;
+        self.executor.threads.check(self.executor.comm.rank())?;
         // SAFETY: forwarded from the caller.
         unsafe { self.running(|| self.start(buffers, pre, how)) }
     }
@@ -311,7 +309,7 @@ impl Plan {
         buffers: &Buffers,
         blocking: bool,
     ) -> Result<bool> {
-        let (plan, comm) = (&self.plan, &*self.comm);
+        let (plan, comm) = (&self.executor.plan, &*self.executor.comm);
         let on = Participant {
             plan,
             transport: comm,
@@ -352,7 +350,10 @@ impl Plan {
     /// The engines, locked (a panic while they were locked left nothing half
     /// done that a later execution could trip on: every execution starts afresh).
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Engines> {
-        self.engines.lock().unwrap_or_else(PoisonError::into_inner)
+        self.executor
+            .engines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Carries the execution in flight on: until it completes when `blocking`, else
@@ -367,7 +368,7 @@ impl Plan {
         let mut engines = self.lock();
         let outcome = match engines.failure.take() {
             Some(failure) => Err(failure),
-            None => self.advance(&mut engines.exchange, blocking),
+            None => self.executor.advance(&mut engines.exchange, blocking),
         };
         if !matches!(outcome, Ok(false)) {
             engines.lent = false;
@@ -377,7 +378,7 @@ impl Plan {
         } else {
             // A test loop is a wait too: it carries the other executions on.
             drop(engines);
-            let process = self.comm.waits().process;
+            let process = self.executor.comm.waits().process;
             if running::others_running(process) {
                 running::carry_others_on(process);
             }
@@ -385,44 +386,27 @@ impl Plan {
         outcome
     }
 
-    /// This plan as an execution the waits of others carry on.
+    /// This plan's execution, as the waits of others carry it on.
     pub(super) fn in_flight(&self) -> *const dyn InFlight {
-        self
+        let executor: *const Executor = Arc::as_ptr(&self.executor);
+        executor
     }
 
     /// Runs `launch` (an execution's start, or the whole of it) counted as
     /// running, so that its waits carry the other running executions on and
     /// theirs carry it on; it stays counted while the plan lends an execution
     /// out, until [`Plan::progress`] reports its end or the plan is dropped.
-    ///
-    /// # Safety
-    /// The plan stays at its address until an execution it lends out completes.
-    pub(super) unsafe fn running(&self, launch: impl FnOnce() -> Result<bool>) -> Result<bool> {
+    pub(super) fn running(&self, launch: impl FnOnce() -> Result<bool>) -> Result<bool> {
         // SAFETY: stopped below unless the plan lends an execution out; then
-        // stopped when its end is reported or the plan is dropped, and the plan
-        // stays where it is meanwhile (the caller's contract).
-        unsafe { running::start(self.comm.waits().process, self.in_flight()) };
+        // stopped when its end is reported or when the plan drops, before the
+        // executor it points at.
+        unsafe { running::start(self.executor.comm.waits().process, self.in_flight()) };
         let outcome = launch();
         let engines = self.lock();
         if !engines.lent {
             running::stop(self.in_flight());
         }
         outcome
-    }
-
-    /// Carries the execution in flight on `exchange`, if any (see
-    /// [`Plan::progress`]).
-    fn advance(&self, exchange: &mut Exchange<Comm>, blocking: bool) -> Result<bool> {
-        if !exchange.is_active() {
-            return Ok(true);
-        }
-        require_mpi()?;
-        self.threads.check(self.comm.rank())?;
-        let on = Participant {
-            plan: &self.plan,
-            transport: &*self.comm,
-        };
-        exchange.advance(on, blocking)
     }
 
     /// Whether an execution begun without completing is lent out until
@@ -444,9 +428,9 @@ impl Plan {
         pre: Option<Error>,
         always: bool,
     ) -> Result<Option<Run>> {
-        let rank = self.comm.rank();
+        let rank = self.executor.comm.rank();
         let expected = Expected {
-            plan: &self.plan,
+            plan: &self.executor.plan,
             storages: &self.storages,
             strided: self.strided,
         };
@@ -459,7 +443,11 @@ impl Plan {
             return prepared.map(|(_, run)| run);
         }
         let mut in_place_somewhere = [i64::from(matches!(prepared, Ok((true, _))))];
-        agree(&self.comm, prepared.as_ref().err(), &mut in_place_somewhere)?;
+        agree(
+            &self.executor.comm,
+            prepared.as_ref().err(),
+            &mut in_place_somewhere,
+        )?;
         let (in_place, run) = prepared?;
         match (in_place_somewhere[0] != 0, run) {
             (true, run) if self.schedulable() => self.in_place_somewhere(route, in_place, run),
@@ -483,9 +471,8 @@ impl Plan {
     ///
     /// # Safety
     /// As [`Plan::execute_raw`], with `input` readable for `input_len` bytes; the
-    /// buffers must stay valid and untouched, and the plan where it is (not
-    /// moved), until the execution completes or fails: the waits of other
-    /// executions carry it on through its address.
+    /// buffers must stay valid and untouched until the execution completes or
+    /// fails.
     pub unsafe fn begin_raw(
         &self,
         input: *const u8,
@@ -498,7 +485,24 @@ impl Plan {
     }
 }
 
-impl InFlight for Plan {
+impl Executor {
+    /// Carries the execution in flight on `exchange`, if any (see
+    /// [`Plan::progress`]).
+    fn advance(&self, exchange: &mut Exchange<Comm>, blocking: bool) -> Result<bool> {
+        if !exchange.is_active() {
+            return Ok(true);
+        }
+        require_mpi()?;
+        self.threads.check(self.comm.rank())?;
+        let on = Participant {
+            plan: &self.plan,
+            transport: &*self.comm,
+        };
+        exchange.advance(on, blocking)
+    }
+}
+
+impl InFlight for Executor {
     /// Carries the execution lent out on without waiting, unless another call
     /// holds the plan (its owner's wait moves it then) or this thread may not
     /// call MPI for it; a failure waits for the owner's next test or wait.

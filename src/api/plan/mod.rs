@@ -83,6 +83,25 @@ struct Engines {
     ranges: Vec<BufferRange>,
 }
 
+/// What runs a plan's executions on this rank: the rank's plan, the private
+/// communicator, the engines, and which threads may call MPI for them. It lives
+/// on the heap, apart from the [`Plan`] value, so that the waits of other
+/// executions ([`crate::mpi::running`]) reach an execution in flight at one
+/// address wherever the plan is moved, and only ever share it: the plan's drop
+/// stops counting it before anything takes it whole.
+#[derive(Debug)]
+struct Executor {
+    /// The engines, reused by every execution. The mutex keeps C callers who
+    /// break the one-thread-per-plan rule from racing on them. Declared (so
+    /// dropped) before `comm`: an execution still in flight is cancelled while the
+    /// communicator exists.
+    engines: ManuallyDrop<Mutex<Engines>>,
+    comm: ManuallyDrop<Comm>,
+    /// Which threads may call MPI for the plan.
+    threads: ThreadLevel,
+    plan: RankPlan,
+}
+
 /// A reshape planned on every rank of a communicator, ready to be executed many times.
 ///
 /// ```no_run
@@ -132,15 +151,9 @@ struct Engines {
 /// ```
 #[derive(Debug)]
 pub struct Plan {
-    /// The engines, reused by every execution. The mutex keeps C callers who
-    /// break the one-thread-per-plan rule from racing on them. Declared (so
-    /// dropped) before `comm`: an execution still in flight is cancelled while the
-    /// communicator exists.
-    engines: ManuallyDrop<Mutex<Engines>>,
-    comm: ManuallyDrop<Comm>,
-    /// Which threads may call MPI for the plan.
-    threads: ThreadLevel,
-    plan: RankPlan,
+    /// What runs the plan's executions, where the waits of other executions
+    /// reach it.
+    executor: Arc<Executor>,
     /// Where this rank's boxes lie in its buffers.
     storages: Storages,
     /// True when some rank's storage is strided (agreed): every message is
@@ -298,17 +311,21 @@ impl Plan {
         }
         let exchange = exchange?;
         running::make_room();
-        Ok(Plan {
-            engines: ManuallyDrop::new(Mutex::new(Engines {
-                exchange,
-                in_place: InPlaceRoute::Undecided,
-                lent: false,
-                failure: None,
-                ranges: Vec::new(),
-            })),
+        let engines = Engines {
+            exchange,
+            in_place: InPlaceRoute::Undecided,
+            lent: false,
+            failure: None,
+            ranges: Vec::new(),
+        };
+        let executor = Executor {
+            engines: ManuallyDrop::new(Mutex::new(engines)),
             comm: ManuallyDrop::new(comm),
             threads,
             plan,
+        };
+        Ok(Plan {
+            executor: Arc::new(executor),
             storages,
             strided,
             communicates,
@@ -329,6 +346,15 @@ impl Plan {
 }
 
 impl Drop for Plan {
+    /// Stops counting the plan's execution as running, so that no other wait
+    /// reaches it, before the executor drops.
+    fn drop(&mut self) {
+        running::stop(self.in_flight());
+        running::give_back_room();
+    }
+}
+
+impl Drop for Executor {
     /// Cancels an execution still in flight (the transport must not write the
     /// message slots, or the caller's buffers, after this), then releases the
     /// engines and the plan's use of the private communicator. On a thread that
@@ -336,8 +362,6 @@ impl Drop for Plan {
     /// reference is leaked, and with an execution in flight or an in-place
     /// schedule (whose MPI datatypes only MPI can free) the engines too.
     fn drop(&mut self) {
-        running::stop(self.in_flight());
-        running::give_back_room();
         let allowed = self.threads.allows_this_thread();
         let engines = self
             .engines
@@ -363,7 +387,7 @@ impl Drop for Plan {
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.plan.fmt(f)?;
+        self.executor.plan.fmt(f)?;
         if self.strided {
             let (input, output) = (&self.storages.input, &self.storages.output);
             write!(
@@ -409,7 +433,7 @@ pub fn reshape<T: Element, C: AsRaw<Raw = RawComm>>(
 /// Executes `plan` from `input` into a newly allocated output (collective); a failed
 /// allocation is agreed like any other error.
 pub(crate) fn reshape_with<T: Element>(plan: &Plan, input: &[T]) -> Result<Vec<T>> {
-    let allocated = try_vec::<T>(plan.output_elems(), "the output", plan.comm.rank());
+    let allocated = try_vec::<T>(plan.output_elems(), "the output", plan.rank());
     let pre = allocated
         .as_ref()
         .err()

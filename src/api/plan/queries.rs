@@ -10,69 +10,81 @@ use crate::planning::planner::{PlanStats, RankPlan, Route};
 impl Plan {
     /// The statistics of what this rank will do.
     pub fn stats(&self) -> PlanStats {
-        self.plan.stats()
+        self.executor.plan.stats()
     }
 
     /// The path taken (the same on every rank).
     pub fn path(&self) -> Route {
-        self.plan.path
+        self.executor.plan.path
     }
 
     /// The resolved output global shape.
     pub fn new_shape(&self) -> &[u64] {
-        self.plan.new_shape()
+        self.executor.plan.new_shape()
     }
 
     /// The shape of this rank's input slab (C order): the global shape with this
     /// rank's rows along the split axis.
     pub fn local_input_shape(&self) -> Vec<u64> {
-        self.plan.local_input_shape()
+        self.executor.plan.local_input_shape()
     }
 
     /// The shape of this rank's output slab (C order): the new global shape with
     /// this rank's rows along the new split axis.
     pub fn local_output_shape(&self) -> Vec<u64> {
-        self.plan.local_output_shape()
+        self.executor.plan.local_output_shape()
     }
 
     /// This rank's input box: the global index of its first element along each
     /// axis, and its extent along each (its buffer holds the box in C order).
     pub fn input_box(&self) -> GridBox {
-        self.plan.input_layout().rank_box(self.plan.rank)
+        self.executor
+            .plan
+            .input_layout()
+            .rank_box(self.executor.plan.rank)
     }
 
     /// This rank's output box, in the resolved output shape.
     pub fn output_box(&self) -> GridBox {
-        self.plan.output_layout().rank_box(self.plan.rank)
+        self.executor
+            .plan
+            .output_layout()
+            .rank_box(self.executor.plan.rank)
     }
 
     /// This rank's input slab along the split axis: the first global row it holds
     /// and how many (`None` when the input is not a slab layout: not split, or on a
     /// grid of several axes).
     pub fn input_slab(&self) -> Option<Slab> {
-        self.plan.input_layout().slab_of(self.plan.rank)
+        self.executor
+            .plan
+            .input_layout()
+            .slab_of(self.executor.plan.rank)
     }
 
     /// This rank's output slab along the new split axis (`None` when the output is
     /// not a slab layout). With explicit target lengths the offset is the sum of the
     /// lower ranks' lengths, which no local formula gives.
     pub fn output_slab(&self) -> Option<Slab> {
-        self.plan.output_layout().slab_of(self.plan.rank)
+        self.executor
+            .plan
+            .output_layout()
+            .slab_of(self.executor.plan.rank)
     }
 
     /// This rank's output rows along the new split axis (`None` when not split).
     pub fn output_rows(&self) -> Option<u64> {
-        self.plan.output_rows()
+        self.executor.plan.output_rows()
     }
 
     /// Elements this rank's input buffer holds.
     pub fn input_elems(&self) -> usize {
-        self.plan.input_elems() as usize
+        self.executor.plan.input_elems() as usize
     }
 
     /// Elements this rank's output buffer must hold.
     pub fn output_elems(&self) -> usize {
-        self.plan.output_elems() as usize
+        self.executor.plan.output_elems() as usize
     }
 
     /// Elements from this rank's first input element to one past its last: what
@@ -106,7 +118,7 @@ impl Plan {
 
     /// Bytes per element.
     pub fn elem_size(&self) -> usize {
-        self.plan.elem_size
+        self.executor.plan.elem_size
     }
 
     /// True when executing needs the other ranks: some rank sends or receives. A plan
@@ -130,12 +142,12 @@ impl Plan {
 
     /// This process's rank in the plan's communicator.
     pub fn rank(&self) -> usize {
-        self.comm.rank()
+        self.executor.comm.rank()
     }
 
     /// The per-rank plan (peers, volumes, layouts), for the benchmarks and tests.
     #[doc(hidden)]
     pub fn rank_plan(&self) -> &RankPlan {
-        &self.plan
+        &self.executor.plan
     }
 }

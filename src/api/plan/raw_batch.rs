@@ -47,8 +47,7 @@ impl Plan {
     ///
     /// # Safety
     /// As [`Plan::execute_batch_raw_agreeing`]; the buffers must stay valid
-    /// and untouched, and the plan where it is (not moved), until the batch
-    /// completes or fails.
+    /// and untouched until the batch completes or fails.
     pub unsafe fn begin_batch_raw_agreeing(
         &self,
         batch: &RawBatch<'_>,
