@@ -55,8 +55,7 @@ pub(super) unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize) {
 /// How far the destination may lie ahead of the source within a page, in
 /// bytes, for a forward copy's stores to hold up its next loads: a load whose
 /// address matches a pending store's in its low 12 bits waits for it, and
-/// non-temporal stores stay pending long (a forward copy ran at an eighth of
-/// its speed with the destination 16 bytes ahead, a half at 64, in full at 256).
+/// non-temporal stores stay pending long (measured in the performance pages).
 const ALIASING_WINDOW: usize = 256;
 
 /// Whether a forward copy from `src` to `dst` would store just ahead of its
