@@ -1156,7 +1156,10 @@ enum dr_status dr_plan_execute_batch_begin_agreeing(const struct dr_plan *plan,
  failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
  then over too (NULL, `*done` 1), its messages cancelled and completed. The
  request of a destroyed plan is complete: this returns its execution's
- outcome, sets `*done` to 1 and frees it.
+ outcome, sets `*done` to 1 and frees it. A call from a thread that may not
+ call MPI for the plan (any but the main one under `MPI_THREAD_SINGLE` or
+ `MPI_THREAD_FUNNELED`) is `DR_ERROR_MPI` and does nothing: `*done` 0, the
+ request still in flight, to be tested or waited for from a thread that may.
 
  # Safety
  `request` points to NULL or to a request from `dr_plan_execute_begin` not yet
@@ -1168,7 +1171,9 @@ enum dr_status dr_request_test(struct dr_request **request, int *done);
  Waits for the execution of `*request` to complete and sets `*request` to NULL
  (a NULL `*request` returns at once). A failure while messages flow is this
  rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
- destroyed plan returns its execution's outcome at once and is freed. While
+ destroyed plan returns its execution's outcome at once and is freed. As in
+ `dr_request_test`, a call from a thread that may not call MPI for the plan
+ is `DR_ERROR_MPI` and does nothing (`*request` unchanged). While
  it waits, the wait carries the other executions in flight in this process
  on, so ranks may complete several in different orders.
 

@@ -434,6 +434,7 @@ fn worker() {
         return;
     }
     plan_on_another_thread(&w, provided);
+    progress_on_another_thread(&w, provided);
     if cases_asked == Cases::ThreadMultiple {
         return;
     }
@@ -1679,6 +1680,80 @@ fn names_rank(message: &str, rank: usize) -> bool {
 // ---------------------------------------------------------------------------------
 // Threads
 // ---------------------------------------------------------------------------------
+
+/// An execution begun on the main thread and carried on from another: at
+/// `MPI_THREAD_SINGLE` or `FUNNELED` each call there is refused on this rank and
+/// does nothing, the execution still in flight until the main thread's wait
+/// completes it; at `MULTIPLE` the other thread's wait completes it.
+fn progress_on_another_thread(w: &World, provided: Threading) {
+    let name = "progress_on_another_thread";
+    let (p, r) = (w.size as u64, w.rank as u64);
+    let (rows, cols) = (3001, 16);
+    let distreshape::Slab { offset, len } = distreshape::balanced_slab(rows, p, r);
+    let out_slab = distreshape::balanced_slab(rows, p, r);
+    let args = ReshapeArgs::new(
+        8,
+        &[rows as i64, cols as i64],
+        Some(0),
+        len as i64,
+        &[cols as i64, rows as i64],
+        Some(1),
+    );
+    // 64-byte messages, one peer per window: many rounds, each posted only
+    // when this rank moves the execution on.
+    let options = PlanOptions {
+        max_message_bytes: 64,
+        window: 1,
+        ..PlanOptions::default()
+    };
+    let plan = Plan::create(w.comm.as_raw(), Ok(args), options)
+        .unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")));
+    let input: Vec<u64> = (offset * cols..(offset + len) * cols).collect();
+    let mut output = vec![u64::MAX; (cols * out_slab.len) as usize];
+    // SAFETY: the input and the output are distinct and outlive the execution,
+    // which completes below.
+    let begun = unsafe {
+        plan.begin_raw(
+            input.as_ptr().cast(),
+            size_of_val(&input[..]),
+            output.as_mut_ptr().cast(),
+            size_of_val(&output[..]),
+        )
+    };
+    begun.unwrap_or_else(|e| w.fail(name, format!("begin failed: {e}")));
+    let (plan, outcomes) = std::thread::spawn(move || {
+        let outcomes = [plan.progress(false), plan.progress(true)];
+        (plan, outcomes)
+    })
+    .join()
+    .unwrap_or_else(|_| w.fail(name, "the other thread panicked"));
+    let level = format!("{provided:?}").to_uppercase();
+    let refused = |outcome: &distreshape::Result<bool>| match outcome {
+        Err(distreshape::Error::Mpi(message)) => {
+            message.contains(&format!("MPI_THREAD_{level}")) && names_rank(message, w.rank)
+        }
+        _ => false,
+    };
+    match provided {
+        Threading::Single | Threading::Funneled if outcomes.iter().all(refused) => {}
+        Threading::Serialized | Threading::Multiple if matches!(outcomes[1], Ok(true)) => {}
+        _ => w.fail(
+            name,
+            format!("at {provided:?} on another thread: {outcomes:?}"),
+        ),
+    }
+    match plan.progress(true) {
+        Ok(true) => {}
+        other => w.fail(name, format!("the main thread's wait: {other:?}")),
+    }
+    let want: Vec<u64> = (0..cols)
+        .flat_map(|row| {
+            (out_slab.offset..out_slab.offset + out_slab.len).map(move |c| row * rows + c)
+        })
+        .collect();
+    check_values(w, name, "after the other thread's calls", &output, &want);
+    w.passed(&format!("{name} ({provided:?})"));
+}
 
 /// A plan moved to another thread and executed there. Below
 /// `MPI_THREAD_SERIALIZED` only the main thread may call MPI: every rank's call is

@@ -2,6 +2,7 @@
 //! between grid layouts, the latter with each side's local storage at any
 //! strides) and `NativeRequest` (one non-blocking execution of it).
 
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use distreshape::{
@@ -427,7 +428,7 @@ impl NativePlan {
             .map_err(|e| to_py_err(py, e))?;
         Ok(NativeRequest {
             plan: slf.clone().unbind(),
-            arrays: (input.unbind(), output.unbind()),
+            arrays: ManuallyDrop::new((input.unbind(), output.unbind())),
             state: Mutex::new(if done {
                 State::Completed
             } else {
@@ -487,7 +488,7 @@ impl NativePlan {
         let (held, outputs) = (PyTuple::new(py, &inputs)?, PyList::new(py, &outputs)?);
         Ok(NativeRequest {
             plan: slf.clone().unbind(),
-            arrays: (held.into_any().unbind(), outputs.into_any().unbind()),
+            arrays: ManuallyDrop::new((held.into_any().unbind(), outputs.into_any().unbind())),
             state: Mutex::new(if done {
                 State::Completed
             } else {
@@ -731,8 +732,9 @@ pub struct NativeRequest {
     plan: Py<NativePlan>,
     /// What MPI reads and writes until completion, then what `wait` returns: the
     /// input and the output array, or a batch's inputs (a tuple) and its outputs
-    /// (a list, none of the caller's).
-    arrays: (Py<PyAny>, Py<PyAny>),
+    /// (a list, none of the caller's). Leaked when the request is dropped on
+    /// a thread that may not complete the execution.
+    arrays: ManuallyDrop<(Py<PyAny>, Py<PyAny>)>,
     state: Mutex<State>,
 }
 
@@ -773,7 +775,10 @@ impl NativeRequest {
             State::Completed => Ok(true),
             State::Failed(error) => Err(error.clone()),
             State::Pending => {
-                let progressed = self.plan.get().lock().progress(blocking);
+                let plan = self.plan.get().lock();
+                // Refused on this thread, the call does nothing: still pending.
+                plan.check_thread()?;
+                let progressed = plan.progress(blocking);
                 match &progressed {
                     Ok(true) => *state = State::Completed,
                     Ok(false) => {}
@@ -788,8 +793,14 @@ impl NativeRequest {
 impl Drop for NativeRequest {
     /// Completes an execution still in flight before the arrays are released (a
     /// failure here has nowhere to go: it is this rank's, and the arrays are then
-    /// no longer in use).
+    /// no longer in use). On a thread that may not call MPI for the plan nothing
+    /// completes it, and the arrays are leaked instead: MPI may still use them.
     fn drop(&mut self) {
         let _ = self.progress(true);
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if !matches!(state, State::Pending) {
+            // SAFETY: dropped once, here; the execution no longer uses them.
+            unsafe { ManuallyDrop::drop(&mut self.arrays) };
+        }
     }
 }

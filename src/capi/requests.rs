@@ -212,7 +212,10 @@ pub(crate) unsafe fn begin_request(
 /// failure while messages flow (`DR_ERROR_MPI`) is this rank's; the request is
 /// then over too (NULL, `*done` 1), its messages cancelled and completed. The
 /// request of a destroyed plan is complete: this returns its execution's
-/// outcome, sets `*done` to 1 and frees it.
+/// outcome, sets `*done` to 1 and frees it. A call from a thread that may not
+/// call MPI for the plan (any but the main one under `MPI_THREAD_SINGLE` or
+/// `MPI_THREAD_FUNNELED`) is `DR_ERROR_MPI` and does nothing: `*done` 0, the
+/// request still in flight, to be tested or waited for from a thread that may.
 ///
 /// # Safety
 /// `request` points to NULL or to a request from `dr_plan_execute_begin` not yet
@@ -228,8 +231,11 @@ pub unsafe extern "C" fn dr_request_test(
         }
         // SAFETY: as documented.
         let completed = unsafe { progress_request(request, false) };
+        // Over once its slot is NULL (a refused call leaves it as it was).
+        // SAFETY: request is NULL or readable (documented).
+        let over = unsafe { request.as_ref() }.is_none_or(|slot| slot.is_null());
         // SAFETY: done is writable (checked above).
-        unsafe { *done = c_int::from(!matches!(completed, Ok(false))) };
+        unsafe { *done = c_int::from(over) };
         completed.map(drop)
     })
 }
@@ -237,7 +243,9 @@ pub unsafe extern "C" fn dr_request_test(
 /// Waits for the execution of `*request` to complete and sets `*request` to NULL
 /// (a NULL `*request` returns at once). A failure while messages flow is this
 /// rank's (`DR_ERROR_MPI`, messages cancelled and completed). The request of a
-/// destroyed plan returns its execution's outcome at once and is freed. While
+/// destroyed plan returns its execution's outcome at once and is freed. As in
+/// `dr_request_test`, a call from a thread that may not call MPI for the plan
+/// is `DR_ERROR_MPI` and does nothing (`*request` unchanged). While
 /// it waits, the wait carries the other executions in flight in this process
 /// on, so ranks may complete several in different orders.
 ///
@@ -271,6 +279,8 @@ unsafe fn progress_request(request: *mut *mut dr_request, blocking: bool) -> Res
     }
     // SAFETY: a lent request's plan is alive (its destruction nulls `plan`).
     let plan = unsafe { &*plan };
+    // Refused on this thread, the call does nothing: the request stays.
+    plan.plan.check_thread()?;
     // Reporting the end hands the request back to the plan, under its lock.
     let outcome = plan.plan.progress(blocking);
     if !matches!(outcome, Ok(false)) {

@@ -166,7 +166,7 @@ impl Plan {
         blocking: bool,
     ) -> Result<bool> {
         require_mpi()?;
-        self.executor.threads.check(self.rank())?;
+        self.check_thread()?;
         // SAFETY: forwarded from the caller.
         unsafe { self.running(|| self.start_batch(count, batch, pre, blocking)) }
     }

@@ -201,7 +201,7 @@ impl<P: Borrow<Plan>> Fused<P> {
         };
         require_mpi()?;
         let rank = first.rank();
-        first.executor.threads.check(rank)?;
+        first.check_thread()?;
         let local = local
             .map(|e| e.on_rank(rank))
             .or_else(|| check_communicators(&plans, rank).err());
@@ -345,8 +345,7 @@ impl<P: Borrow<Plan>> Fused<P> {
     /// touched with a `pre` error).
     unsafe fn launch(&self, fields: &BatchBuffers<'_>, pre: Option<Error>) -> Result<()> {
         require_mpi()?;
-        let rank = self.plan(0).rank();
-        self.plan(0).executor.threads.check(rank)?;
+        self.plan(0).check_thread()?;
         // Counted as running: its waits carry the executions in flight on.
         let _running = running::hold(self.plan(0).executor.comm.waits().process);
         let mut state = self.lock_state();

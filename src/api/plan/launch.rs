@@ -272,7 +272,7 @@ impl Plan {
     ) -> Result<bool> {
         // After MPI_Finalize every rank fails here alike, so no agreement is needed.
         require_mpi()?;
-        self.executor.threads.check(self.executor.comm.rank())?;
+        self.check_thread()?;
         // SAFETY: forwarded from the caller.
         unsafe { self.running(|| self.start(buffers, pre, how)) }
     }
@@ -364,7 +364,12 @@ impl Plan {
     /// out, and the plan may start another. Either way it also carries the
     /// process's other executions in flight on, so that ranks may complete them
     /// in any order, by waits or by test loops.
+    ///
+    /// The one error that is not the end: on a thread that may not call MPI for
+    /// the plan ([`Plan::check_thread`]) the call is refused and does nothing,
+    /// the execution still in flight, to be carried on from a thread that may.
     pub fn progress(&self, blocking: bool) -> Result<bool> {
+        self.check_thread()?;
         let mut engines = self.lock();
         let outcome = match engines.failure.take() {
             Some(failure) => Err(failure),
@@ -384,6 +389,13 @@ impl Plan {
             }
         }
         outcome
+    }
+
+    /// Refuses, on this rank alone, a call from a thread that may not call MPI
+    /// for the plan (see [`Plan`]): [`Error::Mpi`], naming the thread level and
+    /// the rank. A refused call does nothing.
+    pub fn check_thread(&self) -> Result<()> {
+        self.executor.threads.check(self.rank())
     }
 
     /// This plan's execution, as the waits of others carry it on.
