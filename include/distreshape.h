@@ -785,8 +785,10 @@ enum dr_status dr_plan_create(dr_dtype dtype,
  (from `dr_plan_options_default`, then changed; NULL for the defaults). A field
  out of its range is `DR_ERROR_INVALID_OPTION` on every rank, agreed like any
  argument error, the message naming the field, its value and the rank. The
- options may differ between ranks (each rank's own limits), except that the
- plan is only as fast as its slowest rank.
+ options may differ between ranks: the message limits (`max_message_bytes`,
+ `slot_bytes`, `run_budget`) are then the smallest any rank sets, on every
+ rank (both ends of a message cut it alike), the window the narrowest any
+ rank's makes, and `in_place_budget` each rank's own.
 
  # Safety
  As `dr_plan_create`; `options` NULL or readable.

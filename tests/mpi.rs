@@ -446,6 +446,7 @@ fn worker() {
     ignored_new_local_len(&w);
     empty_output_at_the_input(&w);
     moved_during_execution(&w);
+    limits_on_one_rank(&w);
     ndarray_api(&w);
     error_agreement(&w);
     grids::run(&w, grids::Breadth::EveryGrid);
@@ -1245,51 +1246,16 @@ fn empty_output_at_the_input(w: &World) {
 /// on, with ranks waiting for the two in opposite orders.
 fn moved_during_execution(w: &World) {
     let name = "moved_during_execution";
-    let (p, r) = (w.size as u64, w.rank as u64);
-    // (rows, cols) split 0 -> (cols, rows) split 1 in 64-byte messages, one
-    // peer per window, no direct reads: an execution takes many rounds, each
-    // posted only when this rank moves it on.
-    let (rows, cols) = (3001, 16);
-    let distreshape::Slab { offset, len } = distreshape::balanced_slab(rows, p, r);
-    let out_slab = distreshape::balanced_slab(rows, p, r);
-    let args = ReshapeArgs::new(
-        8,
-        &[rows as i64, cols as i64],
-        Some(0),
-        len as i64,
-        &[cols as i64, rows as i64],
-        Some(1),
-    );
-    let options = PlanOptions {
-        max_message_bytes: 64,
-        window: 1,
-        direct_reads: Some(false),
-        ..PlanOptions::default()
-    };
-    let planned = || {
-        Plan::create(w.comm.as_raw(), Ok(args.clone()), options)
-            .unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")))
-    };
-    let mut slot = planned();
-    let input: Vec<u64> = (offset * cols..(offset + len) * cols).collect();
-    let mut outputs = [0, 1].map(|_| vec![u64::MAX; (cols * out_slab.len) as usize]);
+    let case = Transpose::new(w, 3001, 16);
+    let mut slot = case.plan(w, name, Transpose::many_rounds());
+    let mut outputs = [case.output(), case.output()];
     let [first_out, second_out] = &mut outputs;
-    let begin = |plan: &Plan, output: &mut Vec<u64>| {
-        // SAFETY: the input and the output are distinct and outlive the
-        // execution, which completes below.
-        unsafe {
-            plan.begin_raw(
-                input.as_ptr().cast(),
-                size_of_val(&input[..]),
-                output.as_mut_ptr().cast(),
-                size_of_val(&output[..]),
-            )
-        }
-        .unwrap_or_else(|e| w.fail(name, format!("begin failed: {e}")))
-    };
-    begin(&slot, first_out);
-    let moved = Box::new(std::mem::replace(&mut slot, planned()));
-    begin(&slot, second_out);
+    case.begin(w, name, &slot, first_out);
+    let moved = Box::new(std::mem::replace(
+        &mut slot,
+        case.plan(w, name, Transpose::many_rounds()),
+    ));
+    case.begin(w, name, &slot, second_out);
     let order = match w.rank % 2 {
         0 => [&*moved, &slot],
         _ => [&slot, &*moved],
@@ -1299,15 +1265,117 @@ fn moved_during_execution(w: &World) {
             w.fail(name, format!("wait failed: {e}"));
         }
     }
-    let want: Vec<u64> = (0..cols)
-        .flat_map(|row| {
-            (out_slab.offset..out_slab.offset + out_slab.len).map(move |c| row * rows + c)
-        })
-        .collect();
     for output in &outputs {
-        check_values(w, name, "moved", output, &want);
+        check_values(w, name, "moved", output, &case.want);
     }
     w.passed(name);
+}
+
+/// Message limits set on the last rank only (the others keep the defaults):
+/// the ranks agree on the smallest, so that both ends of every message cut it
+/// alike.
+fn limits_on_one_rank(w: &World) {
+    let name = "limits_on_one_rank";
+    let case = Transpose::new(w, 3001, 16);
+    let last = w.rank + 1 == w.size;
+    let small = [
+        PlanOptions {
+            max_message_bytes: 100,
+            ..PlanOptions::default()
+        },
+        PlanOptions {
+            run_budget: 4,
+            ..PlanOptions::default()
+        },
+        PlanOptions {
+            slot_bytes: 1,
+            ..PlanOptions::default()
+        },
+    ];
+    for options in small {
+        let options = if last {
+            options
+        } else {
+            PlanOptions::default()
+        };
+        let plan = case.plan(w, name, options);
+        let mut output = case.output();
+        let input = &case.input[..];
+        if let Err(e) = plan.execute(input, &mut output) {
+            w.fail(name, format!("execute failed: {e}"));
+        }
+        check_values(w, name, "limits on one rank", &output, &case.want);
+    }
+    w.passed(name);
+}
+
+/// (rows, cols) split 0 -> (cols, rows) split 1, balanced: this rank's
+/// arguments, its input (global indices) and the output it should give.
+struct Transpose {
+    args: ReshapeArgs,
+    input: Vec<u64>,
+    want: Vec<u64>,
+}
+
+impl Transpose {
+    /// 64-byte messages, one peer per window, no direct reads: an execution
+    /// takes many rounds, each posted only when this rank moves it on.
+    fn many_rounds() -> PlanOptions {
+        PlanOptions {
+            max_message_bytes: 64,
+            window: 1,
+            direct_reads: Some(false),
+            ..PlanOptions::default()
+        }
+    }
+
+    fn new(w: &World, rows: u64, cols: u64) -> Transpose {
+        let (p, r) = (w.size as u64, w.rank as u64);
+        let distreshape::Slab { offset, len } = distreshape::balanced_slab(rows, p, r);
+        let args = ReshapeArgs::new(
+            8,
+            &[rows as i64, cols as i64],
+            Some(0),
+            len as i64,
+            &[cols as i64, rows as i64],
+            Some(1),
+        );
+        let want = (0..cols)
+            .flat_map(|row| (offset..offset + len).map(move |c| row * rows + c))
+            .collect();
+        Transpose {
+            args,
+            input: (offset * cols..(offset + len) * cols).collect(),
+            want,
+        }
+    }
+
+    /// The plan with `options`.
+    fn plan(&self, w: &World, name: &str, options: PlanOptions) -> Plan {
+        Plan::create(w.comm.as_raw(), Ok(self.args.clone()), options)
+            .unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")))
+    }
+
+    /// An output of the right length, every element `u64::MAX`.
+    fn output(&self) -> Vec<u64> {
+        vec![u64::MAX; self.want.len()]
+    }
+
+    /// Begins an execution of `plan` into `output`, which must stay until it
+    /// completes.
+    fn begin(&self, w: &World, name: &str, plan: &Plan, output: &mut [u64]) {
+        // SAFETY: the input and the output are distinct, and the caller keeps
+        // the output until the execution completes.
+        let begun = unsafe {
+            plan.begin_raw(
+                self.input.as_ptr().cast(),
+                size_of_val(&self.input[..]),
+                output.as_mut_ptr().cast(),
+                size_of_val(output),
+            )
+        };
+        begun.unwrap_or_else(|e| w.fail(name, format!("begin failed: {e}")));
+    }
 }
 
 /// `reshape_array` from a split Fortran-ordered local array and from a replicated one.
@@ -1687,40 +1755,10 @@ fn names_rank(message: &str, rank: usize) -> bool {
 /// completes it; at `MULTIPLE` the other thread's wait completes it.
 fn progress_on_another_thread(w: &World, provided: Threading) {
     let name = "progress_on_another_thread";
-    let (p, r) = (w.size as u64, w.rank as u64);
-    let (rows, cols) = (3001, 16);
-    let distreshape::Slab { offset, len } = distreshape::balanced_slab(rows, p, r);
-    let out_slab = distreshape::balanced_slab(rows, p, r);
-    let args = ReshapeArgs::new(
-        8,
-        &[rows as i64, cols as i64],
-        Some(0),
-        len as i64,
-        &[cols as i64, rows as i64],
-        Some(1),
-    );
-    // 64-byte messages, one peer per window: many rounds, each posted only
-    // when this rank moves the execution on.
-    let options = PlanOptions {
-        max_message_bytes: 64,
-        window: 1,
-        ..PlanOptions::default()
-    };
-    let plan = Plan::create(w.comm.as_raw(), Ok(args), options)
-        .unwrap_or_else(|e| w.fail(name, format!("planning failed: {e}")));
-    let input: Vec<u64> = (offset * cols..(offset + len) * cols).collect();
-    let mut output = vec![u64::MAX; (cols * out_slab.len) as usize];
-    // SAFETY: the input and the output are distinct and outlive the execution,
-    // which completes below.
-    let begun = unsafe {
-        plan.begin_raw(
-            input.as_ptr().cast(),
-            size_of_val(&input[..]),
-            output.as_mut_ptr().cast(),
-            size_of_val(&output[..]),
-        )
-    };
-    begun.unwrap_or_else(|e| w.fail(name, format!("begin failed: {e}")));
+    let case = Transpose::new(w, 3001, 16);
+    let plan = case.plan(w, name, Transpose::many_rounds());
+    let mut output = case.output();
+    case.begin(w, name, &plan, &mut output);
     let (plan, outcomes) = std::thread::spawn(move || {
         let outcomes = [plan.progress(false), plan.progress(true)];
         (plan, outcomes)
@@ -1746,12 +1784,13 @@ fn progress_on_another_thread(w: &World, provided: Threading) {
         Ok(true) => {}
         other => w.fail(name, format!("the main thread's wait: {other:?}")),
     }
-    let want: Vec<u64> = (0..cols)
-        .flat_map(|row| {
-            (out_slab.offset..out_slab.offset + out_slab.len).map(move |c| row * rows + c)
-        })
-        .collect();
-    check_values(w, name, "after the other thread's calls", &output, &want);
+    check_values(
+        w,
+        name,
+        "after the other thread's calls",
+        &output,
+        &case.want,
+    );
     w.passed(&format!("{name} ({provided:?})"));
 }
 

@@ -14,7 +14,10 @@ use crate::mpi::library::Switches;
 use crate::planning::messages::{MessageLimits, StridedRuns};
 
 /// Tuning knobs of a plan. The defaults suit production; tests lower the limits to
-/// exercise the chunked paths with small arrays.
+/// exercise the chunked paths with small arrays. They may differ between ranks:
+/// the ranks agree on the smallest `max_message_bytes`, `slot_bytes` and
+/// `run_budget` any of them sets, since both ends of a message must cut it
+/// alike; `in_place_budget` is each rank's own.
 ///
 /// The switches (`strided_sends` to `sleeping_waits`) choose how the exchange moves
 /// data. Each is `None` by default: the switch's `DISTRESHAPE_*` environment

@@ -2,6 +2,7 @@
 //! and compared across ranks in one agreement, every rank's slab lengths gathered
 //! and checked, and the planning outcome agreed.
 
+use crate::api::options::PlanOptions;
 use crate::core::error::{Error, Result};
 use crate::core::fallible::{contain_panic, try_vec};
 use crate::core::faults::injected_panic_point;
@@ -98,6 +99,9 @@ pub(super) struct AgreedPlan {
     /// Direct reads need every input dense (a reader finds the runs in the
     /// sender's input by C order); a strided output reads through a bounce.
     pub(super) strided: bool,
+    /// The options, with the message limits agreed: the smallest
+    /// `max_message_bytes`, `slot_bytes` and `run_budget` of any rank.
+    pub(super) options: PlanOptions,
 }
 
 /// The arguments every rank validated and agreed on, and the buffers for the slab
@@ -111,19 +115,20 @@ pub(super) struct Agreed {
 
 /// Agrees on the planning outcome and on what shapes every rank's exchange: the
 /// busiest rank's peer count, the narrowest window width any rank proposes for
-/// `peers_per_window` peers per window (agreed as the maximum of its
-/// complement), the most cautious way for strided runs any rank proposes,
-/// whether any rank proposes direct reads, and whether any rank's `storages` are
-/// strided (and its input).
+/// its `options`' peers per window, the smallest message limits any rank's
+/// `options` set (each agreed as the maximum of its complement: both ends of a
+/// message must cut it alike), the most cautious way for strided runs any rank
+/// proposes, whether any rank proposes direct reads, and whether any rank's
+/// `storages` are strided (and its input).
 pub(super) fn agree_on_plan(
     comm: &Comm,
     planned: Result<RankPlan>,
-    peers_per_window: usize,
+    options: &PlanOptions,
     switches: &Switches,
     storages: &Storages,
 ) -> Result<AgreedPlan> {
     let width = planned.as_ref().map_or(Ok(comm.size()), |plan| {
-        proposed_window_width(plan, comm.size(), peers_per_window)
+        proposed_window_width(plan, comm.size(), options.window)
     });
     let peers = planned
         .as_ref()
@@ -137,6 +142,9 @@ pub(super) fn agree_on_plan(
         i64::from(!storages.are_dense()),
         i64::from(!storages.input.is_dense()),
         i64::from(switches.refuses_direct_reads()),
+        !(options.max_message_bytes as i64),
+        !(options.slot_bytes as i64),
+        !(options.run_budget as i64),
     ];
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
@@ -149,6 +157,12 @@ pub(super) fn agree_on_plan(
         direct_reads: direct_reads_agreed(&piggyback),
         strided: piggyback[4] != 0,
         strided_input: piggyback[5] != 0,
+        options: PlanOptions {
+            max_message_bytes: !piggyback[7] as usize,
+            slot_bytes: !piggyback[8] as usize,
+            run_budget: !piggyback[9] as usize,
+            ..*options
+        },
         plan,
     })
 }
@@ -181,8 +195,8 @@ pub(super) fn gather_input_storages(
 /// Whether the plan reads directly, from the agreed `piggyback` of
 /// [`agree_on_plan`]: where some rank proposes them; where some side is
 /// strided and no rank refuses them.
-fn direct_reads_agreed(piggyback: &[i64; 7]) -> bool {
-    let [_, _, _, proposed, strided, _, refused] = *piggyback;
+fn direct_reads_agreed(piggyback: &[i64; 10]) -> bool {
+    let [_, _, _, proposed, strided, _, refused, ..] = *piggyback;
     proposed != 0 || (strided != 0 && refused == 0)
 }
 

@@ -272,7 +272,8 @@ impl Plan {
             direct_reads,
             strided,
             strided_input,
-        } = agree_on_plan(&comm, planned, options.window, &switches, &storages)?;
+            options,
+        } = agree_on_plan(&comm, planned, &options, &switches, &storages)?;
         let limits = match strided {
             true => options.limits(busiest_peers, strided_runs).all_packed(),
             false => options.limits(busiest_peers, strided_runs),
