@@ -578,8 +578,8 @@ static void refusals(void)
 }
 
 /* dr_plan_create_strided_counted refuses a count of strides that is not the
- * axis count, a negative count and a NULL pointer with a count, on one rank
- * only, on every rank, naming that rank. */
+ * axis count (before reading anything: however large), a negative count and a
+ * NULL pointer with a count, on one rank only, on every rank, naming that rank. */
 static dr_status counted(const dr_layout *in, const int64_t *in_strides, int64_t in_count,
                          const dr_layout *out, const int64_t *out_strides, int64_t out_count)
 {
@@ -600,8 +600,14 @@ static void counted_refusals(void)
     /* One stride for two axes on the last rank. */
     if (CHECK_STATUS(counted(cols, good, test_rank == last ? 1 : 2, rows, NULL, 0), DR_ERROR_INVALID_STRIDES)) {
         CHECK_NAMES_RANK(last);
-        CHECK(strstr(dr_last_error_message(), "input_strides has 1 values") != NULL);
+        CHECK(strstr(dr_last_error_message(), "in_count = 1: ") != NULL);
     }
+    /* Counts no array holds, on the last rank. */
+    const int64_t huge[2] = {INT64_MAX, (int64_t)1 << 40};
+    for (int k = 0; k < 2; k++)
+        if (CHECK_STATUS(counted(cols, good, test_rank == last ? huge[k] : 2, rows, NULL, 0),
+                         DR_ERROR_INVALID_STRIDES))
+            CHECK_NAMES_RANK(last);
     /* A negative output count on rank 0. */
     if (CHECK_STATUS(counted(cols, NULL, 0, rows, good, test_rank == 0 ? -1 : 2), DR_ERROR_INVALID_STRIDES)) {
         CHECK_NAMES_RANK(0);
