@@ -6,8 +6,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::core::error::{Error, Result};
 use crate::core::faults::allocation_allowed;
 
-/// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`].
+/// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`]
+/// naming `what` and `rank`.
 pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
+    try_room(capacity, what).map_err(|e| e.on_rank(rank))
+}
+
+/// [`try_vec`] where the caller names the rank (a layer that does not know it).
+pub fn try_room<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
     let bytes = capacity.saturating_mul(size_of::<T>());
     let mut v = Vec::new();
     let within_limit = allocation_allowed(bytes as u64);
@@ -15,7 +21,7 @@ pub fn try_vec<T>(capacity: usize, what: &str, rank: usize) -> Result<Vec<T>> {
         return Ok(v);
     }
     Err(Error::OutOfMemory(format!(
-        "cannot allocate {bytes} bytes for {what} on rank {rank}"
+        "cannot allocate {bytes} bytes for {what}"
     )))
 }
 

@@ -4,6 +4,7 @@
 use std::ops::Range;
 
 use crate::core::error::{Error, Result};
+use crate::core::fallible::try_room;
 use crate::distribution::layout::{MAX_DIMS, Slab, balanced_slab, checked_product};
 
 /// How the blocks of one array axis are sized along the grid axis that splits it.
@@ -461,21 +462,26 @@ fn axis_offsets(
         return Ok(Vec::new());
     };
     let n = grid_dims[g];
-    let lens = match lengths {
-        BlockLengths::Balanced => (0..n)
-            .map(|c| balanced_slab(extent, n as u64, c as u64).len)
-            .collect(),
-        BlockLengths::Explicit(l) => check_lengths(axis, extent, g, n, l)?,
-    };
-    let mut offsets = Vec::with_capacity(n + 1);
+    if let BlockLengths::Explicit(l) = lengths {
+        check_lengths(axis, extent, g, n, l)?;
+    }
+    let what = format!("the block offsets of axis {axis} ({n} coordinates of grid axis {g})");
+    let mut offsets = try_room(n + 1, &what)?;
     offsets.push(0);
-    for len in lens {
-        offsets.push(offsets[offsets.len() - 1] + len);
+    for c in 0..n {
+        let len = match lengths {
+            BlockLengths::Balanced => balanced_slab(extent, n as u64, c as u64).len,
+            BlockLengths::Explicit(l) => l[c] as u64,
+        };
+        offsets.push(offsets[c] + len);
     }
     Ok(offsets)
 }
 
-fn check_lengths(axis: usize, extent: u64, g: usize, n: usize, l: &[i64]) -> Result<Vec<u64>> {
+/// Checks explicit lengths `l` of array axis `axis` (of `extent`) over the `n`
+/// coordinates of grid axis `g`: one each, none negative, adding up to the
+/// extent.
+fn check_lengths(axis: usize, extent: u64, g: usize, n: usize, l: &[i64]) -> Result<()> {
     let bad =
         |what: String| Error::InvalidDistribution(format!("lengths of axis {axis} = {l:?} {what}"));
     if l.len() != n {
@@ -494,7 +500,7 @@ fn check_lengths(axis: usize, extent: u64, g: usize, n: usize, l: &[i64]) -> Res
     if sum != u128::from(extent) {
         return Err(bad(format!("add up to {sum}, not the extent {extent}")));
     }
-    Ok(l.iter().map(|&len| len as u64).collect())
+    Ok(())
 }
 
 #[cfg(test)]
