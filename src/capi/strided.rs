@@ -138,62 +138,42 @@ unsafe fn counted_args(
     // SAFETY: as documented.
     let args = unsafe { layout_args(dtype, in_layout, out_layout) }?;
     let axes = (args.input.shape().len(), args.output.shape().len());
-    let input = Counted {
-        names: ("in_strides", "in_count"),
-        strides: in_strides,
-        count: in_count,
-        axes: axes.0,
-    };
-    let output = Counted {
-        names: ("out_strides", "out_count"),
-        strides: out_strides,
-        count: out_count,
-        axes: axes.1,
-    };
+    let in_names = ("in_strides", "in_count");
     // SAFETY: as documented.
-    let (input, output) = unsafe { (input.read()?, output.read()?) };
+    let input = unsafe { counted(in_names, in_strides, in_count, axes.0) }?;
+    let out_names = ("out_strides", "out_count");
+    // SAFETY: as documented.
+    let output = unsafe { counted(out_names, out_strides, out_count, axes.1) }?;
     Ok(args.with_strides(input, output))
 }
 
-/// One side's counted strides, as C passed them.
-struct Counted {
-    /// The names of the strides and of their count.
-    names: (&'static str, &'static str),
+/// The `count` strides at `strides` (named `names`: the strides and their
+/// count) of a side of `axes` axes, `None` for 0; a count that is neither 0
+/// nor `axes` is refused before anything is read.
+///
+/// # Safety
+/// `strides` readable for `count` values.
+unsafe fn counted<'a>(
+    (name, count_name): (&str, &str),
     strides: *const i64,
     count: i64,
-    /// The side's axis count.
     axes: usize,
-}
-
-impl Counted {
-    /// The strides, `None` for a count of 0; a count that is neither 0 nor
-    /// the axis count is refused before anything is read.
-    ///
-    /// # Safety
-    /// `strides` readable for `count` values.
-    unsafe fn read<'a>(&self) -> Result<Option<&'a [i64]>> {
-        let Counted {
-            names: (name, count_name),
-            strides,
-            count,
-            axes,
-        } = *self;
-        let len = usize::try_from(count)
-            .ok()
-            .filter(|&len| len == 0 || len == axes);
-        let Some(len) = len else {
-            return Err(Error::InvalidStrides(format!(
-                "{count_name} = {count}: a count of strides is 0 (C order) or the axis count, {axes}"
-            )));
-        };
-        match (len, strides.is_null()) {
-            (0, _) => Ok(None),
-            (_, true) => Err(Error::NullPointer(format!(
-                "{name} is NULL with {count_name} = {count}"
-            ))),
-            // SAFETY: readable for `count` values (documented).
-            (_, false) => Ok(Some(unsafe { std::slice::from_raw_parts(strides, len) })),
-        }
+) -> Result<Option<&'a [i64]>> {
+    let len = usize::try_from(count)
+        .ok()
+        .filter(|&len| len == 0 || len == axes);
+    let Some(len) = len else {
+        return Err(Error::InvalidStrides(format!(
+            "{count_name} = {count}: a count of strides is 0 (C order) or the axis count, {axes}"
+        )));
+    };
+    match (len, strides.is_null()) {
+        (0, _) => Ok(None),
+        (_, true) => Err(Error::NullPointer(format!(
+            "{name} is NULL with {count_name} = {count}"
+        ))),
+        // SAFETY: readable for `count` values (documented).
+        (_, false) => Ok(Some(unsafe { std::slice::from_raw_parts(strides, len) })),
     }
 }
 

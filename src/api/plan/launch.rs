@@ -499,13 +499,12 @@ impl Plan {
 
 impl Executor {
     /// Carries the execution in flight on `exchange`, if any (see
-    /// [`Plan::progress`]).
+    /// [`Plan::progress`]), on a thread its callers checked may call MPI.
     fn advance(&self, exchange: &mut Exchange<Comm>, blocking: bool) -> Result<bool> {
         if !exchange.is_active() {
             return Ok(true);
         }
         require_mpi()?;
-        self.threads.check(self.comm.rank())?;
         let on = Participant {
             plan: &self.plan,
             transport: &*self.comm,
