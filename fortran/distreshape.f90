@@ -339,8 +339,10 @@ module distreshape
   !> box shapes and the molds' strides (any stride along a dimension of extent
   !> 1), otherwise DR_ERROR_INVALID_SHAPE or DR_ERROR_INVALID_STRIDES on every
   !> rank and nothing moves (never a silent copy). Elements outside the boxes
-  !> (halos, skipped elements) are never read or written, and `a` is never
-  !> written. dr_plan_execute_in_place on a strided plan is
+  !> (halos, skipped elements) are never written nor used (a direct read
+  !> between ranks of a node may copy a short gap along with the rows around
+  !> it and drop it: see the storage page), and `a` is never written.
+  !> dr_plan_execute_in_place on a strided plan is
   !> DR_ERROR_INVALID_STRIDES.
   !> call dr_plan_spans(plan, in_span, out_span [, stat]); local: elements from
   !> each box's first element to one past its last.

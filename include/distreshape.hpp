@@ -789,8 +789,9 @@ public:
     /// (of `out`'s resolved shape), in elements, each rank its own. They express
     /// halos and padding (the padded array's strides; pass the first interior
     /// element to `execute`), any axis order and any positive strides. Elements
-    /// outside the boxes are never read or written, and the input is never
-    /// written. Strides that are not positive along an axis longer than 1, or put
+    /// outside the boxes are never written nor used (a direct read between
+    /// ranks of a node may copy a short gap along with the rows around it and
+    /// drop it: see the storage page), and the input is never written. Strides that are not positive along an axis longer than 1, or put
     /// two elements at one address, or whose count is not the side's axis count,
     /// throw `distreshape::error` with `DR_ERROR_INVALID_STRIDES` on every rank
     /// (`dr_plan_create_strided_counted`), the message naming the side and the

@@ -565,7 +565,9 @@ def redistribute(
     ``local`` and ``out`` may be any NumPy views with positive strides (the
     interior of an array with halos, a transpose, a padded array): the plan is
     made with their strides and they are read and written where they lie, with
-    no copy; memory around their elements is never touched. ``out`` defaults to
+    no copy; memory around their elements is never written nor used (a direct
+    read between ranks of a node may copy a short gap along with the rows
+    around it and drop it: see the guide's storage page). ``out`` defaults to
     a new C-order array. An array with negative strides (``a[::-1]``) or
     overlapping elements (a broadcast) as ``local`` is copied once into C order;
     an ``out`` with negative strides is filled through one C-order array, then

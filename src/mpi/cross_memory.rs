@@ -1,8 +1,8 @@
 //! Direct reads between the ranks of one node: a receiver copies long runs straight
 //! from the sender's buffer into its own with Linux's cross-memory attach
 //! (`process_vm_readv`), the single copy MPI libraries make for a large contiguous
-//! message within a node, here for runs at any stride and one system call per
-//! 1024 runs. MPICH 4.0 moves a message that is contiguous at both ends in one
+//! message within a node, here for runs at any stride, one system call per 1024
+//! iovecs, runs a short gap apart in one iovec. MPICH 4.0 moves a message that is contiguous at both ends in one
 //! copy, but a strided one (a datatype, or packed through a slot) in two, and a
 //! message per run pays a rendezvous per run; on a crowded node reading directly
 //! beat every MPI way (docs/src/performance/analysis.md, "Direct reads on a
@@ -34,8 +34,20 @@ use crate::mpi::status::check;
 use crate::mpi::transport::ReadRun;
 use crate::mpi::waiting::Waits;
 
-/// Most runs one `process_vm_readv` reads (Linux's `IOV_MAX`).
-const RUNS_PER_CALL: usize = 1024;
+/// Most iovecs on either side of one `process_vm_readv` (Linux's `IOV_MAX`).
+#[cfg(direct_reads)]
+const IOVECS_PER_CALL: usize = 1024;
+
+/// A gap of at most this many bytes between two runs of one read, in the
+/// peer's memory, is read along with them into a scratch buffer and dropped,
+/// so that one iovec covers both runs: the kernel pins the pages of each
+/// remote iovec on its own, and runs shorter than a page (the rows of a halo'd
+/// box) then had it pin each page several times. A gap shorter than a page
+/// lies in pages that hold bytes of its two runs, so it is readable whenever
+/// they are, and it costs less to copy than an iovec's pinning
+/// (docs/src/performance/grids.md, "Reads across short gaps").
+#[cfg(direct_reads)]
+const SKIPPED_GAP_BYTES: usize = 1024;
 
 /// The value of the probe word the ranks of a node read from each other.
 static PROBE: u64 = 0x4452_5f52_4541_4431;
@@ -105,7 +117,8 @@ impl NodeReads {
         self.pid_of(rank).is_some()
     }
 
-    /// Reads `runs` from `rank`'s memory, `RUNS_PER_CALL` per system call.
+    /// Reads `runs` from `rank`'s memory, up to [`IOVECS_PER_CALL`] iovecs per
+    /// system call, reading short gaps between them along ([`SKIPPED_GAP_BYTES`]).
     ///
     /// # Safety
     /// As [`crate::mpi::transport::Transport::read`].
@@ -113,17 +126,14 @@ impl NodeReads {
         let pid = self.pid_of(rank).ok_or_else(|| {
             Error::Internal(format!("rank {rank} is not read directly from this rank"))
         })?;
-        for chunk in runs.chunks(RUNS_PER_CALL) {
-            // SAFETY: forwarded from the caller.
-            unsafe { read_chunk(pid, chunk) }.map_err(|errno| {
-                Error::Mpi(format!(
-                    "process_vm_readv of {} runs from rank {rank} (pid {pid}) failed: {}",
-                    chunk.len(),
-                    std::io::Error::from_raw_os_error(errno)
-                ))
-            })?;
-        }
-        Ok(())
+        // SAFETY: forwarded from the caller.
+        unsafe { read_runs(pid, runs) }.map_err(|errno| {
+            Error::Mpi(format!(
+                "process_vm_readv of {} runs from rank {rank} (pid {pid}) failed: {}",
+                runs.len(),
+                std::io::Error::from_raw_os_error(errno)
+            ))
+        })
     }
 }
 
@@ -151,46 +161,29 @@ impl NodeMember {
             len: size_of::<u64>(),
         };
         // SAFETY: `value` is ours and writable; the kernel checks the remote range.
-        let read = unsafe { read_chunk(self.peer.pid, &[run]) };
+        let read = unsafe { read_runs(self.peer.pid, &[run]) };
         read.is_ok() && value == PROBE
     }
 }
 
-/// Reads `runs` (at most [`RUNS_PER_CALL`]) from process `pid` in one call;
-/// returns the error number when it fails or reads less.
+/// Reads `runs` from process `pid`, as few system calls as the iovecs allow;
+/// returns the error number when one fails or reads less.
 ///
 /// # Safety
 /// As [`NodeReads::read`].
 #[cfg(direct_reads)]
-unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<(), c_int> {
-    let empty = libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    };
-    let (mut local, mut remote) = ([empty; RUNS_PER_CALL], [empty; RUNS_PER_CALL]);
-    let mut total = 0;
-    for ((run, l), r) in runs.iter().zip(&mut local).zip(&mut remote) {
-        *l = libc::iovec {
-            iov_base: run.local.cast::<libc::c_void>(),
-            iov_len: run.len,
-        };
-        *r = libc::iovec {
-            iov_base: run.remote as *mut libc::c_void,
-            iov_len: run.len,
-        };
-        total += run.len;
+unsafe fn read_runs(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<(), c_int> {
+    let mut scratch = [0u8; SKIPPED_GAP_BYTES];
+    let mut call = Call::new();
+    for run in runs {
+        if !call.has_room() {
+            // SAFETY: forwarded from the caller; the gaps go to `scratch`.
+            unsafe { call.read(pid) }?;
+        }
+        call.push(run, scratch.as_mut_ptr());
     }
-    let n = runs.len() as libc::c_ulong;
-    // SAFETY: the first `n` local iovecs are writable (caller's contract); the
-    // kernel checks the remote ones against the peer's mappings.
-    let read = unsafe { libc::process_vm_readv(pid, local.as_ptr(), n, remote.as_ptr(), n, 0) };
-    match usize::try_from(read) {
-        Ok(done) if done == total => Ok(()),
-        Ok(_) => Err(libc::EFAULT),
-        Err(_) => Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)),
-    }
+    // SAFETY: as above.
+    unsafe { call.read(pid) }
 }
 
 /// Without cross-memory attach nothing is read: [`NodeReads::establish`] finds
@@ -199,8 +192,117 @@ unsafe fn read_chunk(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<
 /// # Safety
 /// As [`NodeReads::read`] (this one reads nothing).
 #[cfg(not(direct_reads))]
-unsafe fn read_chunk(_pid: libc::pid_t, _runs: &[ReadRun]) -> std::result::Result<(), c_int> {
+unsafe fn read_runs(_pid: libc::pid_t, _runs: &[ReadRun]) -> std::result::Result<(), c_int> {
     Err(libc::ENOSYS)
+}
+
+/// The iovecs of one `process_vm_readv`: the runs' ranges in the peer's memory,
+/// joined across short gaps ([`SKIPPED_GAP_BYTES`]), and their ranges in this
+/// rank's, with each joined gap's bytes going to a scratch buffer.
+#[cfg(direct_reads)]
+struct Call {
+    local: [libc::iovec; IOVECS_PER_CALL],
+    remote: [libc::iovec; IOVECS_PER_CALL],
+    locals: usize,
+    remotes: usize,
+    /// The bytes the remote iovecs cover.
+    bytes: usize,
+}
+
+#[cfg(direct_reads)]
+impl Call {
+    fn new() -> Call {
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        Call {
+            local: [empty; IOVECS_PER_CALL],
+            remote: [empty; IOVECS_PER_CALL],
+            locals: 0,
+            remotes: 0,
+            bytes: 0,
+        }
+    }
+
+    /// True when one more run fits: a gap's iovec and its own on this side, one
+    /// on the peer's.
+    fn has_room(&self) -> bool {
+        self.locals + 2 <= IOVECS_PER_CALL && self.remotes < IOVECS_PER_CALL
+    }
+
+    /// Adds `run`; when it starts at most [`SKIPPED_GAP_BYTES`] after the last
+    /// run's end in the peer's memory, the peer's range grows over the gap and
+    /// the gap's bytes land in `scratch`.
+    fn push(&mut self, run: &ReadRun, scratch: *mut u8) {
+        let end = self.remotes.checked_sub(1).map(|last| {
+            let last = &self.remote[last];
+            last.iov_base as usize + last.iov_len
+        });
+        let gap = end
+            .and_then(|end| run.remote.checked_sub(end))
+            .filter(|&gap| gap <= SKIPPED_GAP_BYTES);
+        match gap {
+            Some(gap) => {
+                self.remote[self.remotes - 1].iov_len += gap + run.len;
+                if gap > 0 {
+                    self.push_local(scratch, gap);
+                }
+            }
+            None => {
+                self.remote[self.remotes] = iovec(run.remote as *mut u8, run.len);
+                self.remotes += 1;
+            }
+        }
+        self.push_local(run.local, run.len);
+        self.bytes += gap.unwrap_or(0) + run.len;
+    }
+
+    fn push_local(&mut self, at: *mut u8, len: usize) {
+        self.local[self.locals] = iovec(at, len);
+        self.locals += 1;
+    }
+
+    /// Reads the iovecs in one system call, if there are any, and empties them.
+    ///
+    /// # Safety
+    /// The local iovecs are writable ([`NodeReads::read`]'s contract).
+    unsafe fn read(&mut self, pid: libc::pid_t) -> std::result::Result<(), c_int> {
+        if self.remotes == 0 {
+            return Ok(());
+        }
+        let (locals, remotes, bytes) = (self.locals, self.remotes, self.bytes);
+        (self.locals, self.remotes, self.bytes) = (0, 0, 0);
+        // SAFETY: the first `locals` local iovecs are writable (caller's
+        // contract); the kernel checks the remote ones against the peer's
+        // mappings.
+        let read = unsafe {
+            libc::process_vm_readv(
+                pid,
+                self.local.as_ptr(),
+                locals as libc::c_ulong,
+                self.remote.as_ptr(),
+                remotes as libc::c_ulong,
+                0,
+            )
+        };
+        match usize::try_from(read) {
+            Ok(done) if done == bytes => Ok(()),
+            Ok(_) => Err(libc::EFAULT),
+            Err(_) => Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)),
+        }
+    }
+}
+
+/// The iovec of `len` bytes at `at`.
+#[cfg(direct_reads)]
+fn iovec(at: *mut u8, len: usize) -> libc::iovec {
+    libc::iovec {
+        iov_base: at.cast(),
+        iov_len: len,
+    }
 }
 
 /// What the decision of direct reads knows of this rank.
@@ -282,5 +384,95 @@ impl NodeComm {
         let min = unsafe { ffi::RSMPI_MIN };
         allreduce_i64(self.raw, self.waits, min, &[i64::from(mine)], &mut all)?;
         Ok(all[0] != 0)
+    }
+}
+
+#[cfg(all(test, direct_reads))]
+mod tests {
+    use super::*;
+
+    /// Runs of `len` bytes every `stride` bytes of `source`, read into `target`
+    /// one after another.
+    fn rows(source: &[u8], target: &mut [u8], len: usize, stride: usize) -> Vec<ReadRun> {
+        (0..target.len() / len)
+            .map(|r| ReadRun {
+                remote: source[r * stride..].as_ptr() as usize,
+                local: target[r * len..].as_mut_ptr(),
+                len,
+            })
+            .collect()
+    }
+
+    /// How many remote iovecs `runs` take, in calls of at most
+    /// [`IOVECS_PER_CALL`] on each side.
+    fn remote_iovecs(runs: &[ReadRun]) -> usize {
+        let (mut call, mut scratch, mut total) = (Call::new(), [0u8; SKIPPED_GAP_BYTES], 0);
+        for run in runs {
+            if !call.has_room() {
+                total += call.remotes;
+                (call.locals, call.remotes, call.bytes) = (0, 0, 0);
+            }
+            call.push(run, scratch.as_mut_ptr());
+        }
+        total + call.remotes
+    }
+
+    #[test]
+    fn short_gaps_are_read_along_and_dropped() {
+        let source: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+        // SAFETY: getpid only reads this process's id.
+        let pid = unsafe { libc::getpid() };
+        for (len, stride, joined) in [
+            (1024, 1056, true),
+            (8, 8 + SKIPPED_GAP_BYTES, true),
+            (8, 9 + SKIPPED_GAP_BYTES, false),
+            (3000, 3000, true),
+            (24, 5000, false),
+        ] {
+            let rows_read = (source.len() - len) / stride;
+            let mut target = vec![0xEEu8; rows_read * len + 64];
+            let (read_into, sentinel) = target.split_at_mut(rows_read * len);
+            let runs = rows(&source, read_into, len, stride);
+            let want = if joined {
+                runs.len().div_ceil(IOVECS_PER_CALL / 2)
+            } else {
+                runs.len()
+            };
+            assert_eq!(remote_iovecs(&runs), want, "runs of {len} every {stride}");
+            // SAFETY: the local runs lie in `target`, the remote ones in `source`.
+            unsafe { read_runs(pid, &runs) }.expect("read from this process");
+            assert!(sentinel.iter().all(|&b| b == 0xEE), "past the runs");
+            for (r, row) in target.chunks(len).take(rows_read).enumerate() {
+                assert_eq!(
+                    row,
+                    &source[r * stride..][..len],
+                    "row {r} of {len} every {stride}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn runs_going_back_are_not_joined() {
+        let source: Vec<u8> = (0..8192).map(|i: u32| (i % 253) as u8).collect();
+        let mut target = [0u8; 96];
+        let (a, b) = target.split_at_mut(48);
+        let runs = [
+            ReadRun {
+                remote: source[4096..].as_ptr() as usize,
+                local: a.as_mut_ptr(),
+                len: 48,
+            },
+            ReadRun {
+                remote: source[100..].as_ptr() as usize,
+                local: b.as_mut_ptr(),
+                len: 48,
+            },
+        ];
+        assert_eq!(remote_iovecs(&runs), 2);
+        // SAFETY: as above; getpid only reads this process's id.
+        unsafe { read_runs(libc::getpid(), &runs) }.expect("read from this process");
+        assert_eq!(&target[..48], &source[4096..4144]);
+        assert_eq!(&target[48..], &source[100..148]);
     }
 }
