@@ -42,6 +42,7 @@ mod grids;
 #[path = "mpi/strided.rs"]
 mod strided;
 
+use distreshape::testing::{Bytes, Comm, Envelope, Side as MessageSide, Transport};
 use distreshape::{Element, Plan, PlanOptions, ReshapeArgs, Route, reshape, reshape_array};
 use mpi::Threading;
 use mpi::collective::CommunicatorCollectives;
@@ -447,6 +448,7 @@ fn worker() {
     empty_output_at_the_input(&w);
     moved_during_execution(&w);
     limits_on_one_rank(&w);
+    completion_errors_return(&w);
     ndarray_api(&w);
     error_agreement(&w);
     grids::run(&w, grids::Breadth::EveryGrid);
@@ -1274,6 +1276,102 @@ fn moved_during_execution(w: &World) {
 /// Message limits set on the last rank only (the others keep the defaults):
 /// the ranks agree on the smallest, so that both ends of every message cut it
 /// alike.
+/// An MPI error found when one of a plan's messages completes comes back as
+/// an error from each of the transport's completion calls, blocking or not,
+/// and `MPI_COMM_WORLD` keeps its fatal handler: MPICH 4.0 hands such errors
+/// to that handler whatever the request's communicator's, so the plan's calls
+/// swap it for their duration. The error is a receive too short for its
+/// message (`MPI_ERR_TRUNCATE`), from rank 1 to rank 0.
+fn completion_errors_return(w: &World) {
+    let name = "completion_errors_return";
+    if w.size < 2 {
+        return;
+    }
+    let comm = Comm::for_plan(w.comm.as_raw(), false).expect("the plan's communicator");
+    let tag = comm.tag(0);
+    for (some, blocking) in [(false, true), (false, false), (true, true), (true, false)] {
+        let mut request = [<Comm as Transport>::null_request()];
+        if w.rank == 1 {
+            let mut long = [7u8; 16];
+            let send = Envelope {
+                side: MessageSide::Send,
+                peer: 0,
+                tag,
+            };
+            // SAFETY: `long` outlives the send, completed before it drops.
+            unsafe {
+                comm.start(
+                    send,
+                    Bytes::contiguous(long.as_mut_ptr(), 16),
+                    &mut request[0],
+                )
+            }
+            .expect("the send starts");
+            comm.complete_all(&mut request, true)
+                .expect("the send completes");
+        }
+        w.comm.barrier();
+        if w.rank == 0 {
+            let mut short = [0u8; 8];
+            let receive = Envelope {
+                side: MessageSide::Receive,
+                peer: 1,
+                tag,
+            };
+            // SAFETY: `short` outlives the receive, failed below.
+            unsafe {
+                comm.start(
+                    receive,
+                    Bytes::contiguous(short.as_mut_ptr(), 8),
+                    &mut request[0],
+                )
+            }
+            .expect("the receive starts");
+            let mut indices = [0];
+            let failure = loop {
+                let completed = match some {
+                    true => comm
+                        .complete_some(&mut request, &mut indices, blocking)
+                        .map(|n| n > 0),
+                    false => comm.complete_all(&mut request, blocking),
+                };
+                match completed {
+                    Ok(false) if !blocking => continue,
+                    Ok(_) => w.fail(name, "a truncated receive completed without an error"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            let reason = failure.to_lowercase();
+            if !reason.contains("truncat") && !reason.contains("status") {
+                w.fail(name, format!("not the truncation: {failure}"));
+            }
+            comm.cancel_all(&mut request);
+        }
+        w.comm.barrier();
+    }
+    if !world_handler_is_fatal() {
+        w.fail(
+            name,
+            "MPI_COMM_WORLD's handler is no longer MPI_ERRORS_ARE_FATAL",
+        );
+    }
+    w.passed(name);
+}
+
+/// Whether `MPI_COMM_WORLD`'s error handler is `MPI_ERRORS_ARE_FATAL`.
+fn world_handler_is_fatal() -> bool {
+    use mpi::ffi;
+    // SAFETY: an uninitialized handle that MPI_Comm_get_errhandler sets, then
+    // freed; reading MPI constant handles.
+    unsafe {
+        let mut handler = std::mem::zeroed();
+        ffi::MPI_Comm_get_errhandler(ffi::RSMPI_COMM_WORLD, &mut handler);
+        let fatal = handler == ffi::RSMPI_ERRORS_ARE_FATAL;
+        ffi::MPI_Errhandler_free(&mut handler);
+        fatal
+    }
+}
+
 fn limits_on_one_rank(w: &World) {
     let name = "limits_on_one_rank";
     let case = Transpose::new(w, 3001, 16);

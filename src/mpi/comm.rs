@@ -19,6 +19,7 @@ use crate::mpi::node::oversubscribed;
 use crate::mpi::status::{check, count, mpi_is_usable, require_mpi};
 use crate::mpi::transport::ControlTags;
 use crate::mpi::waiting::{Waits, complete_collective};
+use crate::mpi::world_handler::swapped_for_completions;
 
 /// The raw MPI communicator handle type (`MPI_Comm` of the MPI library we were built with).
 pub type RawComm = ffi::MPI_Comm;
@@ -124,6 +125,7 @@ impl Comm {
         let waits = Waits {
             process: shared.process,
             sleeping,
+            world_errors_returned: swapped_for_completions(),
         };
         Comm {
             first_tag: (number % PLAN_SLOTS) * shared.tags_per_plan,
@@ -392,6 +394,7 @@ fn duplicate(caller: RawComm) -> Result<Shared> {
     let waits = Waits {
         process,
         sleeping: false,
+        world_errors_returned: swapped_for_completions(),
     };
     let duplicate: *mut RawComm = &mut raw;
     let code = complete_collective(

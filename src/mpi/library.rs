@@ -139,6 +139,13 @@ fn library() -> &'static Library {
     })
 }
 
+/// Whether an error found when a request completes goes to
+/// `MPI_COMM_WORLD`'s handler whatever the request's communicator's
+/// ([`crate::mpi::world_handler`]): on MPICH (4.0 measured).
+pub fn completion_errors_reach_world() -> bool {
+    library().mpich
+}
+
 /// True when the MPI library is SimGrid's SMPI, whose ranks are threads of one
 /// process.
 pub fn is_smpi() -> bool {

@@ -6,8 +6,9 @@
 //! windows, and the scheduled rounds of executions in place), which the plan
 //! chooses between, how a rank waits for its messages while it carries its other
 //! running executions on, what the node it runs on
-//! holds, how the ranks of a node read one another's memory directly, and what
-//! was measured of the MPI library that shapes them.
+//! holds, how the ranks of a node read one another's memory directly, what
+//! was measured of the MPI library that shapes them, and how its completion
+//! errors are kept from `MPI_COMM_WORLD`'s handler.
 
 pub mod agree;
 pub mod buffers;
@@ -26,3 +27,4 @@ pub mod status;
 pub mod threads;
 pub mod transport;
 pub mod waiting;
+pub mod world_handler;

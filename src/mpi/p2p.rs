@@ -18,6 +18,7 @@ use crate::mpi::transport::{
     Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
 };
 use crate::mpi::waiting::{Waits, poll_giving_way};
+use crate::mpi::world_handler::WorldErrorsReturned;
 use crate::planning::schedule::Side;
 
 /// The data of one MPI message: `count` items of `datatype` from `at`.
@@ -137,38 +138,54 @@ unsafe fn start_fields(
 
 /// Completes every request of `requests` (see [`Transport::complete_all`]),
 /// waiting as [`poll_giving_way`] does where `waits` are
-/// [`Waits::polling`].
+/// [`Waits::polling`], errors returned as `waits` say.
 fn complete_all(requests: &mut [ffi::MPI_Request], blocking: bool, waits: Waits) -> Result<bool> {
     injected_exchange_fault()?;
+    let _returned = WorldErrorsReturned::during(waits.world_errors_returned);
     let (n, all) = (count(requests.len())?, requests.as_mut_ptr());
     let mut done: c_int = 1;
     // SAFETY: the slice holds requests.len() valid (or null) requests.
-    let code = unsafe {
+    let (code, call) = unsafe {
         let statuses = ffi::RSMPI_STATUSES_IGNORE;
         match blocking {
-            true if waits.polling() => poll_giving_way(
-                || {
-                    let code = ffi::MPI_Testall(n, all, &mut done, statuses);
-                    (code, done != 0)
-                },
-                waits,
+            true if waits.polling() => (
+                poll_giving_way(
+                    || {
+                        let code = ffi::MPI_Testall(n, all, &mut done, statuses);
+                        (code, done != 0)
+                    },
+                    waits,
+                ),
+                "MPI_Testall",
             ),
-            true => ffi::MPI_Waitall(n, all, statuses),
-            false => ffi::MPI_Testall(n, all, &mut done, statuses),
+            true => (wait_each(requests), "MPI_Wait"),
+            false => (ffi::MPI_Testall(n, all, &mut done, statuses), "MPI_Testall"),
         }
-    };
-    let call = if blocking {
-        "MPI_Waitall"
-    } else {
-        "MPI_Testall"
     };
     check(code, call)?;
     Ok(done != 0)
 }
 
+/// Waits for each request of `requests` in turn (`MPI_Wait`), up to the first
+/// that fails; returns its code, or 0. Not `MPI_Waitall`: Open MPI 4.1's, above
+/// `MPI_THREAD_SINGLE`, never returns once a request fails (a truncated
+/// receive), where its `MPI_Wait` returns the error.
+fn wait_each(requests: &mut [ffi::MPI_Request]) -> c_int {
+    for request in requests {
+        // SAFETY: a valid or null request (a null one returns at once).
+        let code = unsafe { ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE) };
+        if code != 0 {
+            return code;
+        }
+    }
+    0
+}
+
 /// Cancels every active request of `requests` and waits for it (MPI guarantees that
-/// a cancelled request's wait returns, whatever the other ranks do).
-fn cancel_all(requests: &mut [ffi::MPI_Request]) {
+/// a cancelled request's wait returns, whatever the other ranks do), errors
+/// returned as `waits` say.
+fn cancel_all(requests: &mut [ffi::MPI_Request], waits: Waits) {
+    let _returned = WorldErrorsReturned::during(waits.world_errors_returned);
     for request in requests {
         // SAFETY: reading an MPI constant handle.
         if *request == unsafe { ffi::RSMPI_REQUEST_NULL } {
@@ -272,6 +289,7 @@ impl Transport for Comm {
     ) -> Result<usize> {
         injected_exchange_fault()?;
         assert!(completed.len() >= requests.len(), "room for every index");
+        let _returned = WorldErrorsReturned::during(self.waits().world_errors_returned);
         let (n, all, indices) = (
             count(requests.len())?,
             requests.as_mut_ptr(),
@@ -306,6 +324,6 @@ impl Transport for Comm {
     }
 
     fn cancel_all(&self, requests: &mut [ffi::MPI_Request]) {
-        cancel_all(requests);
+        cancel_all(requests, self.waits());
     }
 }

@@ -1,5 +1,6 @@
-//! How this process waits for its messages and collectives: in `MPI_Waitall` /
-//! `MPI_Waitsome` and MPI's blocking collectives, or, when the node runs more ranks
+//! How this process waits for its messages and collectives: in `MPI_Wait` (one
+//! request at a time, `crate::mpi::p2p`) / `MPI_Waitsome` and MPI's blocking
+//! collectives, or, when the node runs more ranks
 //! than it has processors or this process runs more than one execution
 //! ([`Waits::polling`]), by polling with `MPI_Testall` / `MPI_Testsome` / `MPI_Test` (a
 //! collective in its non-blocking form), carrying the other executions on
@@ -22,6 +23,7 @@ use mpi::ffi;
 use crate::mpi::library::nonblocking_collectives;
 use crate::mpi::node::oversubscribed;
 use crate::mpi::running::{any_running, carry_others_on, others_running};
+use crate::mpi::world_handler::WorldErrorsReturned;
 
 /// How one rank's waits go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +34,9 @@ pub struct Waits {
     /// Whether polls sleep between polls once they have yielded a while
     /// (MPICH, the option `sleeping_waits`).
     pub sleeping: bool,
+    /// Whether its completion calls run with `MPI_COMM_WORLD`'s error handler
+    /// set to `MPI_ERRORS_RETURN` ([`crate::mpi::world_handler`]).
+    pub world_errors_returned: bool,
 }
 
 impl Waits {
@@ -99,6 +104,7 @@ pub fn complete_collective(
     if !nonblocking_collectives() {
         return blocking();
     }
+    let _returned = WorldErrorsReturned::during(waits.world_errors_returned);
     // SAFETY: reading an MPI constant handle.
     let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let code = start(&mut request);
@@ -131,6 +137,7 @@ mod tests {
             let waits = Waits {
                 process: 0,
                 sleeping,
+                world_errors_returned: false,
             };
             let mut polls = 0;
             let last = YIELDING_POLLS + 3;

@@ -7,7 +7,7 @@
 //! receives from `(r - k) mod p`. Distances are grouped into fixed windows of
 //! `window` distances; a rank works through the windows in order, and within a window
 //! every stream posts its next round of messages, after which the rank waits for all
-//! of them (`MPI_Waitall`). The two ends of a stream have the same distance, hence the
+//! of them. The two ends of a stream have the same distance, hence the
 //! same window, and cut the same rounds, so the k-th step of a window holds the same
 //! messages on both sides: by induction over (window, step), every step completes.
 //!

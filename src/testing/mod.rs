@@ -14,6 +14,7 @@ pub use crate::distribution::storage::{InputStorages, Storage, Storages};
 pub use crate::memory::copy::copy_box;
 pub use crate::memory::{BoxCopy, Host, MemorySpace};
 pub use crate::mpi::buffers::Buffers;
+pub use crate::mpi::comm::Comm;
 pub use crate::mpi::exchange::{
     DirectStreams, Exchange, FRAMED_BYTES, FieldBuffers, FusedExchange, FusedPlan, FusedRun,
     FusedRuns, Mode, Participant, ReadPeers,

@@ -172,7 +172,7 @@ impl<T: Transport> Messaging<T> {
     /// Independent progress: a stream posts its next round as soon as its previous one
     /// has completed, so no stream waits for another's peer. Once every stream in
     /// flight is on its last round there is nothing more to post, and one
-    /// `MPI_Waitall` completes them all.
+    /// wait for all of them completes them.
     ///
     /// # Safety
     /// As [`Messaging::pairwise`].
