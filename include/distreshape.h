@@ -78,7 +78,9 @@ typedef enum dr_status {
    */
   DR_ERROR_BUFFER_TOO_SMALL = 7,
   /*
-   Input and output buffers partially overlap (identical pointers are in place).
+   Buffers that must be distinct share memory: an input and its output
+   (identical pointers are in place, on a plan without strides), or two
+   fields of a batch.
    */
   DR_ERROR_ALIASING = 8,
   /*

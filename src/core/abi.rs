@@ -103,7 +103,9 @@ pub enum dr_status {
     DR_ERROR_INCONSISTENT_ARGUMENTS = 6,
     /// `out_capacity` (or the input) is smaller than this rank needs.
     DR_ERROR_BUFFER_TOO_SMALL = 7,
-    /// Input and output buffers partially overlap (identical pointers are in place).
+    /// Buffers that must be distinct share memory: an input and its output
+    /// (identical pointers are in place, on a plan without strides), or two
+    /// fields of a batch.
     DR_ERROR_ALIASING = 8,
     /// An allocation inside the library failed.
     DR_ERROR_OUT_OF_MEMORY = 9,
@@ -299,7 +301,7 @@ status_table!(
     DR_ERROR_INVALID_DISTRIBUTION => "invalid distribution",
     DR_ERROR_INCONSISTENT_ARGUMENTS => "inconsistent arguments across ranks",
     DR_ERROR_BUFFER_TOO_SMALL => "buffer too small",
-    DR_ERROR_ALIASING => "input and output buffers partially overlap",
+    DR_ERROR_ALIASING => "buffers that must be distinct share memory",
     DR_ERROR_OUT_OF_MEMORY => "out of memory",
     DR_ERROR_MPI => "MPI error",
     DR_ERROR_MPI_NOT_INITIALIZED => "MPI not initialized",

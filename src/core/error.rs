@@ -66,7 +66,7 @@ error_table!(
     InconsistentArguments => DR_ERROR_INCONSISTENT_ARGUMENTS,
     /// An input or output buffer is smaller than the plan needs.
     BufferTooSmall => DR_ERROR_BUFFER_TOO_SMALL,
-    /// Input and output buffers partially overlap.
+    /// Buffers that must be distinct share memory.
     Aliasing => DR_ERROR_ALIASING,
     /// A memory allocation inside the library failed.
     OutOfMemory => DR_ERROR_OUT_OF_MEMORY,

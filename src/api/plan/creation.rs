@@ -95,9 +95,8 @@ pub(super) struct AgreedPlan {
     /// gathers every rank's input strides ([`InputStorages`]).
     pub(super) strided_input: bool,
     /// True when some rank stores a box strided: every message is then packed
-    /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed)).
-    /// Direct reads need every input dense (a reader finds the runs in the
-    /// sender's input by C order); a strided output reads through a bounce.
+    /// ([`MessageLimits::all_packed`](crate::planning::messages::MessageLimits::all_packed)),
+    /// and direct reads land in a bounce.
     pub(super) strided: bool,
     /// The options, with the message limits agreed: the smallest
     /// `max_message_bytes`, `slot_bytes` and `run_budget` of any rank.
@@ -133,38 +132,116 @@ pub(super) fn agree_on_plan(
     let peers = planned
         .as_ref()
         .map_or(1, |p| p.sends.len().max(p.recvs.len()).max(1));
-    let proposed = width.as_ref().copied().unwrap_or(comm.size());
-    let mut piggyback = [
-        peers as i64,
-        !(proposed as i64),
-        caution(switches.proposed_strided_runs()),
-        i64::from(switches.proposed_direct_reads()),
-        i64::from(!storages.are_dense()),
-        i64::from(!storages.input.is_dense()),
-        i64::from(switches.refuses_direct_reads()),
-        !(options.max_message_bytes as i64),
-        !(options.slot_bytes as i64),
-        !(options.run_budget as i64),
-    ];
+    let mine = Proposals {
+        busiest_peers: peers,
+        window_width: width.as_ref().copied().unwrap_or(comm.size()),
+        caution: caution(switches.proposed_strided_runs()),
+        direct_reads: switches.proposed_direct_reads(),
+        strided: !storages.are_dense(),
+        strided_input: !storages.input.is_dense(),
+        refuses_direct_reads: switches.refuses_direct_reads(),
+        max_message_bytes: options.max_message_bytes,
+        slot_bytes: options.slot_bytes,
+        run_budget: options.run_budget,
+    };
+    let mut piggyback = mine.encoded();
     let local = planned.as_ref().err().or(width.as_ref().err());
     agree(comm, local, &mut piggyback)?;
+    let agreed = Proposals::decoded(&piggyback);
     let plan = planned?;
     Ok(AgreedPlan {
         communicates: !nothing_moves(&plan.layouts),
-        busiest_peers: piggyback[0] as usize,
-        window_width: !piggyback[1] as usize,
-        strided_runs: strided_runs_of_caution(piggyback[2]),
-        direct_reads: direct_reads_agreed(&piggyback),
-        strided: piggyback[4] != 0,
-        strided_input: piggyback[5] != 0,
+        busiest_peers: agreed.busiest_peers,
+        window_width: agreed.window_width,
+        strided_runs: strided_runs_of_caution(agreed.caution),
+        direct_reads: agreed.direct_reads || (agreed.strided && !agreed.refuses_direct_reads),
+        strided: agreed.strided,
+        strided_input: agreed.strided_input,
         options: PlanOptions {
-            max_message_bytes: !piggyback[7] as usize,
-            slot_bytes: !piggyback[8] as usize,
-            run_budget: !piggyback[9] as usize,
+            max_message_bytes: agreed.max_message_bytes,
+            slot_bytes: agreed.slot_bytes,
+            run_budget: agreed.run_budget,
             ..*options
         },
         plan,
     })
+}
+
+/// What one rank proposes for the whole plan, and, once agreed, what the ranks
+/// settled on: the largest of each count and caution over the ranks, whether
+/// any rank proposes each switch, and the smallest window width and message
+/// limits. Travels as [`agree`]'s piggyback, whose maximum gives the smallest
+/// of a value sent as its complement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Proposals {
+    /// The rank's peer count in its busier direction (at least 1).
+    busiest_peers: usize,
+    /// The window width for its peers per window.
+    window_width: usize,
+    /// Its way for strided runs, as its index in [`BY_CAUTION`].
+    caution: i64,
+    /// It proposes direct reads.
+    direct_reads: bool,
+    /// It stores a box strided.
+    strided: bool,
+    /// Its input is strided.
+    strided_input: bool,
+    /// It turned direct reads off.
+    refuses_direct_reads: bool,
+    /// Its options' `max_message_bytes`.
+    max_message_bytes: usize,
+    /// Its options' `slot_bytes`.
+    slot_bytes: usize,
+    /// Its options' `run_budget`.
+    run_budget: usize,
+}
+
+impl Proposals {
+    /// The piggyback values, the smallest-wins ones as complements (a value
+    /// above `i64::MAX`, no limit in practice, as `i64::MAX`).
+    fn encoded(&self) -> [i64; 10] {
+        let smallest_wins = |value: usize| !(value.min(i64::MAX as usize) as i64);
+        [
+            self.busiest_peers as i64,
+            smallest_wins(self.window_width),
+            self.caution,
+            i64::from(self.direct_reads),
+            i64::from(self.strided),
+            i64::from(self.strided_input),
+            i64::from(self.refuses_direct_reads),
+            smallest_wins(self.max_message_bytes),
+            smallest_wins(self.slot_bytes),
+            smallest_wins(self.run_budget),
+        ]
+    }
+
+    /// The proposals [`Proposals::encoded`] encoded as `values`.
+    fn decoded(values: &[i64; 10]) -> Proposals {
+        let [
+            peers,
+            width,
+            caution,
+            direct,
+            strided,
+            input,
+            refuses,
+            message,
+            slot,
+            budget,
+        ] = *values;
+        Proposals {
+            busiest_peers: peers as usize,
+            window_width: !width as usize,
+            caution,
+            direct_reads: direct != 0,
+            strided: strided != 0,
+            strided_input: input != 0,
+            refuses_direct_reads: refuses != 0,
+            max_message_bytes: !message as usize,
+            slot_bytes: !slot as usize,
+            run_budget: !budget as usize,
+        }
+    }
 }
 
 /// Every rank's input storage, from the input strides every rank gives
@@ -190,14 +267,6 @@ pub(super) fn gather_input_storages(
     let mut all = all?;
     comm.allgather_into(mine, &mut all)?;
     InputStorages::new(plan.layouts.input(), &all, plan.elem_size)
-}
-
-/// Whether the plan reads directly, from the agreed `piggyback` of
-/// [`agree_on_plan`]: where some rank proposes them; where some side is
-/// strided and no rank refuses them.
-fn direct_reads_agreed(piggyback: &[i64; 10]) -> bool {
-    let [_, _, _, proposed, strided, _, refused, ..] = *piggyback;
-    proposed != 0 || (strided != 0 && refused == 0)
 }
 
 /// The ways for strided runs from the least cautious to the most: strided
@@ -348,5 +417,43 @@ mod tests {
             assert_eq!(strided_runs_of_caution(caution(way)), way);
         }
         assert_eq!(strided_runs_of_caution(7), StridedRuns::Slots);
+    }
+
+    #[test]
+    fn proposals_agree_on_the_largest_and_the_smallest() {
+        let rank = |peers, width, on: bool, limit| Proposals {
+            busiest_peers: peers,
+            window_width: width,
+            caution: i64::from(on),
+            direct_reads: on,
+            strided: !on,
+            strided_input: on,
+            refuses_direct_reads: !on,
+            max_message_bytes: limit,
+            slot_bytes: limit * 2,
+            run_budget: limit * 3,
+        };
+        let (a, b) = (rank(3, 8, false, 100), rank(5, 2, true, usize::MAX >> 2));
+        assert_eq!(Proposals::decoded(&a.encoded()), a);
+        let unlimited = Proposals {
+            run_budget: i64::MAX as usize,
+            ..b
+        };
+        assert_eq!(Proposals::decoded(&b.encoded()), unlimited);
+        let (x, y) = (a.encoded(), b.encoded());
+        let max: [i64; 10] = std::array::from_fn(|i| x[i].max(y[i]));
+        let agreed = Proposals {
+            busiest_peers: 5,
+            window_width: 2,
+            caution: 1,
+            direct_reads: true,
+            strided: true,
+            strided_input: true,
+            refuses_direct_reads: true,
+            max_message_bytes: 100,
+            slot_bytes: 200,
+            run_budget: 300,
+        };
+        assert_eq!(Proposals::decoded(&max), agreed);
     }
 }
