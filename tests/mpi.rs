@@ -1291,42 +1291,33 @@ fn completion_errors_return(w: &World) {
     let tag = comm.tag(0);
     for (some, blocking) in [(false, true), (false, false), (true, true), (true, false)] {
         let mut request = [<Comm as Transport>::null_request()];
-        if w.rank == 1 {
-            let mut long = [7u8; 16];
-            let send = Envelope {
-                side: MessageSide::Send,
-                peer: 0,
-                tag,
-            };
-            // SAFETY: `long` outlives the send, completed before it drops.
+        // The message's bytes: 16 sent, room for 8 received.
+        let mut bytes = [7u8; 16];
+        let (side, peer, len) = match w.rank {
+            0 => (MessageSide::Receive, 1, 8),
+            _ => (MessageSide::Send, 0, 16),
+        };
+        let start = |request: &mut [_; 1], bytes: &mut [u8; 16]| {
+            let envelope = Envelope { side, peer, tag };
+            // SAFETY: `bytes` outlives the message, completed (or failed)
+            // before this iteration ends.
             unsafe {
                 comm.start(
-                    send,
-                    Bytes::contiguous(long.as_mut_ptr(), 16),
+                    envelope,
+                    Bytes::contiguous(bytes.as_mut_ptr(), len),
                     &mut request[0],
                 )
             }
-            .expect("the send starts");
+            .expect("the message starts");
+        };
+        if w.rank == 1 {
+            start(&mut request, &mut bytes);
             comm.complete_all(&mut request, true)
                 .expect("the send completes");
         }
         w.comm.barrier();
         if w.rank == 0 {
-            let mut short = [0u8; 8];
-            let receive = Envelope {
-                side: MessageSide::Receive,
-                peer: 1,
-                tag,
-            };
-            // SAFETY: `short` outlives the receive, failed below.
-            unsafe {
-                comm.start(
-                    receive,
-                    Bytes::contiguous(short.as_mut_ptr(), 8),
-                    &mut request[0],
-                )
-            }
-            .expect("the receive starts");
+            start(&mut request, &mut bytes);
             let mut indices = [0];
             let failure = loop {
                 let completed = match some {
