@@ -21,7 +21,9 @@ use crate::planning::layouts::LayoutArgs;
 /// They express halos and padding (the padded array's strides, the buffer
 /// pointer at the first interior element), any axis order, a leading dimension,
 /// and any view with positive strides. Memory that is no box element is never
-/// read or written, and the input is never written.
+/// written nor used (a direct read between ranks of a node may copy a short
+/// gap along with the rows around it and drop it: see the storage page), and
+/// the input is never written.
 ///
 /// Strides that are not positive on an axis longer than one, or that put two
 /// elements at one address (ordered by stride, every axis must step over the
