@@ -1273,9 +1273,6 @@ fn moved_during_execution(w: &World) {
     w.passed(name);
 }
 
-/// Message limits set on the last rank only (the others keep the defaults):
-/// the ranks agree on the smallest, so that both ends of every message cut it
-/// alike.
 /// An MPI error found when one of a plan's messages completes comes back as
 /// an error from each of the transport's completion calls, blocking or not,
 /// and `MPI_COMM_WORLD` keeps its fatal handler: MPICH 4.0 hands such errors
@@ -1336,6 +1333,9 @@ fn completion_errors_return(w: &World) {
             if !reason.contains("truncat") && !reason.contains("status") {
                 w.fail(name, format!("not the truncation: {failure}"));
             }
+            if bytes[8..].iter().any(|&b| b != 7) {
+                w.fail(name, "the truncated receive wrote past its 8 bytes");
+            }
             comm.cancel_all(&mut request);
         }
         w.comm.barrier();
@@ -1363,6 +1363,9 @@ fn world_handler_is_fatal() -> bool {
     }
 }
 
+/// Message limits set on the last rank only (the others keep the defaults):
+/// the ranks agree on the smallest, so that both ends of every message cut it
+/// alike.
 fn limits_on_one_rank(w: &World) {
     let name = "limits_on_one_rank";
     let case = Transpose::new(w, 3001, 16);

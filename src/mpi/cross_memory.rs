@@ -2,9 +2,10 @@
 //! from the sender's buffer into its own with Linux's cross-memory attach
 //! (`process_vm_readv`), the single copy MPI libraries make for a large contiguous
 //! message within a node, here for runs at any stride, one system call per 1024
-//! iovecs, runs a short gap apart in one iovec. MPICH 4.0 moves a message that is contiguous at both ends in one
-//! copy, but a strided one (a datatype, or packed through a slot) in two, and a
-//! message per run pays a rendezvous per run; on a crowded node reading directly
+//! iovecs, runs a short gap apart in one iovec. MPICH 4.0 moves a message that
+//! is contiguous at both ends in one copy, but a strided one (a datatype, or
+//! packed through a slot) in two, and a message per run pays a rendezvous per
+//! run; on a crowded node reading directly
 //! beat every MPI way (docs/src/performance/analysis.md, "Direct reads on a
 //! crowded node").
 //!
