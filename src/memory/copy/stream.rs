@@ -52,6 +52,37 @@ pub(super) unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize) {
     };
 }
 
+/// Copies one element of `N` bytes from `src` to `dst`, with a non-temporal
+/// store where the target has one for it (elements of 4, 8 or 16 bytes at a
+/// multiple of their size): the elements beside a streamed box's tiles, in
+/// lines that another copy (or nothing) completes, which an ordinary store
+/// would read from memory first. [`store_fence`] must follow before the
+/// destination is read.
+///
+/// # Safety
+/// `N` bytes readable at `src` and writable at `dst`, not overlapping.
+#[inline(always)]
+pub(super) unsafe fn copy_element_streamed<const N: usize>(src: *const u8, dst: *mut u8) {
+    #[cfg(target_arch = "x86_64")]
+    if (dst as usize).is_multiple_of(N) {
+        use std::arch::x86_64::{
+            _mm_loadu_si128, _mm_stream_si32, _mm_stream_si64, _mm_stream_si128,
+        };
+        // SAFETY: as documented; the store is aligned to its size (checked
+        // above), and SSE2, whose stores these are, is in every x86-64.
+        unsafe {
+            match N {
+                4 => return _mm_stream_si32(dst.cast(), src.cast::<i32>().read_unaligned()),
+                8 => return _mm_stream_si64(dst.cast(), src.cast::<i64>().read_unaligned()),
+                16 => return _mm_stream_si128(dst.cast(), _mm_loadu_si128(src.cast())),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: as documented.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, N) }
+}
+
 /// How far the destination may lie ahead of the source within a page, in
 /// bytes, for a forward copy's stores to hold up its next loads: a load whose
 /// address matches a pending store's in its low 12 bits waits for it, and

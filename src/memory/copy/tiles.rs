@@ -35,7 +35,7 @@
 //! elsewhere), AVX (32-byte registers, each loaded from two source rows) and
 //! wide (a tile row in one 64-byte register, AVX-512F).
 
-use super::stream::{STREAM_BYTES, store_fence};
+use super::stream::{STREAM_BYTES, copy_element_streamed, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
 
@@ -240,29 +240,41 @@ impl Tiled<'_> {
             count: a.n / (LINE / N),
         };
         let span_b = Span::new::<N>(b.n, dst);
-        // SAFETY: the tiles, then the elements outside them, cover the box once.
+        // SAFETY: the tiles (with the elements beside them in their bands of
+        // destination rows, when they go in the destination's order), then
+        // the elements outside them, cover the box once.
         unsafe {
+            let mut tiled = Tiles::default();
             if span_a.count > 0 && span_b.count > 0 {
                 let corner = (
                     src.add(span_a.start * a.src + span_b.start * b.src),
                     dst.add(span_a.start * a.dst + span_b.start * b.dst),
                 );
-                self.copy_tiles::<N, K>((span_a, span_b), corner.0, corner.1);
+                tiled = self.copy_tiles::<N, K>((span_a, span_b), corner.0, corner.1);
             }
-            self.copy_edges::<N>((span_a, span_b), src, dst);
+            if tiled.stream {
+                self.copy_edges::<N, true>((span_a, span_b), tiled.beside, src, dst);
+                store_fence();
+            } else {
+                self.copy_edges::<N, false>((span_a, span_b), tiled.beside, src, dst);
+            }
         }
     }
 
-    /// Copies the tiles of the box, the first at `src` and `dst`.
+    /// Copies the tiles of the box, the first at `src` and `dst`; in the
+    /// destination's order, also the elements beside them along `b` (before
+    /// and after them in each band of destination rows). A fence must follow
+    /// when they were streamed.
     ///
     /// # Safety
-    /// As [`copy_tiled`], for the tiles.
+    /// As [`copy_tiled`], for the tiles and, in the destination's order, the
+    /// elements beside them.
     unsafe fn copy_tiles<const N: usize, K: Kernel>(
         &self,
         (span_a, span_b): (Span, Span),
         src: *const u8,
         dst: *mut u8,
-    ) {
+    ) -> Tiles {
         let (a, b) = (self.a, self.b);
         let side = LINE / N;
         let tiles = |n: usize, axis: Axis| Axis {
@@ -293,6 +305,11 @@ impl Tiled<'_> {
         let stream =
             lines || (large && dst_order && burst == 1 && N >= 8 && a.dst < PAGE && starts(STORE));
         let whole = across.n / burst;
+        let beside = Beside {
+            before: span_b.start,
+            after: b.n - span_b.end::<N>(),
+            along: span_b.count * side,
+        };
         let sweep = Sweep {
             across: Axis {
                 n: whole,
@@ -307,7 +324,7 @@ impl Tiled<'_> {
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
         unsafe {
             if whole > 0 {
-                self.sweep::<K>(sweep, src, dst);
+                self.sweep::<N, K>(sweep, beside, src, dst);
             }
             let left = across.n - whole * burst;
             if left > 0 {
@@ -317,19 +334,30 @@ impl Tiled<'_> {
                     ..sweep
                 };
                 let (s, d) = (whole * burst * across.src, whole * burst * across.dst);
-                self.sweep::<K>(sweep, src.add(s), dst.add(d));
+                self.sweep::<N, K>(sweep, beside, src.add(s), dst.add(d));
             }
         }
-        if stream {
-            store_fence();
+        Tiles {
+            beside: dst_order,
+            stream,
         }
     }
 
-    /// Copies the tiles of `sweep` from `src` and `dst`.
+    /// Copies the tiles of `sweep` from `src` and `dst`, and in the
+    /// destination's order the elements `beside` each row of tiles, while
+    /// the lines they share with it and with the neighbouring rows are in
+    /// the caches (a separate pass over them took a fifth of a transpose
+    /// whose rows do not start a line).
     ///
     /// # Safety
-    /// As [`copy_tiled`], for the tiles.
-    unsafe fn sweep<K: Kernel>(&self, sweep: Sweep, src: *const u8, dst: *mut u8) {
+    /// As [`copy_tiled`], for the tiles and the elements beside them.
+    unsafe fn sweep<const N: usize, K: Kernel>(
+        &self,
+        sweep: Sweep,
+        beside: Beside,
+        src: *const u8,
+        dst: *mut u8,
+    ) {
         let (a, b) = (self.a, self.b);
         let mut outer = [Axis::default(); MAX_DIMS];
         outer[..self.rest.len()].copy_from_slice(self.rest);
@@ -346,31 +374,80 @@ impl Tiled<'_> {
             rows: (b.src, a.dst),
             stream: sweep.stream,
         };
+        let band = sweep.burst.0 * (LINE / N);
         for_each_offset(outer, |s, d| {
-            // SAFETY: a row of tiles of the box; streamed rows start 16-byte
-            // units; `K` runs here (the caller's contract).
-            unsafe { K::row(&row, src.add(s), dst.add(d)) }
+            // SAFETY: a row of tiles of the box, and in the destination's
+            // order the elements beside it; streamed rows start 16-byte units;
+            // `K` runs here (the caller's contract).
+            unsafe {
+                K::row(&row, src.add(s), dst.add(d));
+                match (sweep.dst_order, sweep.stream) {
+                    (true, true) => {
+                        self.copy_beside::<N, true>(beside, band, src.add(s), dst.add(d))
+                    }
+                    (true, false) => {
+                        self.copy_beside::<N, false>(beside, band, src.add(s), dst.add(d))
+                    }
+                    (false, _) => {}
+                }
+            }
         });
     }
 
-    /// Copies the elements outside the tiles one by one: along `a` before and
-    /// after them, and along `b` beside them.
+    /// Copies the elements beside a row of tiles along `b` whose first tile
+    /// is at `src` and `dst`, in its `band` of destination rows, with
+    /// non-temporal stores when `STREAM`.
     ///
     /// # Safety
     /// As [`copy_tiled`], for those elements.
-    unsafe fn copy_edges<const N: usize>(
+    unsafe fn copy_beside<const N: usize, const STREAM: bool>(
+        &self,
+        beside: Beside,
+        band: usize,
+        src: *const u8,
+        dst: *mut u8,
+    ) {
+        let (a, b) = (self.a, self.b);
+        for i in 0..band {
+            let (s, d) = (i * a.src, i * a.dst);
+            for j in 1..=beside.before {
+                // SAFETY: an element of the band before its first tile.
+                unsafe {
+                    copy_element::<N, STREAM>(src.add(s).sub(j * b.src), dst.add(d).sub(j * N))
+                }
+            }
+            for j in beside.along..beside.along + beside.after {
+                // SAFETY: an element of the band after its last tile.
+                unsafe { copy_element::<N, STREAM>(src.add(s + j * b.src), dst.add(d + j * N)) }
+            }
+        }
+    }
+
+    /// Copies the elements outside the tiles one by one: along `a` before and
+    /// after them, and along `b` beside them unless `beside_done`; with
+    /// non-temporal stores when `STREAM`.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for those elements.
+    unsafe fn copy_edges<const N: usize, const STREAM: bool>(
         &self,
         (span_a, span_b): (Span, Span),
+        beside_done: bool,
         src: *const u8,
         dst: *mut u8,
     ) {
         let (a, b) = (self.a, self.b);
         let (end_a, end_b) = (span_a.end::<N>(), span_b.end::<N>());
+        let beside_a = if beside_done {
+            (0, 0)
+        } else {
+            (span_a.start, end_a)
+        };
         let strips = [
             ((0, span_a.start), (0, b.n)),
             ((end_a, a.n), (0, b.n)),
-            ((span_a.start, end_a), (0, span_b.start)),
-            ((span_a.start, end_a), (end_b, b.n)),
+            (beside_a, (0, span_b.start)),
+            (beside_a, (end_b, b.n)),
         ];
         for_each_offset(self.rest, |s, d| {
             for ((a0, a1), (b0, b1)) in strips {
@@ -378,12 +455,48 @@ impl Tiled<'_> {
                     for j in b0..b1 {
                         let (from, to) = (s + i * a.src + j * b.src, d + i * a.dst + j * b.dst);
                         // SAFETY: an element of the box outside the tiles.
-                        unsafe { Fixed::<N>.move_one(src.add(from), dst.add(to)) }
+                        unsafe { copy_element::<N, STREAM>(src.add(from), dst.add(to)) }
                     }
                 }
             }
         });
     }
+}
+
+/// How the tiles of a box were copied, for the elements outside them.
+#[derive(Clone, Copy, Default)]
+struct Tiles {
+    /// The elements beside them along `b` were copied with them.
+    beside: bool,
+    /// They were stored non-temporally, and so are the elements outside them.
+    stream: bool,
+}
+
+/// Copies one element of `N` bytes, with a non-temporal store when `STREAM`.
+///
+/// # Safety
+/// As [`Mover::move_one`].
+#[inline(always)]
+unsafe fn copy_element<const N: usize, const STREAM: bool>(src: *const u8, dst: *mut u8) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if STREAM {
+            copy_element_streamed::<N>(src, dst)
+        } else {
+            Fixed::<N>.move_one(src, dst)
+        }
+    }
+}
+
+/// The elements beside each row of tiles along `b`, in elements.
+#[derive(Clone, Copy)]
+struct Beside {
+    /// Before the first tile.
+    before: usize,
+    /// After the last tile.
+    after: usize,
+    /// From the first tile's start to the last tile's end.
+    along: usize,
 }
 
 /// The order of a box's tiles: every tile along `along` (innermost), in
