@@ -153,6 +153,45 @@ impl Storage {
         1 + reach.map(|(&e, &s)| (e - 1) * s).sum::<u64>()
     }
 
+    /// Elements from the first to one past the last of the `len` (at least
+    /// one) elements from C-order position `start`, in a storage that places
+    /// the box's elements in C order (its axes from the largest stride to the
+    /// smallest, as a [`Storage::window`] in stride order has them).
+    pub fn range_span(&self, start: u64, len: u64) -> u64 {
+        let at = |position| self.pieces(position, 1).next().map_or(0, |p| p.offset);
+        at(start + len - 1) + 1 - at(start)
+    }
+
+    /// This box in a buffer of its own that keeps every gap of at most `limit`
+    /// elements between consecutive slabs along an axis, and closes the longer
+    /// ones: a copy of the box between the two can then take those gaps along
+    /// with the elements around them, in one run. The axes must go from the
+    /// largest stride to the smallest, as for [`Storage::range_span`]; so do
+    /// the result's.
+    pub fn keeping_gaps(&self, limit: u64) -> Storage {
+        if self.extents.contains(&0) {
+            return Storage::dense(&self.extents);
+        }
+        let mut strides = vec![0; self.extents.len()];
+        let (mut span, mut kept_span) = (1u64, 1u64);
+        for (k, &extent) in self.extents.iter().enumerate().rev() {
+            let stride = self.strides[k];
+            let gap = stride.checked_sub(span).filter(|&gap| gap <= limit);
+            strides[k] = kept_span + gap.unwrap_or(0);
+            if extent > 1 {
+                span += (extent - 1) * stride;
+                kept_span += (extent - 1) * strides[k];
+            }
+        }
+        let storage = Storage {
+            extents: self.extents.clone(),
+            strides,
+            dense: false,
+        };
+        let dense = storage.strides_match(&Storage::dense(&storage.extents));
+        Storage { dense, ..storage }
+    }
+
     /// The sub-box of `extents` at `corner` of this box, its axes taken in
     /// `order` (outermost first): its storage at this storage's strides, and the
     /// offset of its first element from this box's first. A sub-box of a
@@ -508,6 +547,65 @@ mod tests {
             seen.dedup();
             prop_assert_eq!(seen.len() as u64, total);
             prop_assert_eq!(seen.last().map_or(0, |l| l + 1), storage.span());
+        }
+    }
+
+    #[test]
+    fn keeping_gaps_keeps_the_short_gaps_and_closes_the_long_ones() {
+        // A halo'd box: rows 4 apart (gaps of 1), planes 40 apart (gaps of 28
+        // after the 12 elements a plane spans).
+        let halo = Storage::new(&[2, 3, 3], &[40, 4, 1], ReshapeSide::Input, 8, 0).unwrap();
+        let kept = halo.keeping_gaps(4);
+        assert_eq!(kept.strides(), [11, 4, 1]);
+        assert_eq!(halo.keeping_gaps(30).strides(), [40, 4, 1]);
+        assert_eq!(halo.keeping_gaps(0).strides(), [9, 3, 1]);
+        assert!(halo.keeping_gaps(0).is_dense());
+        // A strided innermost axis keeps its gaps too.
+        let every_other = Storage::new(&[3, 2], &[8, 2], ReshapeSide::Input, 8, 0).unwrap();
+        assert_eq!(every_other.keeping_gaps(1).strides(), [3, 2]);
+        assert_eq!(every_other.keeping_gaps(5).strides(), [8, 2]);
+        assert_eq!(every_other.keeping_gaps(0).strides(), [2, 1]);
+        assert_eq!(
+            Storage::dense(&[2, 0]).keeping_gaps(5),
+            Storage::dense(&[2, 0])
+        );
+    }
+
+    #[test]
+    fn range_span_reaches_from_the_first_element_to_past_the_last() {
+        let halo = Storage::new(&[2, 3, 3], &[40, 4, 1], ReshapeSide::Input, 8, 0).unwrap();
+        assert_eq!(halo.range_span(0, 1), 1);
+        assert_eq!(halo.range_span(0, 3), 3);
+        assert_eq!(halo.range_span(2, 2), 3);
+        assert_eq!(halo.range_span(0, 18), 40 + 8 + 2 + 1);
+        assert_eq!(halo.range_span(8, 2), 40 - 10 + 1);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn keeping_gaps_places_the_box_in_c_order_inside_the_kept_span(
+            (extents, strides) in any_storage(), limit in 0u64..40
+        ) {
+            let storage = Storage::new(&extents, &strides, ReshapeSide::Input, 8, 0).unwrap();
+            let mut order: Vec<usize> = (0..extents.len()).collect();
+            order.sort_by_key(|&k| std::cmp::Reverse(storage.strides()[k]));
+            let zeros = vec![0; extents.len()];
+            let sorted = storage.window(&zeros, &extents, &order).storage;
+            let kept = sorted.keeping_gaps(limit);
+            let total: u64 = extents.iter().product();
+            let at: Vec<u64> = (0..total).map(|f| address(&kept, f)).collect();
+            prop_assert!(at.windows(2).all(|w| w[0] < w[1]));
+            for f in 1..total {
+                let (gap, kept_gap) = (
+                    address(&sorted, f) - address(&sorted, f - 1) - 1,
+                    at[f as usize] - at[f as usize - 1] - 1,
+                );
+                prop_assert_eq!(kept_gap, if gap <= limit { gap } else { 0 });
+            }
+            if total > 0 {
+                prop_assert_eq!(kept.range_span(0, total), kept.span());
+            }
         }
     }
 

@@ -235,6 +235,17 @@ impl<'a, S: MemorySpace> Copier<'a, S> {
             // SAFETY: forwarded from the caller.
             return unsafe { self.bounced(from, to, len, bounce) };
         }
+        // SAFETY: forwarded from the caller; the pieces are alike.
+        unsafe { self.copy_alike(from, to, len) }
+    }
+
+    /// [`Copier::copy_run`] between two storages that cut the run into pieces
+    /// of the same shapes (two storages of one box, for example).
+    ///
+    /// # Safety
+    /// As [`Copier::copy_run`], and the pieces alike.
+    pub unsafe fn copy_alike(&mut self, from: (&Storage, u64), to: (&Storage, u64), len: u64) {
+        let pairs = from.0.pieces(from.1, len).zip(to.0.pieces(to.1, len));
         for (a, b) in pairs {
             let (source, target) = (Block::squeezed(&a, from.0), Block::squeezed(&b, to.0));
             let block = Block {

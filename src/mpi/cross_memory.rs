@@ -32,7 +32,7 @@ use mpi::ffi;
 use crate::core::error::{Error, Result};
 use crate::mpi::collective::{allgather_i64, allreduce_i64};
 use crate::mpi::status::check;
-use crate::mpi::transport::ReadRun;
+use crate::mpi::transport::{Between, ReadRun};
 use crate::mpi::waiting::Waits;
 
 /// Most iovecs on either side of one `process_vm_readv` (Linux's `IOV_MAX`).
@@ -46,9 +46,10 @@ const IOVECS_PER_CALL: usize = 1024;
 /// box) then had it pin each page several times. A gap shorter than a page
 /// lies in pages that hold bytes of its two runs, so it is readable whenever
 /// they are, and it costs less to copy than an iovec's pinning
-/// (docs/src/performance/grids.md, "Reads across short gaps").
-#[cfg(direct_reads)]
-const SKIPPED_GAP_BYTES: usize = 1024;
+/// (docs/src/performance/grids.md, "Reads across short gaps"). A reader that
+/// leaves such gaps in its own scratch too ([`Between::Scratch`]) reads the
+/// gap there, so that one iovec covers both runs on its side as well.
+pub(crate) const SKIPPED_GAP_BYTES: usize = 1024;
 
 /// The value of the probe word the ranks of a node read from each other.
 static PROBE: u64 = 0x4452_5f52_4541_4431;
@@ -123,12 +124,12 @@ impl NodeReads {
     ///
     /// # Safety
     /// As [`crate::mpi::transport::Transport::read`].
-    pub unsafe fn read(&self, rank: usize, runs: &[ReadRun]) -> Result<()> {
+    pub unsafe fn read(&self, rank: usize, runs: &[ReadRun], between: Between) -> Result<()> {
         let pid = self.pid_of(rank).ok_or_else(|| {
             Error::Internal(format!("rank {rank} is not read directly from this rank"))
         })?;
         // SAFETY: forwarded from the caller.
-        unsafe { read_runs(pid, runs) }.map_err(|errno| {
+        unsafe { read_runs(pid, runs, between) }.map_err(|errno| {
             Error::Mpi(format!(
                 "process_vm_readv of {} runs from rank {rank} (pid {pid}) failed: {}",
                 runs.len(),
@@ -162,7 +163,7 @@ impl NodeMember {
             len: size_of::<u64>(),
         };
         // SAFETY: `value` is ours and writable; the kernel checks the remote range.
-        let read = unsafe { read_runs(self.peer.pid, &[run]) };
+        let read = unsafe { read_runs(self.peer.pid, &[run], Between::Untouched) };
         read.is_ok() && value == PROBE
     }
 }
@@ -173,15 +174,20 @@ impl NodeMember {
 /// # Safety
 /// As [`NodeReads::read`].
 #[cfg(direct_reads)]
-unsafe fn read_runs(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<(), c_int> {
+unsafe fn read_runs(
+    pid: libc::pid_t,
+    runs: &[ReadRun],
+    between: Between,
+) -> std::result::Result<(), c_int> {
     let mut scratch = [0u8; SKIPPED_GAP_BYTES];
     let mut call = Call::new();
     for run in runs {
         if !call.has_room() {
-            // SAFETY: forwarded from the caller; the gaps go to `scratch`.
+            // SAFETY: forwarded from the caller; the gaps go to `scratch`, or
+            // between the runs when the caller allows it.
             unsafe { call.read(pid) }?;
         }
-        call.push(run, scratch.as_mut_ptr());
+        call.push(run, scratch.as_mut_ptr(), between);
     }
     // SAFETY: as above.
     unsafe { call.read(pid) }
@@ -193,7 +199,11 @@ unsafe fn read_runs(pid: libc::pid_t, runs: &[ReadRun]) -> std::result::Result<(
 /// # Safety
 /// As [`NodeReads::read`] (this one reads nothing).
 #[cfg(not(direct_reads))]
-unsafe fn read_runs(_pid: libc::pid_t, _runs: &[ReadRun]) -> std::result::Result<(), c_int> {
+unsafe fn read_runs(
+    _pid: libc::pid_t,
+    _runs: &[ReadRun],
+    _between: Between,
+) -> std::result::Result<(), c_int> {
     Err(libc::ENOSYS)
 }
 
@@ -234,8 +244,10 @@ impl Call {
 
     /// Adds `run`; when it starts at most [`SKIPPED_GAP_BYTES`] after the last
     /// run's end in the peer's memory, the peer's range grows over the gap and
-    /// the gap's bytes land in `scratch`.
-    fn push(&mut self, run: &ReadRun, scratch: *mut u8) {
+    /// the gap's bytes land in `scratch`, or, when `between` allows it and the
+    /// run follows the last after the same gap here, between the two (this
+    /// side's range grows too).
+    fn push(&mut self, run: &ReadRun, scratch: *mut u8, between: Between) {
         let end = self.remotes.checked_sub(1).map(|last| {
             let last = &self.remote[last];
             last.iov_base as usize + last.iov_len
@@ -246,16 +258,23 @@ impl Call {
         match gap {
             Some(gap) => {
                 self.remote[self.remotes - 1].iov_len += gap + run.len;
-                if gap > 0 {
-                    self.push_local(scratch, gap);
+                let last = &mut self.local[self.locals - 1];
+                let end = last.iov_base as usize + last.iov_len;
+                if between == Between::Scratch && end + gap == run.local as usize {
+                    last.iov_len += gap + run.len;
+                } else {
+                    if gap > 0 {
+                        self.push_local(scratch, gap);
+                    }
+                    self.push_local(run.local, run.len);
                 }
             }
             None => {
                 self.remote[self.remotes] = iovec(run.remote as *mut u8, run.len);
                 self.remotes += 1;
+                self.push_local(run.local, run.len);
             }
         }
-        self.push_local(run.local, run.len);
         self.bytes += gap.unwrap_or(0) + run.len;
     }
 
@@ -413,7 +432,7 @@ mod tests {
                 total += call.remotes;
                 (call.locals, call.remotes, call.bytes) = (0, 0, 0);
             }
-            call.push(run, scratch.as_mut_ptr());
+            call.push(run, scratch.as_mut_ptr(), Between::Untouched);
         }
         total + call.remotes
     }
@@ -441,7 +460,7 @@ mod tests {
             };
             assert_eq!(remote_iovecs(&runs), want, "runs of {len} every {stride}");
             // SAFETY: the local runs lie in `target`, the remote ones in `source`.
-            unsafe { read_runs(pid, &runs) }.expect("read from this process");
+            unsafe { read_runs(pid, &runs, Between::Untouched) }.expect("read from this process");
             assert!(sentinel.iter().all(|&b| b == 0xEE), "past the runs");
             for (r, row) in target.chunks(len).take(rows_read).enumerate() {
                 assert_eq!(
@@ -472,8 +491,48 @@ mod tests {
         ];
         assert_eq!(remote_iovecs(&runs), 2);
         // SAFETY: as above; getpid only reads this process's id.
-        unsafe { read_runs(libc::getpid(), &runs) }.expect("read from this process");
+        unsafe { read_runs(libc::getpid(), &runs, Between::Untouched) }
+            .expect("read from this process");
         assert_eq!(&target[..48], &source[4096..4144]);
         assert_eq!(&target[48..], &source[100..148]);
+    }
+
+    #[test]
+    fn gaps_kept_in_scratch_are_read_there_in_one_iovec() {
+        // Rows of 100 bytes every 132, read into a target that keeps the same
+        // gaps: into the gaps as well when they are scratch, else around them.
+        let source: Vec<u8> = (0..8192).map(|i: u32| (i % 251) as u8).collect();
+        let (len, stride, rows) = (100, 132, 40);
+        for between in [Between::Scratch, Between::Untouched] {
+            let mut target = vec![0xEEu8; stride * rows];
+            let runs: Vec<ReadRun> = (0..rows)
+                .map(|r| ReadRun {
+                    remote: source[r * stride..].as_ptr() as usize,
+                    local: target[r * stride..].as_mut_ptr(),
+                    len,
+                })
+                .collect();
+            let (mut call, mut scratch) = (Call::new(), [0u8; SKIPPED_GAP_BYTES]);
+            runs.iter()
+                .for_each(|run| call.push(run, scratch.as_mut_ptr(), between));
+            let locals = if between == Between::Scratch {
+                1
+            } else {
+                2 * rows - 1
+            };
+            assert_eq!((call.locals, call.remotes), (locals, 1), "{between:?}");
+            // SAFETY: the local runs (and the gaps between them) lie in
+            // `target`, the remote ones in `source`.
+            unsafe { read_runs(libc::getpid(), &runs, between) }.expect("read from this process");
+            let last = (rows - 1) * stride + len;
+            for (at, &byte) in target.iter().enumerate() {
+                let in_row = at % stride < len;
+                let want = match (in_row, between, at < last) {
+                    (true, _, _) | (false, Between::Scratch, true) => source[at],
+                    _ => 0xEE,
+                };
+                assert_eq!(byte, want, "byte {at}, {between:?}");
+            }
+        }
     }
 }

@@ -15,7 +15,8 @@ use crate::mpi::comm::Comm;
 use crate::mpi::datatypes::{IndexedDatatype, with_fields, with_joined};
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{
-    Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
+    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun,
+    Transport,
 };
 use crate::mpi::waiting::{Waits, poll_giving_way};
 use crate::mpi::world_handler::WorldErrorsReturned;
@@ -216,9 +217,9 @@ impl Transport for Comm {
         Comm::control_tags(self, execution)
     }
 
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()> {
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.node_reads().read(peer, runs) }
+        unsafe { self.node_reads().read(peer, runs, between) }
     }
 
     type BlockList = IndexedDatatype;

@@ -182,6 +182,17 @@ pub struct ReadRun {
     pub len: usize,
 }
 
+/// What a direct read may do with the reader's bytes between two of its runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Between {
+    /// Nothing: they belong to others.
+    Untouched,
+    /// Write them: they are the reader's scratch (a bounce buffer that keeps
+    /// the peer's short gaps between runs), so a run that follows the last
+    /// after the same short gap on both sides may be read with the gap, as one.
+    Scratch,
+}
+
 /// The tags of one execution's control messages for direct reads
 /// ([`Transport::read`]): the sender's announcement of its buffer, and the
 /// reader's acknowledgement that it is done with it. Both differ from every data
@@ -254,13 +265,15 @@ pub trait Transport {
 
     /// Reads `runs` straight from `peer`'s memory into this rank's: `peer` must be
     /// one of the ranks this rank reads directly (the exchange is told which when
-    /// it is made).
+    /// it is made). `between` says whether this rank's bytes between two runs may
+    /// be written too.
     ///
     /// # Safety
     /// Every run's `local` bytes writable and untouched by anything else during
-    /// the call; the peer keeps every run's `remote` bytes readable and unchanged
-    /// until it learns that the read is done.
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()>;
+    /// the call, and so the bytes between runs when `between` is
+    /// [`Between::Scratch`]; the peer keeps every run's `remote` bytes readable
+    /// and unchanged until it learns that the read is done.
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()>;
 
     /// A list of blocks made ready for messages made of it (MPI: a committed
     /// indexed datatype), made once per plan and kept.

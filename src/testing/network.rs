@@ -26,8 +26,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
 use crate::mpi::transport::{
-    Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun, Transport,
-    copy_runs,
+    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun,
+    Transport, copy_runs,
 };
 use crate::planning::schedule::Side;
 
@@ -427,7 +427,7 @@ impl Transport for Endpoint<'_> {
         }
     }
 
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun]) -> Result<()> {
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun], _between: Between) -> Result<()> {
         if !self.reads_from(peer) {
             return Err(Error::Internal(format!(
                 "rank {} does not read rank {peer} directly",

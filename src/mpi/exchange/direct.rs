@@ -14,9 +14,11 @@
 //! its elements are one box (the overlap of the sender's input box and the
 //! receiver's output box, in a plan that keeps the shape): the reader gathers
 //! the box's rows from the sender's input, by its storage (every rank's input
-//! strides are gathered when the plan is made), into the bounce buffer in the
-//! sender's memory order, and copies them into its output with the memory
-//! layer, a blocked transpose where the two orders differ. Nothing reads the
+//! strides are gathered when the plan is made), into the bounce buffer laid out
+//! as in the sender's input with its gaps longer than [`SKIPPED_GAP_BYTES`]
+//! closed (rows a shorter gap apart are then read as one run on both sides,
+//! the gap along), and copies them into its output with the memory layer, a
+//! blocked transpose where the two orders differ. Nothing reads the
 //! output before the execution ends, so the copies out of the bounce buffer
 //! choose their stores for all the bytes the reads write, not for one bounce
 //! (non-temporal when those are many).
@@ -38,7 +40,8 @@ use crate::distribution::layout::MAX_DIMS;
 use crate::distribution::storage::{InputStorages, Piece, Storage, Window};
 use crate::memory::Host;
 use crate::memory::strided::{Copier, Direction, RunAt};
-use crate::mpi::transport::{Bytes, Envelope, ReadRun, Transport};
+use crate::mpi::cross_memory::SKIPPED_GAP_BYTES;
+use crate::mpi::transport::{Between, Bytes, Envelope, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{ScheduledStream, Side};
@@ -103,10 +106,12 @@ enum ReadFrom {
 }
 
 /// The box a receive stream reads, its axes ordered by the sender's strides
-/// (outermost first), in the sender's input and in this rank's output.
+/// (outermost first), in the sender's input, in this rank's output, and in
+/// the bounce buffer (the sender's storage with only its short gaps kept).
 struct BoxRead {
     remote: Window,
     local: Window,
+    bounce: Storage,
 }
 
 /// The direct reads of the execution in flight.
@@ -157,7 +162,9 @@ impl<T: Transport> DirectReads<T> {
                 let read_from = match peers.inputs {
                     None => ReadFrom::Runs(runs),
                     Some(inputs) => match stream_box(plan, stream.spec) {
-                        Some(one) if receive => ReadFrom::Box(one.read(inputs.of(peer), output)),
+                        Some(one) if receive => {
+                            ReadFrom::Box(one.read(inputs.of(peer), output, plan.elem_size))
+                        }
                         Some(_) => ReadFrom::Runs(runs),
                         None => continue,
                     },
@@ -387,7 +394,7 @@ impl<T: Transport> DirectReads<T> {
             }));
             // SAFETY: forwarded from the caller: the runs lie in the output, which
             // nothing else writes there, and in the sender's input.
-            unsafe { transport.read(stream.peer, &self.runs) }?;
+            unsafe { transport.read(stream.peer, &self.runs, Between::Untouched) }?;
         }
         Ok(())
     }
@@ -431,7 +438,7 @@ impl<T: Transport> DirectReads<T> {
             }
             // SAFETY: forwarded from the caller: the runs lie in the bounce
             // buffer and in the sender's input.
-            unsafe { transport.read(stream.peer, &self.runs) }?;
+            unsafe { transport.read(stream.peer, &self.runs, Between::Untouched) }?;
             let (copier, mut at) = (Copier::new(&Host, size, bounce, output.bases[0]), 0);
             let mut copier = copier.within(self.bytes_read as usize);
             for run in batch.take(taken) {
@@ -451,9 +458,10 @@ impl<T: Transport> DirectReads<T> {
     }
 
     /// Reads direct receive stream `i` of one field, one box, from the sender's
-    /// input at `remote_base` into the bounce buffer a bounce at a time, in the
-    /// sender's memory order (its rows, joined where they follow one another in
-    /// the sender's input), each copied into the output once read.
+    /// input at `remote_base` into the bounce buffer a bounce at a time, laid
+    /// out as in the sender's input with its long gaps closed (so that rows
+    /// a short gap apart are read as one run on both sides), each copied into
+    /// the output once read.
     ///
     /// # Safety
     /// As [`DirectReads::serve`].
@@ -475,42 +483,40 @@ impl<T: Transport> DirectReads<T> {
         let local_base = output.bases[0].wrapping_add(read.local.offset as usize * size);
         let mut start = 0;
         while start < total {
-            let len = room.min(total - start);
-            let mut filled = 0;
+            let len = fitting_len(&read.bounce, start, total - start, room);
+            let base = read.bounce.range_span(0, start + 1) - 1;
+            let bounce_at = bounce.wrapping_sub(base as usize * size);
             self.runs.clear();
-            for piece in read.remote.storage.pieces(start, len) {
-                for row in piece_rows(&piece, read.remote.storage.strides()) {
+            let pieces = read.remote.storage.pieces(start, len);
+            for (remote, kept) in pieces.zip(read.bounce.pieces(start, len)) {
+                let by_rows = contiguous_rows(&remote, read.remote.storage.strides());
+                let rows = piece_rows(&remote, read.remote.storage.strides(), by_rows);
+                for (row, at) in rows.zip(piece_rows(&kept, read.bounce.strides(), by_rows)) {
                     let run = ReadRun {
                         remote: remote_at + row.start as usize * size,
-                        local: bounce.wrapping_add(filled),
+                        local: bounce_at.wrapping_add(at.start as usize * size),
                         len: row.len as usize * size,
                     };
-                    filled += run.len;
                     if joins(self.runs.last_mut(), run) {
                         continue;
                     }
                     if self.runs.len() == RUNS_PER_READ {
                         // SAFETY: forwarded from the caller: the runs lie in the
                         // bounce buffer and in the sender's input.
-                        unsafe { transport.read(stream.peer, &self.runs) }?;
+                        unsafe { transport.read(stream.peer, &self.runs, Between::Scratch) }?;
                         self.runs.clear();
                     }
                     self.runs.push(run);
                 }
             }
             // SAFETY: as above.
-            unsafe { transport.read(stream.peer, &self.runs) }?;
-            let copier = Copier::new(&Host, size, bounce, local_base);
+            unsafe { transport.read(stream.peer, &self.runs, Between::Scratch) }?;
+            let copier = Copier::new(&Host, size, bounce_at, local_base);
             let mut copier = copier.within(self.bytes_read as usize);
             // SAFETY: the box lies in the output (planner invariant) and, read, in
-            // the bounce from its start.
+            // the bounce as `read.bounce` places it, from `base`.
             unsafe {
-                copier.run(
-                    &read.local.storage,
-                    RunAt { start, len },
-                    0,
-                    Direction::Scatter,
-                );
+                copier.copy_alike((&read.bounce, start), (&read.local.storage, start), len);
                 copier.finish();
             }
             start += len;
@@ -571,6 +577,26 @@ fn joins(last: Option<&mut ReadRun>, run: ReadRun) -> bool {
     }
 }
 
+/// The most of the `left` elements from C-order position `start` whose span
+/// in `storage` fits in `room` elements (at least one element).
+fn fitting_len(storage: &Storage, start: u64, left: u64, room: u64) -> u64 {
+    let mut len = left.min(room);
+    loop {
+        let span = storage.range_span(start, len);
+        if span <= room {
+            return len;
+        }
+        len = (len * room / span).clamp(1, len - 1);
+    }
+}
+
+/// Whether the rows of `piece` at `strides` run along its last axis (which is
+/// contiguous or of extent 1), rather than element by element.
+fn contiguous_rows(piece: &Piece, strides: &[u64]) -> bool {
+    let inner = piece.ndims - 1;
+    strides[inner] == 1 || piece.extents[inner] == 1
+}
+
 /// A row of a piece: `len` elements from `start`, contiguous in its storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Row {
@@ -578,13 +604,13 @@ struct Row {
     len: u64,
 }
 
-/// The rows of `piece` at `strides`, in its C order: along its last axis where
-/// that axis is contiguous, else element by element.
-fn piece_rows(piece: &Piece, strides: &[u64]) -> impl Iterator<Item = Row> {
+/// The rows of `piece` at `strides`, in its C order: along its last axis when
+/// `by_rows` ([`contiguous_rows`]), else element by element.
+fn piece_rows(piece: &Piece, strides: &[u64], by_rows: bool) -> impl Iterator<Item = Row> {
     let n = piece.ndims;
     let extents = piece.extents;
     let inner = n - 1;
-    let (row_len, rows_along_inner) = match strides[inner] == 1 || extents[inner] == 1 {
+    let (row_len, rows_along_inner) = match by_rows {
         true => (extents[inner], 1),
         false => (1, extents[inner]),
     };
@@ -646,15 +672,18 @@ impl StreamBox {
     /// `output`: both windows with the axes in the order of the sender's
     /// strides, those of extent 1 outermost, so that the innermost is the
     /// sender's contiguous axis wherever it has one.
-    fn read(&self, input: &Storage, output: &Storage) -> BoxRead {
+    fn read(&self, input: &Storage, output: &Storage, elem_size: usize) -> BoxRead {
         let extents = &self.shared.extents;
         let mut order: Vec<usize> = (0..extents.len()).collect();
         order.sort_by_key(|&k| (extents[k] > 1, std::cmp::Reverse(input.strides()[k])));
         let window = |storage: &Storage, outer| {
             storage.window(&self.shared.offsets_within(outer), extents, &order)
         };
+        let remote = window(input, &self.source);
+        let gap_elems = (SKIPPED_GAP_BYTES / elem_size.max(1)) as u64;
         BoxRead {
-            remote: window(input, &self.source),
+            bounce: remote.storage.keeping_gaps(gap_elems),
+            remote,
             local: window(output, &self.target),
         }
     }
