@@ -578,15 +578,29 @@ fn joins(last: Option<&mut ReadRun>, run: ReadRun) -> bool {
 }
 
 /// The most of the `left` elements from C-order position `start` whose span
-/// in `storage` fits in `room` elements (at least one element).
+/// in `storage` fits in `room` elements (at least one element), ending, short
+/// of the last, where the largest slab of whole inner axes that fits ends: a
+/// chunk of whole slabs is copied out as one box, not as a box and a part.
 fn fitting_len(storage: &Storage, start: u64, left: u64, room: u64) -> u64 {
     let mut len = left.min(room);
     loop {
         let span = storage.range_span(start, len);
         if span <= room {
-            return len;
+            break;
         }
         len = (len * room / span).clamp(1, len - 1);
+    }
+    if len == left {
+        return len;
+    }
+    let extents = storage.extents();
+    let slab = (1..=extents.len())
+        .map(|k| extents[k..].iter().product::<u64>())
+        .find(|&slab| slab <= len)
+        .unwrap_or(1);
+    match (start + len) / slab * slab {
+        end if end > start => end - start,
+        _ => len,
     }
 }
 
@@ -606,33 +620,73 @@ struct Row {
 
 /// The rows of `piece` at `strides`, in its C order: along its last axis when
 /// `by_rows` ([`contiguous_rows`]), else element by element.
-fn piece_rows(piece: &Piece, strides: &[u64], by_rows: bool) -> impl Iterator<Item = Row> {
+fn piece_rows(piece: &Piece, strides: &[u64], by_rows: bool) -> PieceRows {
     let n = piece.ndims;
-    let extents = piece.extents;
-    let inner = n - 1;
-    let (row_len, rows_along_inner) = match by_rows {
-        true => (extents[inner], 1),
-        false => (1, extents[inner]),
+    let mut axes = [Axis::default(); MAX_DIMS];
+    for k in 0..n {
+        axes[k] = Axis {
+            extent: piece.extents[k],
+            stride: strides[k],
+        };
+    }
+    let (len, dims) = match by_rows {
+        true => (piece.extents[n - 1], n - 1),
+        false => (1, n),
     };
-    let count = piece.elements() / row_len;
-    let mut strides_at = [0u64; MAX_DIMS];
-    strides_at[..n].copy_from_slice(&strides[..n]);
-    let offset = piece.offset;
-    (0..count).map(move |r| {
-        let (mut rest, mut at) = (r, offset);
-        if rows_along_inner > 1 {
-            at += rest % rows_along_inner * strides_at[inner];
-            rest /= rows_along_inner;
+    PieceRows {
+        axes,
+        dims,
+        index: [0; MAX_DIMS],
+        at: piece.offset,
+        len,
+        left: piece.elements() / len,
+    }
+}
+
+/// An axis the rows of a piece step along.
+#[derive(Clone, Copy, Debug, Default)]
+struct Axis {
+    extent: u64,
+    stride: u64,
+}
+
+/// The rows of a piece ([`piece_rows`]), each found from the last by one step
+/// along its axes, innermost first (no division per row).
+struct PieceRows {
+    /// The piece's axes; the first `dims` are the ones rows step along.
+    axes: [Axis; MAX_DIMS],
+    dims: usize,
+    /// The next row's index along each of those axes.
+    index: [u64; MAX_DIMS],
+    /// The next row's first element.
+    at: u64,
+    /// Elements in a row.
+    len: u64,
+    /// Rows not yet given.
+    left: u64,
+}
+
+impl Iterator for PieceRows {
+    type Item = Row;
+
+    fn next(&mut self) -> Option<Row> {
+        self.left = self.left.checked_sub(1)?;
+        let row = Row {
+            start: self.at,
+            len: self.len,
+        };
+        for k in (0..self.dims).rev() {
+            let axis = self.axes[k];
+            self.index[k] += 1;
+            if self.index[k] < axis.extent {
+                self.at += axis.stride;
+                break;
+            }
+            self.at -= (axis.extent - 1) * axis.stride;
+            self.index[k] = 0;
         }
-        for k in (0..inner).rev() {
-            at += rest % extents[k] * strides_at[k];
-            rest /= extents[k];
-        }
-        Row {
-            start: at,
-            len: row_len,
-        }
-    })
+        Some(row)
+    }
 }
 
 /// The elements of stream `spec` as one box, when they are: the overlap of the
@@ -726,4 +780,62 @@ fn long_runs(
         }
     }
     Ok(Some(listed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distribution::groups::ReshapeSide;
+
+    /// The offset of C-order position `flat` of `storage`.
+    fn address(storage: &Storage, flat: u64) -> u64 {
+        let (mut rest, mut at) = (flat, 0);
+        for (&extent, &stride) in storage.extents().iter().zip(storage.strides()).rev() {
+            at += rest % extent * stride;
+            rest /= extent;
+        }
+        at
+    }
+
+    #[test]
+    fn chunks_fit_the_room_and_end_on_whole_slabs() {
+        // Planes of 4 rows of 5, rows 6 apart, planes 40 apart.
+        let halo = Storage::new(&[3, 4, 5], &[40, 6, 1], ReshapeSide::Input, 8, 0).unwrap();
+        let kept = halo.keeping_gaps(2);
+        assert_eq!(kept.strides(), [23, 6, 1]);
+        // Room for a plane and a half: one plane.
+        assert_eq!(fitting_len(&kept, 0, 60, 35), 20);
+        // Room for two rows and a bit, from the second row: two rows.
+        assert_eq!(fitting_len(&kept, 5, 55, 13), 10);
+        // Room for less than a row: what fits.
+        assert_eq!(fitting_len(&kept, 0, 60, 3), 3);
+        // The last chunk takes what is left.
+        assert_eq!(fitting_len(&kept, 40, 20, 60), 20);
+        let mut start = 0;
+        while start < 60 {
+            let len = fitting_len(&kept, start, 60 - start, 30);
+            assert!(len > 0 && kept.range_span(start, len) <= 30);
+            start += len;
+        }
+    }
+
+    #[test]
+    fn piece_rows_give_every_element_of_the_range_in_order() {
+        let storage = Storage::new(&[3, 4, 5], &[40, 6, 1], ReshapeSide::Input, 8, 0).unwrap();
+        let strided = Storage::new(&[3, 4, 5], &[90, 22, 2], ReshapeSide::Input, 8, 0).unwrap();
+        for s in [&storage, &strided] {
+            for (start, len) in [(0, 60), (7, 1), (3, 29), (13, 40), (59, 1)] {
+                let mut seen = Vec::new();
+                for piece in s.pieces(start, len) {
+                    let by_rows = contiguous_rows(&piece, s.strides());
+                    assert_eq!(by_rows, s.strides()[2] == 1 || piece.extents[2] == 1);
+                    for row in piece_rows(&piece, s.strides(), by_rows) {
+                        seen.extend(row.start..row.start + row.len);
+                    }
+                }
+                let want: Vec<u64> = (start..start + len).map(|f| address(s, f)).collect();
+                assert_eq!(seen, want, "{start}+{len} at {:?}", s.strides());
+            }
+        }
+    }
 }
