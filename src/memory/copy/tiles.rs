@@ -17,7 +17,12 @@
 //! lines, and where the source's rows start (a line read in part by one tile
 //! is read by the next, or, in the destination's order, stays in the caches
 //! until the next pass): peeling the source too would leave whole strips to
-//! move element by element. The elements outside the tiles move one by one. A box
+//! move element by element. The elements outside the tiles move one by one,
+//! those beside a row of tiles in the destination's order along with it, and
+//! with non-temporal stores when the tiles have them: their part lines, which
+//! another copy (or nothing) completes, are then not read from memory first,
+//! which was most of what a transpose into rows that do not start a line
+//! cost over one into rows that do. A box
 //! of [`STREAM_BYTES`] or more, or part of a destination that large
 //! ([`super::copy_box_within`]), is written with non-temporal stores (where
 //! the target has them): its lines are then never read before they are
@@ -345,9 +350,7 @@ impl Tiled<'_> {
 
     /// Copies the tiles of `sweep` from `src` and `dst`, and in the
     /// destination's order the elements `beside` each row of tiles, while
-    /// the lines they share with it and with the neighbouring rows are in
-    /// the caches (a separate pass over them took a fifth of a transpose
-    /// whose rows do not start a line).
+    /// the rows they lie in are fresh.
     ///
     /// # Safety
     /// As [`copy_tiled`], for the tiles and the elements beside them.
