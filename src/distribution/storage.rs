@@ -154,10 +154,12 @@ impl Storage {
     }
 
     /// Elements from the first to one past the last of the `len` (at least
-    /// one) elements from C-order position `start`, in a storage that places
-    /// the box's elements in C order (its axes from the largest stride to the
-    /// smallest, as a [`Storage::window`] in stride order has them).
+    /// one) elements from C-order position `start` of a box that is not
+    /// empty, in a storage that places the box's elements in C order (its
+    /// axes longer than one from the largest stride to the smallest, as a
+    /// [`Storage::window`] in stride order has them).
     pub fn range_span(&self, start: u64, len: u64) -> u64 {
+        debug_assert!(len > 0 && !self.extents.contains(&0));
         let at = |position| self.pieces(position, 1).next().map_or(0, |p| p.offset);
         at(start + len - 1) + 1 - at(start)
     }
@@ -165,9 +167,9 @@ impl Storage {
     /// This box in a buffer of its own that keeps every gap of at most `limit`
     /// elements between consecutive slabs along an axis, and closes the longer
     /// ones: a copy of the box between the two can then take those gaps along
-    /// with the elements around them, in one run. The axes must go from the
-    /// largest stride to the smallest, as for [`Storage::range_span`]; so do
-    /// the result's.
+    /// with the elements around them, in one run. The axes longer than one
+    /// must go from the largest stride to the smallest, as for
+    /// [`Storage::range_span`]; so do the result's.
     pub fn keeping_gaps(&self, limit: u64) -> Storage {
         if self.extents.contains(&0) {
             return Storage::dense(&self.extents);
@@ -552,8 +554,8 @@ mod tests {
 
     #[test]
     fn keeping_gaps_keeps_the_short_gaps_and_closes_the_long_ones() {
-        // A halo'd box: rows 4 apart (gaps of 1), planes 40 apart (gaps of 28
-        // after the 12 elements a plane spans).
+        // A halo'd box: rows 4 apart (gaps of 1), planes 40 apart (gaps of 29
+        // after the 11 elements a plane spans).
         let halo = Storage::new(&[2, 3, 3], &[40, 4, 1], ReshapeSide::Input, 8, 0).unwrap();
         let kept = halo.keeping_gaps(4);
         assert_eq!(kept.strides(), [11, 4, 1]);

@@ -209,7 +209,9 @@ unsafe fn read_runs(
 
 /// The iovecs of one `process_vm_readv`: the runs' ranges in the peer's memory,
 /// joined across short gaps ([`SKIPPED_GAP_BYTES`]), and their ranges in this
-/// rank's, with each joined gap's bytes going to a scratch buffer.
+/// rank's, joined where they follow one another, with each joined gap's bytes
+/// going to a scratch buffer, or between the two runs when the caller allows
+/// it ([`Between::Scratch`]).
 #[cfg(direct_reads)]
 struct Call {
     local: [libc::iovec; IOVECS_PER_CALL],
@@ -272,7 +274,12 @@ impl Call {
             None => {
                 self.remote[self.remotes] = iovec(run.remote as *mut u8, run.len);
                 self.remotes += 1;
-                self.push_local(run.local, run.len);
+                match self.locals.checked_sub(1).map(|last| &mut self.local[last]) {
+                    Some(last) if last.iov_base as usize + last.iov_len == run.local as usize => {
+                        last.iov_len += run.len;
+                    }
+                    _ => self.push_local(run.local, run.len),
+                }
             }
         }
         self.bytes += gap.unwrap_or(0) + run.len;

@@ -25,6 +25,7 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
+use crate::mpi::cross_memory::SKIPPED_GAP_BYTES;
 use crate::mpi::transport::{
     Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun,
     Transport, copy_runs,
@@ -427,7 +428,7 @@ impl Transport for Endpoint<'_> {
         }
     }
 
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun], _between: Between) -> Result<()> {
+    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()> {
         if !self.reads_from(peer) {
             return Err(Error::Internal(format!(
                 "rank {} does not read rank {peer} directly",
@@ -441,7 +442,12 @@ impl Transport for Endpoint<'_> {
             )));
         }
         let mut state = self.network.lock();
-        for run in runs {
+        for (k, run) in runs.iter().enumerate() {
+            if between == Between::Scratch && k > 0 {
+                // SAFETY: the caller's contract: the bytes between two runs are
+                // its scratch under `Between::Scratch`.
+                unsafe { spoil_kept_gap(&runs[k - 1], run) };
+            }
             // SAFETY: the caller's contract: the local bytes are writable, the
             // peer's readable and unchanged until it learns the read is done; the
             // two are different ranks' buffers.
@@ -539,6 +545,26 @@ impl Transport for Endpoint<'_> {
             }
             *request = NULL;
         }
+    }
+}
+
+/// Writes junk where a cross-memory read may put a short gap's bytes
+/// ([`Between::Scratch`]): between `run` and the run before it, when it follows
+/// that run after the same gap of at most [`SKIPPED_GAP_BYTES`] on both sides,
+/// so that a reader that keeps anything there is caught.
+///
+/// # Safety
+/// Those bytes writable (the reader's scratch).
+unsafe fn spoil_kept_gap(before: &ReadRun, run: &ReadRun) {
+    let remote_gap = run.remote.checked_sub(before.remote + before.len);
+    let local_end = before.local.wrapping_add(before.len);
+    let local_gap = (run.local as usize).checked_sub(local_end as usize);
+    match (remote_gap, local_gap) {
+        (Some(gap), Some(local)) if gap == local && gap <= SKIPPED_GAP_BYTES => {
+            // SAFETY: as documented.
+            unsafe { std::ptr::write_bytes(local_end, 0xA5, gap) }
+        }
+        _ => {}
     }
 }
 

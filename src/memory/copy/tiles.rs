@@ -413,7 +413,7 @@ impl Tiled<'_> {
         let (a, b) = (self.a, self.b);
         for i in 0..band {
             let (s, d) = (i * a.src, i * a.dst);
-            for j in 1..=beside.before {
+            for j in (1..=beside.before).rev() {
                 // SAFETY: an element of the band before its first tile.
                 unsafe {
                     copy_element::<N, STREAM>(src.add(s).sub(j * b.src), dst.add(d).sub(j * N))

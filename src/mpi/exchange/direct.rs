@@ -582,13 +582,19 @@ fn joins(last: Option<&mut ReadRun>, run: ReadRun) -> bool {
 /// of the last, where the largest slab of whole inner axes that fits ends: a
 /// chunk of whole slabs is copied out as one box, not as a box and a part.
 fn fitting_len(storage: &Storage, start: u64, left: u64, room: u64) -> u64 {
+    let fits = |len| storage.range_span(start, len) <= room;
     let mut len = left.min(room);
-    loop {
-        let span = storage.range_span(start, len);
-        if span <= room {
-            break;
+    if !fits(len) {
+        // One element fits; `len` does not. The span grows with the length.
+        let (mut fitting, mut too_long) = (1, len);
+        while too_long - fitting > 1 {
+            let middle = fitting + (too_long - fitting) / 2;
+            match fits(middle) {
+                true => fitting = middle,
+                false => too_long = middle,
+            }
         }
-        len = (len * room / span).clamp(1, len - 1);
+        len = fitting;
     }
     if len == left {
         return len;
@@ -809,6 +815,11 @@ mod tests {
         assert_eq!(fitting_len(&kept, 5, 55, 13), 10);
         // Room for less than a row: what fits.
         assert_eq!(fitting_len(&kept, 0, 60, 3), 3);
+        // Rows of 10 with a closed gap, room for one row and a bit: the row
+        // (a proportional guess would have taken half of it).
+        let rows = Storage::new(&[2, 10], &[20, 1], ReshapeSide::Input, 8, 0).unwrap();
+        assert_eq!(fitting_len(&rows.keeping_gaps(0), 0, 20, 11), 10);
+        assert_eq!(fitting_len(&rows.keeping_gaps(0), 0, 20, 9), 9);
         // The last chunk takes what is left.
         assert_eq!(fitting_len(&kept, 40, 20, 60), 20);
         let mut start = 0;
