@@ -258,31 +258,34 @@ impl Call {
             .and_then(|end| run.remote.checked_sub(end))
             .filter(|&gap| gap <= SKIPPED_GAP_BYTES);
         match gap {
-            Some(gap) => {
-                self.remote[self.remotes - 1].iov_len += gap + run.len;
-                let last = &mut self.local[self.locals - 1];
-                let end = last.iov_base as usize + last.iov_len;
-                if between == Between::Scratch && end + gap == run.local as usize {
-                    last.iov_len += gap + run.len;
-                } else {
-                    if gap > 0 {
-                        self.push_local(scratch, gap);
-                    }
-                    self.push_local(run.local, run.len);
-                }
-            }
+            Some(gap) => self.remote[self.remotes - 1].iov_len += gap + run.len,
             None => {
                 self.remote[self.remotes] = iovec(run.remote as *mut u8, run.len);
                 self.remotes += 1;
-                match self.locals.checked_sub(1).map(|last| &mut self.local[last]) {
-                    Some(last) if last.iov_base as usize + last.iov_len == run.local as usize => {
-                        last.iov_len += run.len;
-                    }
-                    _ => self.push_local(run.local, run.len),
-                }
             }
         }
-        self.bytes += gap.unwrap_or(0) + run.len;
+        let inserted = gap.unwrap_or(0);
+        let here = inserted == 0 || between == Between::Scratch;
+        if !(here && self.extend_local(run, inserted)) {
+            if inserted > 0 {
+                self.push_local(scratch, inserted);
+            }
+            self.push_local(run.local, run.len);
+        }
+        self.bytes += inserted + run.len;
+    }
+
+    /// Extends the last local iovec over `gap` bytes and `run` when the run
+    /// starts `gap` bytes after its end; returns whether it did.
+    fn extend_local(&mut self, run: &ReadRun, gap: usize) -> bool {
+        let Some(last) = self.locals.checked_sub(1).map(|last| &mut self.local[last]) else {
+            return false;
+        };
+        let follows = last.iov_base as usize + last.iov_len + gap == run.local as usize;
+        if follows {
+            last.iov_len += gap + run.len;
+        }
+        follows
     }
 
     fn push_local(&mut self, at: *mut u8, len: usize) {

@@ -59,6 +59,11 @@ const RUNS_PER_READ: usize = 1024;
 /// small enough to stay in cache between the two.
 const BOUNCE_BYTES: usize = 256 << 10;
 
+/// The bytes of the bounce buffer for elements of `elem_size` bytes.
+fn bounce_bytes(elem_size: usize) -> usize {
+    BOUNCE_BYTES.max(elem_size)
+}
+
 /// The streams of one rank's plan that move by direct reads, with what their
 /// executions need, allocated when the plan is created.
 pub(super) struct DirectReads<T: Transport> {
@@ -107,11 +112,14 @@ enum ReadFrom {
 
 /// The box a receive stream reads, its axes ordered by the sender's strides
 /// (outermost first), in the sender's input, in this rank's output, and in
-/// the bounce buffer (the sender's storage with only its short gaps kept).
+/// the bounce buffer (the sender's storage with only its short gaps kept); and
+/// the lengths of the chunks it is read in, one bounce each ([`fitting_len`]),
+/// found when the plan is made.
 struct BoxRead {
     remote: Window,
     local: Window,
     bounce: Storage,
+    chunks: Vec<u64>,
 }
 
 /// The direct reads of the execution in flight.
@@ -163,7 +171,7 @@ impl<T: Transport> DirectReads<T> {
                     None => ReadFrom::Runs(runs),
                     Some(inputs) => match stream_box(plan, stream.spec) {
                         Some(one) if receive => {
-                            ReadFrom::Box(one.read(inputs.of(peer), output, plan.elem_size))
+                            ReadFrom::Box(one.read(inputs.of(peer), output, plan)?)
                         }
                         Some(_) => ReadFrom::Runs(runs),
                         None => continue,
@@ -191,7 +199,7 @@ impl<T: Transport> DirectReads<T> {
         let runs = try_vec(if n > 0 { RUNS_PER_READ } else { 0 }, "the read runs", rank)?;
         let bounced = !output.is_dense() || peers.inputs.is_some();
         let bounce_bytes = match bounced && receives > 0 {
-            true => BOUNCE_BYTES.max(plan.elem_size),
+            true => bounce_bytes(plan.elem_size),
             false => 0,
         };
         let mut bounce = try_vec(bounce_bytes, "the direct reads' bounce buffer", rank)?;
@@ -476,14 +484,11 @@ impl<T: Transport> DirectReads<T> {
         let Some(ReadFrom::Box(read)) = stream.runs.as_ref() else {
             unreachable!("read as a box")
         };
-        let total: u64 = read.remote.storage.extents().iter().product();
-        let room = (self.bounce.len() / size) as u64;
         let bounce = self.bounce.as_mut_ptr();
         let remote_at = remote_base + read.remote.offset as usize * size;
         let local_base = output.bases[0].wrapping_add(read.local.offset as usize * size);
         let mut start = 0;
-        while start < total {
-            let len = fitting_len(&read.bounce, start, total - start, room);
+        for &len in &read.chunks {
             let base = read.bounce.range_span(0, start + 1) - 1;
             let bounce_at = bounce.wrapping_sub(base as usize * size);
             self.runs.clear();
@@ -732,7 +737,7 @@ impl StreamBox {
     /// `output`: both windows with the axes in the order of the sender's
     /// strides, those of extent 1 outermost, so that the innermost is the
     /// sender's contiguous axis wherever it has one.
-    fn read(&self, input: &Storage, output: &Storage, elem_size: usize) -> BoxRead {
+    fn read(&self, input: &Storage, output: &Storage, plan: &RankPlan) -> Result<BoxRead> {
         let extents = &self.shared.extents;
         let mut order: Vec<usize> = (0..extents.len()).collect();
         order.sort_by_key(|&k| (extents[k] > 1, std::cmp::Reverse(input.strides()[k])));
@@ -740,12 +745,23 @@ impl StreamBox {
             storage.window(&self.shared.offsets_within(outer), extents, &order)
         };
         let remote = window(input, &self.source);
-        let gap_elems = (SKIPPED_GAP_BYTES / elem_size.max(1)) as u64;
-        BoxRead {
-            bounce: remote.storage.keeping_gaps(gap_elems),
+        let size = plan.elem_size;
+        let bounce = remote
+            .storage
+            .keeping_gaps((SKIPPED_GAP_BYTES / size) as u64);
+        let (total, room) = (self.shared.len(), (bounce_bytes(size) / size) as u64);
+        let (mut chunks, mut start) = (Vec::new(), 0);
+        while start < total {
+            let len = fitting_len(&bounce, start, total - start, room);
+            try_push(&mut chunks, len, "the direct reads' chunks", plan.rank)?;
+            start += len;
+        }
+        Ok(BoxRead {
+            bounce,
             remote,
             local: window(output, &self.target),
-        }
+            chunks,
+        })
     }
 }
 
