@@ -18,7 +18,9 @@
 //! is read by the next, or, in the destination's order, stays in the caches
 //! until the next pass): peeling the source too would leave whole strips to
 //! move element by element. The elements outside the tiles move one by one,
-//! those beside a row of tiles in the destination's order along with it, and
+//! those beside a row of tiles in the destination's order along with it
+//! (their source lines asked for before its tiles, as no prefetcher goes back
+//! to the start of a row of tiles), and
 //! with non-temporal stores when the tiles have them: their part lines, which
 //! another copy (or nothing) completes, are then not read from memory first,
 //! which was most of what a transpose into rows that do not start a line
@@ -383,6 +385,9 @@ impl Tiled<'_> {
             // order the elements beside it; streamed rows start 16-byte units;
             // `K` runs here (the caller's contract).
             unsafe {
+                if sweep.dst_order {
+                    self.prefetch_beside::<N>(beside, band, src.add(s));
+                }
                 K::row(&row, src.add(s), dst.add(d));
                 match (sweep.dst_order, sweep.stream) {
                     (true, true) => {
@@ -395,6 +400,28 @@ impl Tiled<'_> {
                 }
             }
         });
+    }
+
+    /// Asks for the source lines of the elements beside a row of tiles along
+    /// `b` whose first tile reads `src`, in its `band` of destination rows:
+    /// no prefetcher follows a row of tiles back to its start, so each of
+    /// those lines was waited for when its first element was copied.
+    fn prefetch_beside<const N: usize>(&self, beside: Beside, band: usize, src: *const u8) {
+        let row = self.b.src;
+        let (before, after) = (1..=beside.before, beside.along..beside.along + beside.after);
+        let columns = before
+            .map(|j| src.wrapping_sub(j * row))
+            .chain(after.map(|j| src.wrapping_add(j * row)));
+        // A column's elements of the band are contiguous (unit source stride
+        // along `a`): its lines are those of its first byte, every line on,
+        // and its last byte.
+        let bytes = band * N;
+        for column in columns {
+            (0..bytes)
+                .step_by(LINE)
+                .for_each(|at| prefetch(column.wrapping_add(at)));
+            prefetch(column.wrapping_add(bytes - 1));
+        }
     }
 
     /// Copies the elements beside a row of tiles along `b` whose first tile
@@ -473,6 +500,22 @@ struct Tiles {
     beside: bool,
     /// They were stored non-temporally, and so are the elements outside them.
     stream: bool,
+}
+
+/// Asks for the line holding `at` to be brought into the caches, where the
+/// target has a prefetch; a prefetch reads nothing the program sees and never
+/// faults, whatever the address.
+#[inline(always)]
+fn prefetch(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE, in every x86-64; a prefetch has no effect the program
+        // sees and never faults.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 /// Copies one element of `N` bytes, with a non-temporal store when `STREAM`.
