@@ -8,7 +8,9 @@
 //!
 //! An (N, N, N) float64 array (default N = 256) in x-pencils (axis 0 whole) to
 //! y-pencils (axis 1 whole) on the squarest two-axis grid of P. Each time is the
-//! median over `repeat` runs of the max over ranks, each run between barriers:
+//! median over `repeat` rounds of the max over ranks, each run between
+//! barriers; a round runs every case once, in turn, so that the cases compared
+//! share the machine's state of the moment:
 //! - `contiguous`: the library's transpose of C-order boxes;
 //! - `permuted`: the transpose into y-pencils stored y-fastest (then z, then x),
 //!   the FFT axis contiguous, against `contiguous + permute` (the contiguous
@@ -30,7 +32,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 #[path = "common/bench_support.rs"]
 mod support;
 
-use support::{Runs, median, timed};
+use support::{Runs, median, timed_rounds};
 
 /// One side's storage: strides in elements, the first element's position, the
 /// buffer length.
@@ -157,52 +159,23 @@ fn main() {
     let oe: Vec<usize> = ob.extents.iter().map(|&e| e as usize).collect();
     let input = indices(n, &ib.offsets, &ib.extents);
     let want = indices(n, &ob.offsets, &ob.extents);
-    let runs = || Runs { warmup: 2, repeat };
     let y_fastest = [0, 2, 1];
     let dense_out = [oe[1] * oe[2], oe[2], 1];
 
     let contiguous = Plan::from_layouts::<f64, _>(&world, &x, &y).expect("plan");
     let mut out = vec![0.0; want.len()];
-    let t_contiguous = timed(
-        &world,
-        runs(),
-        || {},
-        || contiguous.execute(&input, &mut out).unwrap(),
-    );
-    assert!(out == want, "contiguous output");
 
     let permuted_storage = Storage::new(&oe, &y_fastest, 0);
     let permuted =
         Plan::from_layouts_strided::<f64, _>(&world, &x, None, &y, Some(&permuted_storage.strides))
             .expect("plan");
     let mut permuted_out = vec![0.0; permuted_storage.len];
+    let mut then_permuted_out = vec![0.0; permuted_storage.len];
+    let mut before_permute = vec![0.0; want.len()];
     if std::env::var_os("STRIDED_BENCH_DESCRIBE").is_some() {
         println!("{permuted}\n{contiguous}");
     }
-    let t_permuted = timed(
-        &world,
-        runs(),
-        || {},
-        || permuted.execute(&input, &mut permuted_out).unwrap(),
-    );
-    check(
-        &world,
-        "permuted",
-        &permuted_out,
-        &permuted_storage,
-        &oe,
-        &want,
-    );
     let strides = permuted_storage.strides_usize();
-    let t_then_permute = timed(
-        &world,
-        runs(),
-        || {},
-        || {
-            contiguous.execute(&input, &mut out).unwrap();
-            copy(&oe, (&out, &dense_out), (&mut permuted_out, &strides));
-        },
-    );
 
     let in_halo = Storage::new(&ie, &[0, 1, 2], halo);
     let out_halo = Storage::new(&oe, &y_fastest, halo);
@@ -222,51 +195,74 @@ fn main() {
     )
     .expect("plan");
     let mut halo_out = vec![-1.0; out_halo.len];
-    let t_halo = timed(
+    let mut copied_out = vec![-1.0; out_halo.len];
+    let mut interior = vec![0.0; input.len()];
+    let mut before_copy_in = vec![0.0; want.len()];
+    let (si, so) = (in_halo.strides_usize(), out_halo.strides_usize());
+
+    let times = timed_rounds(
         &world,
-        runs(),
-        || {},
-        || {
+        Runs { warmup: 2, repeat },
+        &mut [
+            &mut || contiguous.execute(&input, &mut out).unwrap(),
+            &mut || permuted.execute(&input, &mut permuted_out).unwrap(),
+            &mut || {
+                contiguous.execute(&input, &mut before_permute).unwrap();
+                copy(
+                    &oe,
+                    (&before_permute, &dense_out),
+                    (&mut then_permuted_out, &strides),
+                );
+            },
             // SAFETY: each pointer is its box's first element with its span after it.
-            unsafe {
+            &mut || unsafe {
                 let src = halo_in[in_halo.first..].as_ptr().cast();
                 let dst = halo_out[out_halo.first..].as_mut_ptr().cast();
                 halo_plan
                     .execute_raw(src, dst, (out_halo.len - out_halo.first) * 8)
                     .unwrap();
-            }
-        },
+            },
+            &mut || {
+                copy(
+                    &ie,
+                    (&halo_in[in_halo.first..], &si),
+                    (&mut interior, &dense_in),
+                );
+                contiguous.execute(&interior, &mut before_copy_in).unwrap();
+                copy(
+                    &oe,
+                    (&before_copy_in, &dense_out),
+                    (&mut copied_out[out_halo.first..], &so),
+                );
+            },
+        ],
     );
-    check(&world, "halo", &halo_out, &out_halo, &oe, &want);
-    let mut interior = vec![0.0; input.len()];
-    let (si, so) = (in_halo.strides_usize(), out_halo.strides_usize());
-    let t_copies = timed(
-        &world,
-        runs(),
-        || {},
-        || {
-            copy(
-                &ie,
-                (&halo_in[in_halo.first..], &si),
-                (&mut interior, &dense_in),
-            );
-            contiguous.execute(&interior, &mut out).unwrap();
-            copy(
-                &oe,
-                (&out, &dense_out),
-                (&mut halo_out[out_halo.first..], &so),
-            );
-        },
-    );
+    assert!(out == want, "contiguous output");
+    let outputs = [
+        ("permuted", &permuted_out, &permuted_storage),
+        (
+            "contiguous + permute",
+            &then_permuted_out,
+            &permuted_storage,
+        ),
+        ("halo", &halo_out, &out_halo),
+        ("copy out + contiguous + copy in", &copied_out, &out_halo),
+    ];
+    for (what, buffer, storage) in outputs {
+        check(&world, what, buffer, storage, &oe, &want);
+    }
+    let [t_contiguous, t_permuted, t_then_permute, t_halo, t_copies] = &times[..] else {
+        unreachable!("five cases timed")
+    };
 
     if rank == 0 {
         let ms = |t: &[f64]| median(t) * 1e3;
         let (c, pm, tp, h, cp) = (
-            ms(&t_contiguous),
-            ms(&t_permuted),
-            ms(&t_then_permute),
-            ms(&t_halo),
-            ms(&t_copies),
+            ms(t_contiguous),
+            ms(t_permuted),
+            ms(t_then_permute),
+            ms(t_halo),
+            ms(t_copies),
         );
         println!(
             "strided_bench: {n}^3 float64, P = {p}, grid {}x{}, halo {halo}, median of {repeat}",

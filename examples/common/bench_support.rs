@@ -86,6 +86,33 @@ pub fn barrier_timed(world: &SimpleCommunicator, f: impl FnOnce()) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
+/// Times each of `cases` once a round, in turn, over `runs.warmup +
+/// runs.repeat` rounds, each run between barriers: on a machine whose speed
+/// drifts from one minute to the next, every case is then timed over the same
+/// stretch of time as the baselines it is compared with. Returns, per case,
+/// the per-round max-over-ranks times, warm-up excluded.
+#[allow(
+    dead_code,
+    reason = "strided_bench.rs times its cases so; bench.rs and grid_bench.rs include this module too"
+)]
+pub fn timed_rounds(
+    world: &SimpleCommunicator,
+    runs: Runs,
+    cases: &mut [&mut dyn FnMut()],
+) -> Vec<Vec<f64>> {
+    let mut local = vec![Vec::with_capacity(runs.repeat); cases.len()];
+    for round in 0..runs.warmup + runs.repeat {
+        for (case, times) in cases.iter_mut().zip(&mut local) {
+            let dt = barrier_timed(world, case);
+            if round >= runs.warmup {
+                times.push(dt);
+            }
+        }
+    }
+    yielding_barrier(world);
+    local.iter().map(|times| max_f64(world, times)).collect()
+}
+
 /// How many runs [`timed`] makes: `warmup` untimed, then `repeat` timed.
 pub struct Runs {
     /// Runs before the timed ones.
