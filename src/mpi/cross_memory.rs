@@ -32,7 +32,7 @@ use mpi::ffi;
 use crate::core::error::{Error, Result};
 use crate::mpi::collective::{allgather_i64, allreduce_i64};
 use crate::mpi::status::check;
-use crate::mpi::transport::{Between, ReadRun};
+use crate::mpi::transport::{Between, ReadRows, ReadRun};
 use crate::mpi::waiting::Waits;
 
 /// Most iovecs on either side of one `process_vm_readv` (Linux's `IOV_MAX`).
@@ -119,20 +119,21 @@ impl NodeReads {
         self.pid_of(rank).is_some()
     }
 
-    /// Reads `runs` from `rank`'s memory, up to [`IOVECS_PER_CALL`] iovecs per
-    /// system call, reading short gaps between them along ([`SKIPPED_GAP_BYTES`]).
+    /// Reads the rows of `runs` from `rank`'s memory, up to [`IOVECS_PER_CALL`]
+    /// iovecs per system call, reading short gaps between them along
+    /// ([`SKIPPED_GAP_BYTES`]).
     ///
     /// # Safety
     /// As [`crate::mpi::transport::Transport::read`].
-    pub unsafe fn read(&self, rank: usize, runs: &[ReadRun], between: Between) -> Result<()> {
+    pub unsafe fn read(&self, rank: usize, runs: &[ReadRows], between: Between) -> Result<()> {
         let pid = self.pid_of(rank).ok_or_else(|| {
             Error::Internal(format!("rank {rank} is not read directly from this rank"))
         })?;
         // SAFETY: forwarded from the caller.
         unsafe { read_runs(pid, runs, between) }.map_err(|errno| {
             Error::Mpi(format!(
-                "process_vm_readv of {} runs from rank {rank} (pid {pid}) failed: {}",
-                runs.len(),
+                "process_vm_readv of {} rows from rank {rank} (pid {pid}) failed: {}",
+                runs.iter().map(|rows| rows.rows).sum::<usize>(),
                 std::io::Error::from_raw_os_error(errno)
             ))
         })
@@ -163,7 +164,7 @@ impl NodeMember {
             len: size_of::<u64>(),
         };
         // SAFETY: `value` is ours and writable; the kernel checks the remote range.
-        let read = unsafe { read_runs(self.peer.pid, &[run], Between::Untouched) };
+        let read = unsafe { read_runs(self.peer.pid, &[ReadRows::one(run)], Between::Untouched) };
         read.is_ok() && value == PROBE
     }
 }
@@ -176,21 +177,45 @@ impl NodeMember {
 #[cfg(direct_reads)]
 unsafe fn read_runs(
     pid: libc::pid_t,
-    runs: &[ReadRun],
+    runs: &[ReadRows],
     between: Between,
 ) -> std::result::Result<(), c_int> {
     let mut scratch = [0u8; SKIPPED_GAP_BYTES];
     let mut call = Call::new();
-    for run in runs {
+    let mut push = |run: &ReadRun| -> std::result::Result<(), c_int> {
         if !call.has_room() {
             // SAFETY: forwarded from the caller; the gaps go to `scratch`, or
             // between the runs when the caller allows it.
             unsafe { call.read(pid) }?;
         }
         call.push(run, scratch.as_mut_ptr(), between);
+        Ok(())
+    };
+    for rows in runs {
+        match spanned(rows, between) {
+            Some(run) => push(&run)?,
+            None => rows.each().try_for_each(|run| push(&run))?,
+        }
     }
     // SAFETY: as above.
     unsafe { call.read(pid) }
+}
+
+/// The rows of `rows` as one run with the gaps between them, when the gaps
+/// may be read along and land here: as long on both sides, at most
+/// [`SKIPPED_GAP_BYTES`], and this rank's scratch (or none). The rows of a
+/// halo'd box then take one iovec a side however many they are.
+#[cfg(direct_reads)]
+fn spanned(rows: &ReadRows, between: Between) -> Option<ReadRun> {
+    let (first, pitch) = (rows.first, rows.pitch);
+    let gap = pitch.remote.checked_sub(first.len)?;
+    let joined = pitch.local == pitch.remote
+        && gap <= SKIPPED_GAP_BYTES
+        && (gap == 0 || between == Between::Scratch);
+    (rows.rows > 1 && joined).then(|| ReadRun {
+        len: (rows.rows - 1) * pitch.remote + first.len,
+        ..first
+    })
 }
 
 /// Without cross-memory attach nothing is read: [`NodeReads::establish`] finds
@@ -201,7 +226,7 @@ unsafe fn read_runs(
 #[cfg(not(direct_reads))]
 unsafe fn read_runs(
     _pid: libc::pid_t,
-    _runs: &[ReadRun],
+    _runs: &[ReadRows],
     _between: Between,
 ) -> std::result::Result<(), c_int> {
     Err(libc::ENOSYS)
@@ -420,6 +445,7 @@ impl NodeComm {
 #[cfg(all(test, direct_reads))]
 mod tests {
     use super::*;
+    use crate::mpi::transport::Pitch;
 
     /// Runs of `len` bytes every `stride` bytes of `source`, read into `target`
     /// one after another.
@@ -431,6 +457,11 @@ mod tests {
                 len,
             })
             .collect()
+    }
+
+    /// Each of `runs` as rows of one.
+    fn single(runs: &[ReadRun]) -> Vec<ReadRows> {
+        runs.iter().copied().map(ReadRows::one).collect()
     }
 
     /// How many remote iovecs `runs` take, in calls of at most
@@ -470,7 +501,8 @@ mod tests {
             };
             assert_eq!(remote_iovecs(&runs), want, "runs of {len} every {stride}");
             // SAFETY: the local runs lie in `target`, the remote ones in `source`.
-            unsafe { read_runs(pid, &runs, Between::Untouched) }.expect("read from this process");
+            unsafe { read_runs(pid, &single(&runs), Between::Untouched) }
+                .expect("read from this process");
             assert!(sentinel.iter().all(|&b| b == 0xEE), "past the runs");
             for (r, row) in target.chunks(len).take(rows_read).enumerate() {
                 assert_eq!(
@@ -501,10 +533,57 @@ mod tests {
         ];
         assert_eq!(remote_iovecs(&runs), 2);
         // SAFETY: as above; getpid only reads this process's id.
-        unsafe { read_runs(libc::getpid(), &runs, Between::Untouched) }
+        unsafe { read_runs(libc::getpid(), &single(&runs), Between::Untouched) }
             .expect("read from this process");
         assert_eq!(&target[..48], &source[4096..4144]);
         assert_eq!(&target[48..], &source[100..148]);
+    }
+
+    #[test]
+    fn rows_are_read_as_one_run_only_where_their_gaps_may_land() {
+        // Rows of 100 bytes every 132 in this process's memory, read as rows
+        // into a target every `pitch` bytes: as one run (the gaps along) when
+        // the gaps are as long here, short and scratch; row by row otherwise.
+        let source: Vec<u8> = (0..8192).map(|i: u32| (i % 251) as u8).collect();
+        let (len, stride, rows) = (100, 132, 40);
+        for (pitch, between, one) in [
+            (132, Between::Scratch, true),
+            (132, Between::Untouched, false),
+            (140, Between::Scratch, false),
+            (100, Between::Untouched, false),
+        ] {
+            let mut target = vec![0xEEu8; pitch * rows + 64];
+            let read = ReadRows::new(
+                ReadRun {
+                    remote: source.as_ptr() as usize,
+                    local: target.as_mut_ptr(),
+                    len,
+                },
+                rows,
+                Pitch {
+                    remote: stride,
+                    local: pitch,
+                },
+            );
+            assert_eq!(
+                spanned(&read, between).is_some(),
+                one,
+                "{pitch}, {between:?}"
+            );
+            // SAFETY: the rows (and, as scratch, the gaps between them) lie in
+            // `target`, the remote ones in `source`.
+            unsafe { read_runs(libc::getpid(), &[read], between) }.expect("read from this process");
+            let last = (rows - 1) * pitch + len;
+            for (at, &byte) in target.iter().enumerate() {
+                let (row, column) = (at / pitch, at % pitch);
+                let want = match (column < len && row < rows, one && at < last) {
+                    (true, _) => source[row * stride + column],
+                    (false, true) => source[at],
+                    (false, false) => 0xEE,
+                };
+                assert_eq!(byte, want, "byte {at}, pitch {pitch}, {between:?}");
+            }
+        }
     }
 
     #[test]
@@ -533,7 +612,8 @@ mod tests {
             assert_eq!((call.locals, call.remotes), (locals, 1), "{between:?}");
             // SAFETY: the local runs (and the gaps between them) lie in
             // `target`, the remote ones in `source`.
-            unsafe { read_runs(libc::getpid(), &runs, between) }.expect("read from this process");
+            unsafe { read_runs(libc::getpid(), &single(&runs), between) }
+                .expect("read from this process");
             let last = (rows - 1) * stride + len;
             for (at, &byte) in target.iter().enumerate() {
                 let in_row = at % stride < len;

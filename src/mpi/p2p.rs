@@ -15,7 +15,7 @@ use crate::mpi::comm::Comm;
 use crate::mpi::datatypes::{IndexedDatatype, with_fields, with_joined};
 use crate::mpi::status::{check, count};
 use crate::mpi::transport::{
-    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun,
+    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRows,
     Transport,
 };
 use crate::mpi::waiting::{Waits, poll_giving_way};
@@ -217,7 +217,7 @@ impl Transport for Comm {
         Comm::control_tags(self, execution)
     }
 
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()> {
+    unsafe fn read(&self, peer: usize, runs: &[ReadRows], between: Between) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { self.node_reads().read(peer, runs, between) }
     }

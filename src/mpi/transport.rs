@@ -182,7 +182,66 @@ pub struct ReadRun {
     pub len: usize,
 }
 
-/// What a direct read may do with the reader's bytes between two of its runs.
+/// Rows read straight from a peer's memory into this rank's: `rows` runs the
+/// size of `first`, each `pitch` bytes on from the one before on both sides
+/// (one run when `rows` is 1). Given as rows rather than run by run, the rows
+/// of a strided box cost the reader nothing each where the transport reads
+/// them as one.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadRows {
+    /// The first row.
+    pub first: ReadRun,
+    /// How many rows, at least 1.
+    pub rows: usize,
+    /// From one row's first byte to the next row's.
+    pub pitch: Pitch,
+}
+
+/// The bytes from one row's first byte to the next row's, in the peer's memory
+/// and in this rank's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pitch {
+    /// In the peer's memory.
+    pub remote: usize,
+    /// In this rank's.
+    pub local: usize,
+}
+
+impl ReadRows {
+    /// One run.
+    pub fn one(run: ReadRun) -> ReadRows {
+        ReadRows {
+            first: run,
+            rows: 1,
+            pitch: Pitch::default(),
+        }
+    }
+
+    /// `rows` rows from `first`, `pitch` apart; one run when they follow one
+    /// another on both sides.
+    pub fn new(first: ReadRun, rows: usize, pitch: Pitch) -> ReadRows {
+        let len = first.len;
+        match pitch.remote == len && pitch.local == len {
+            true => ReadRows::one(ReadRun {
+                len: rows * len,
+                ..first
+            }),
+            false => ReadRows { first, rows, pitch },
+        }
+    }
+
+    /// The rows, in order.
+    pub fn each(&self) -> impl Iterator<Item = ReadRun> + '_ {
+        (0..self.rows).map(|k| ReadRun {
+            remote: self.first.remote + k * self.pitch.remote,
+            local: self.first.local.wrapping_add(k * self.pitch.local),
+            len: self.first.len,
+        })
+    }
+}
+
+/// What a direct read may do with the reader's bytes between two of the runs
+/// (or rows) it reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Between {
     /// Nothing: they belong to others.
@@ -263,17 +322,17 @@ pub trait Transport {
     /// reads.
     fn control_tags(&self, execution: u64) -> ControlTags;
 
-    /// Reads `runs` straight from `peer`'s memory into this rank's: `peer` must be
-    /// one of the ranks this rank reads directly (the exchange is told which when
-    /// it is made). `between` says whether this rank's bytes between two runs may
-    /// be written too.
+    /// Reads the rows of `runs`, in order, straight from `peer`'s memory into
+    /// this rank's: `peer` must be one of the ranks this rank reads directly
+    /// (the exchange is told which when it is made). `between` says whether this
+    /// rank's bytes between two rows may be written too.
     ///
     /// # Safety
-    /// Every run's `local` bytes writable and untouched by anything else during
-    /// the call, and so the bytes between runs when `between` is
-    /// [`Between::Scratch`]; the peer keeps every run's `remote` bytes readable
+    /// Every row's `local` bytes writable and untouched by anything else during
+    /// the call, and so the bytes between rows when `between` is
+    /// [`Between::Scratch`]; the peer keeps every row's `remote` bytes readable
     /// and unchanged until it learns that the read is done.
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()>;
+    unsafe fn read(&self, peer: usize, runs: &[ReadRows], between: Between) -> Result<()>;
 
     /// A list of blocks made ready for messages made of it (MPI: a committed
     /// indexed datatype), made once per plan and kept.

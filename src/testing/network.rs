@@ -27,8 +27,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use crate::core::error::{Error, Result};
 use crate::mpi::cross_memory::SKIPPED_GAP_BYTES;
 use crate::mpi::transport::{
-    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRun,
-    Transport, copy_runs,
+    Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRows,
+    ReadRun, Transport, copy_runs,
 };
 use crate::planning::schedule::Side;
 
@@ -428,7 +428,7 @@ impl Transport for Endpoint<'_> {
         }
     }
 
-    unsafe fn read(&self, peer: usize, runs: &[ReadRun], between: Between) -> Result<()> {
+    unsafe fn read(&self, peer: usize, runs: &[ReadRows], between: Between) -> Result<()> {
         if !self.reads_from(peer) {
             return Err(Error::Internal(format!(
                 "rank {} does not read rank {peer} directly",
@@ -442,17 +442,19 @@ impl Transport for Endpoint<'_> {
             )));
         }
         let mut state = self.network.lock();
-        for (k, run) in runs.iter().enumerate() {
-            if between == Between::Scratch && k > 0 {
-                // SAFETY: the caller's contract: the bytes between two runs are
+        let mut before: Option<ReadRun> = None;
+        for run in runs.iter().flat_map(ReadRows::each) {
+            if let (Between::Scratch, Some(before)) = (between, &before) {
+                // SAFETY: the caller's contract: the bytes between two rows are
                 // its scratch under `Between::Scratch`.
-                unsafe { spoil_kept_gap(&runs[k - 1], run) };
+                unsafe { spoil_kept_gap(before, &run) };
             }
             // SAFETY: the caller's contract: the local bytes are writable, the
             // peer's readable and unchanged until it learns the read is done; the
             // two are different ranks' buffers.
             unsafe { std::ptr::copy_nonoverlapping(run.remote as *const u8, run.local, run.len) };
             state.report.read[self.rank] += run.len as u64;
+            before = Some(run);
         }
         Ok(())
     }

@@ -41,7 +41,7 @@ use crate::distribution::storage::{InputStorages, Piece, Storage, Window};
 use crate::memory::Host;
 use crate::memory::strided::{Copier, Direction, RunAt};
 use crate::mpi::cross_memory::SKIPPED_GAP_BYTES;
-use crate::mpi::transport::{Between, Bytes, Envelope, ReadRun, Transport};
+use crate::mpi::transport::{Between, Bytes, Envelope, Pitch, ReadRows, ReadRun, Transport};
 use crate::planning::messages::MessageLimits;
 use crate::planning::planner::RankPlan;
 use crate::planning::schedule::{ScheduledStream, Side};
@@ -52,7 +52,7 @@ use crate::planning::schedule::{ScheduledStream, Side};
 /// "Direct reads on a crowded node").
 const READ_BYTES_DIVISOR: u64 = 2;
 
-/// Most runs read in one call of [`Transport::read`].
+/// Most runs (or rows of runs) read in one call of [`Transport::read`].
 const RUNS_PER_READ: usize = 1024;
 
 /// Bytes read at a time into a strided output's bounce buffer, then scattered:
@@ -83,8 +83,8 @@ pub(super) struct DirectReads<T: Transport> {
     requests: Vec<T::Request>,
     /// Indices of completed announcements, filled by [`Transport::complete_some`].
     completed: Vec<c_int>,
-    /// The runs of one read.
-    runs: Vec<ReadRun>,
+    /// The runs (or rows of runs) of one read.
+    runs: Vec<ReadRows>,
     /// Where the runs are read before they are scattered into a strided output
     /// (empty when every stream reads straight into the output).
     bounce: Vec<u8>,
@@ -395,10 +395,12 @@ impl<T: Transport> DirectReads<T> {
         let stream = &self.streams[i];
         for chunk in runs.chunks(RUNS_PER_READ) {
             self.runs.clear();
-            self.runs.extend(chunk.iter().map(|run| ReadRun {
-                remote: remote_base + run.source as usize * size,
-                local: output.bases[0].wrapping_add(run.target as usize * size),
-                len: run.len as usize * size,
+            self.runs.extend(chunk.iter().map(|run| {
+                ReadRows::one(ReadRun {
+                    remote: remote_base + run.source as usize * size,
+                    local: output.bases[0].wrapping_add(run.target as usize * size),
+                    len: run.len as usize * size,
+                })
             }));
             // SAFETY: forwarded from the caller: the runs lie in the output, which
             // nothing else writes there, and in the sender's input.
@@ -437,11 +439,11 @@ impl<T: Transport> DirectReads<T> {
             while let Some(run) =
                 pieces.next_if(|r| filled + r.len <= room && self.runs.len() < RUNS_PER_READ)
             {
-                self.runs.push(ReadRun {
+                self.runs.push(ReadRows::one(ReadRun {
                     remote: remote_base + run.source as usize * size,
                     local: bounce.wrapping_add(filled as usize * size),
                     len: run.len as usize * size,
-                });
+                }));
                 (filled, taken) = (filled + run.len, taken + 1);
             }
             // SAFETY: forwarded from the caller: the runs lie in the bounce
@@ -494,24 +496,33 @@ impl<T: Transport> DirectReads<T> {
             self.runs.clear();
             let pieces = read.remote.storage.pieces(start, len);
             for (remote, kept) in pieces.zip(read.bounce.pieces(start, len)) {
-                let by_rows = contiguous_rows(&remote, read.remote.storage.strides());
-                let rows = piece_rows(&remote, read.remote.storage.strides(), by_rows);
-                for (row, at) in rows.zip(piece_rows(&kept, read.bounce.strides(), by_rows)) {
-                    let run = ReadRun {
-                        remote: remote_at + row.start as usize * size,
+                let (remote_strides, kept_strides) =
+                    (read.remote.storage.strides(), read.bounce.strides());
+                let by_rows = contiguous_rows(&remote, remote_strides);
+                let planes = piece_planes(&remote, remote_strides, by_rows);
+                let kept_planes = piece_planes(&kept, kept_strides, by_rows);
+                let rows = planes.rows as usize;
+                let pitch = Pitch {
+                    remote: planes.pitch as usize * size,
+                    local: kept_planes.pitch as usize * size,
+                };
+                for (plane, at) in planes.zip(kept_planes) {
+                    let first = ReadRun {
+                        remote: remote_at + plane.start as usize * size,
                         local: bounce_at.wrapping_add(at.start as usize * size),
-                        len: row.len as usize * size,
+                        len: plane.len as usize * size,
                     };
-                    if joins(self.runs.last_mut(), run) {
+                    let plane = ReadRows::new(first, rows, pitch);
+                    if joins(self.runs.last_mut(), plane) {
                         continue;
                     }
                     if self.runs.len() == RUNS_PER_READ {
-                        // SAFETY: forwarded from the caller: the runs lie in the
+                        // SAFETY: forwarded from the caller: the rows lie in the
                         // bounce buffer and in the sender's input.
                         unsafe { transport.read(stream.peer, &self.runs, Between::Scratch) }?;
                         self.runs.clear();
                     }
-                    self.runs.push(run);
+                    self.runs.push(plane);
                 }
             }
             // SAFETY: as above.
@@ -567,15 +578,17 @@ fn payload_bytes(payload: &mut [u64]) -> Bytes {
     Bytes::contiguous(payload.as_mut_ptr().cast(), size_of_val(payload))
 }
 
-/// Extends `last` by `run` when `run` follows it in both memories; returns
-/// whether it did.
-fn joins(last: Option<&mut ReadRun>, run: ReadRun) -> bool {
+/// Extends `last` by `next` when both are one run and `next` follows `last`
+/// in both memories; returns whether it did.
+fn joins(last: Option<&mut ReadRows>, next: ReadRows) -> bool {
     match last {
         Some(last)
-            if last.remote + last.len == run.remote
-                && last.local.wrapping_add(last.len) == run.local =>
+            if last.rows == 1
+                && next.rows == 1
+                && last.first.remote + last.first.len == next.first.remote
+                && last.first.local.wrapping_add(last.first.len) == next.first.local =>
         {
-            last.len += run.len;
+            last.first.len += next.first.len;
             true
         }
         _ => false,
@@ -622,16 +635,19 @@ fn contiguous_rows(piece: &Piece, strides: &[u64]) -> bool {
     strides[inner] == 1 || piece.extents[inner] == 1
 }
 
-/// A row of a piece: `len` elements from `start`, contiguous in its storage.
+/// The first row of a plane of a piece: `len` elements from `start`,
+/// contiguous in its storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Row {
     start: u64,
     len: u64,
 }
 
-/// The rows of `piece` at `strides`, in its C order: along its last axis when
-/// `by_rows` ([`contiguous_rows`]), else element by element.
-fn piece_rows(piece: &Piece, strides: &[u64], by_rows: bool) -> PieceRows {
+/// The planes of `piece` at `strides`, in its C order: with `by_rows`
+/// ([`contiguous_rows`]) and two axes or more, all its rows at one index of
+/// the axes before its last two, `pitch` elements apart; else one row a plane,
+/// along its last axis when `by_rows`, else one element.
+fn piece_planes(piece: &Piece, strides: &[u64], by_rows: bool) -> PiecePlanes {
     let n = piece.ndims;
     let mut axes = [Axis::default(); MAX_DIMS];
     for k in 0..n {
@@ -640,17 +656,25 @@ fn piece_rows(piece: &Piece, strides: &[u64], by_rows: bool) -> PieceRows {
             stride: strides[k],
         };
     }
-    let (len, dims) = match by_rows {
-        true => (piece.extents[n - 1], n - 1),
-        false => (1, n),
+    let (len, dims, rows, pitch) = match (by_rows, n) {
+        (true, 2..) => (
+            piece.extents[n - 1],
+            n - 2,
+            piece.extents[n - 2],
+            strides[n - 2],
+        ),
+        (true, _) => (piece.extents[n - 1], n - 1, 1, 0),
+        (false, _) => (1, n, 1, 0),
     };
-    PieceRows {
+    PiecePlanes {
         axes,
         dims,
         index: [0; MAX_DIMS],
         at: piece.offset,
         len,
-        left: piece.elements() / len,
+        rows,
+        pitch,
+        left: piece.elements() / (len * rows),
     }
 }
 
@@ -661,23 +685,27 @@ struct Axis {
     stride: u64,
 }
 
-/// The rows of a piece ([`piece_rows`]), each found from the last by one step
-/// along its axes, innermost first (no division per row).
-struct PieceRows {
-    /// The piece's axes; the first `dims` are the ones rows step along.
+/// The planes of a piece ([`piece_planes`]), each found from the last by one
+/// step along its axes, innermost first (no division per plane).
+struct PiecePlanes {
+    /// The piece's axes; the first `dims` are the ones planes step along.
     axes: [Axis; MAX_DIMS],
     dims: usize,
-    /// The next row's index along each of those axes.
+    /// The next plane's index along each of those axes.
     index: [u64; MAX_DIMS],
-    /// The next row's first element.
+    /// The next plane's first element.
     at: u64,
     /// Elements in a row.
     len: u64,
-    /// Rows not yet given.
+    /// Rows in a plane.
+    rows: u64,
+    /// Elements from one row of a plane to the next.
+    pitch: u64,
+    /// Planes not yet given.
     left: u64,
 }
 
-impl Iterator for PieceRows {
+impl Iterator for PiecePlanes {
     type Item = Row;
 
     fn next(&mut self) -> Option<Row> {
@@ -847,7 +875,7 @@ mod tests {
     }
 
     #[test]
-    fn piece_rows_give_every_element_of_the_range_in_order() {
+    fn piece_planes_give_every_element_of_the_range_in_order() {
         let storage = Storage::new(&[3, 4, 5], &[40, 6, 1], ReshapeSide::Input, 8, 0).unwrap();
         let strided = Storage::new(&[3, 4, 5], &[90, 22, 2], ReshapeSide::Input, 8, 0).unwrap();
         for s in [&storage, &strided] {
@@ -856,8 +884,13 @@ mod tests {
                 for piece in s.pieces(start, len) {
                     let by_rows = contiguous_rows(&piece, s.strides());
                     assert_eq!(by_rows, s.strides()[2] == 1 || piece.extents[2] == 1);
-                    for row in piece_rows(&piece, s.strides(), by_rows) {
-                        seen.extend(row.start..row.start + row.len);
+                    let planes = piece_planes(&piece, s.strides(), by_rows);
+                    let (rows, pitch) = (planes.rows, planes.pitch);
+                    for row in planes {
+                        for r in 0..rows {
+                            let start = row.start + r * pitch;
+                            seen.extend(start..start + row.len);
+                        }
                     }
                 }
                 let want: Vec<u64> = (start..start + len).map(|f| address(s, f)).collect();
