@@ -184,9 +184,8 @@ pub struct ReadRun {
 
 /// Rows read straight from a peer's memory into this rank's: `rows` runs the
 /// size of `first`, each `pitch` bytes on from the one before on both sides
-/// (one run when `rows` is 1). Given as rows rather than run by run, the rows
-/// of a strided box cost the reader nothing each where the transport reads
-/// them as one.
+/// (one run when `rows` is 1). Given as rows, a strided box need not be walked
+/// row by row where the transport reads its rows as one run.
 #[derive(Clone, Copy, Debug)]
 pub struct ReadRows {
     /// The first row.
