@@ -21,7 +21,9 @@
 //!   out to a contiguous buffer, the contiguous transpose, the result copied
 //!   back into the y-fastest halo'd buffer).
 //!
-//! Every output is checked element by element against the global indices.
+//! Each case writes buffers of its own (one more output or two for each
+//! baseline), and every output is checked element by element against the
+//! global indices after the rounds.
 
 use distreshape::testing::{BoxCopy, copy_box};
 use distreshape::{Layout, Plan};

@@ -113,7 +113,8 @@ pub fn timed_rounds(
     local.iter().map(|times| max_f64(world, times)).collect()
 }
 
-/// How many runs [`timed`] makes: `warmup` untimed, then `repeat` timed.
+/// How many runs [`timed`] (or rounds [`timed_rounds`]) makes: `warmup`
+/// untimed, then `repeat` timed.
 pub struct Runs {
     /// Runs before the timed ones.
     pub warmup: usize,

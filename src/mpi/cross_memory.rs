@@ -132,8 +132,8 @@ impl NodeReads {
         // SAFETY: forwarded from the caller.
         unsafe { read_runs(pid, runs, between) }.map_err(|errno| {
             Error::Mpi(format!(
-                "process_vm_readv of {} rows from rank {rank} (pid {pid}) failed: {}",
-                runs.iter().map(|rows| rows.rows).sum::<usize>(),
+                "process_vm_readv of {} runs from rank {rank} (pid {pid}) failed: {}",
+                runs.len(),
                 std::io::Error::from_raw_os_error(errno)
             ))
         })
@@ -169,8 +169,9 @@ impl NodeMember {
     }
 }
 
-/// Reads `runs` from process `pid`, as few system calls as the iovecs allow;
-/// returns the error number when one fails or reads less.
+/// Reads the rows of `runs` from process `pid`, those of one [`ReadRows`] as
+/// one run with their gaps where [`spanned`] allows, in as few system calls as
+/// the iovecs allow; returns the error number when one fails or reads less.
 ///
 /// # Safety
 /// As [`NodeReads::read`].

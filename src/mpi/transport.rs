@@ -220,6 +220,10 @@ impl ReadRows {
     /// another on both sides.
     pub fn new(first: ReadRun, rows: usize, pitch: Pitch) -> ReadRows {
         let len = first.len;
+        debug_assert!(
+            rows >= 1 && (rows == 1 || (pitch.remote >= len && pitch.local >= len)),
+            "rows that do not overlap"
+        );
         match pitch.remote == len && pitch.local == len {
             true => ReadRows::one(ReadRun {
                 len: rows * len,

@@ -501,6 +501,7 @@ impl<T: Transport> DirectReads<T> {
                 let by_rows = contiguous_rows(&remote, remote_strides);
                 let planes = piece_planes(&remote, remote_strides, by_rows);
                 let kept_planes = piece_planes(&kept, kept_strides, by_rows);
+                debug_assert_eq!(planes.rows, kept_planes.rows, "one box, two storages");
                 let rows = planes.rows as usize;
                 let pitch = Pitch {
                     remote: planes.pitch as usize * size,
@@ -678,7 +679,7 @@ fn piece_planes(piece: &Piece, strides: &[u64], by_rows: bool) -> PiecePlanes {
     }
 }
 
-/// An axis the rows of a piece step along.
+/// An axis the planes of a piece step along.
 #[derive(Clone, Copy, Debug, Default)]
 struct Axis {
     extent: u64,
@@ -876,14 +877,25 @@ mod tests {
 
     #[test]
     fn piece_planes_give_every_element_of_the_range_in_order() {
-        let storage = Storage::new(&[3, 4, 5], &[40, 6, 1], ReshapeSide::Input, 8, 0).unwrap();
-        let strided = Storage::new(&[3, 4, 5], &[90, 22, 2], ReshapeSide::Input, 8, 0).unwrap();
-        for s in [&storage, &strided] {
+        // Halo'd and strided boxes of 3, 2 and 1 axes, and a last axis of one
+        // element at a stride of 3.
+        let storages = [
+            (vec![3, 4, 5], vec![40, 6, 1]),
+            (vec![3, 4, 5], vec![90, 22, 2]),
+            (vec![6, 10], vec![13, 1]),
+            (vec![6, 10], vec![1, 7]),
+            (vec![60], vec![1]),
+            (vec![60], vec![2]),
+            (vec![20, 3, 1], vec![10, 3, 3]),
+        ];
+        for (extents, strides) in &storages {
+            let s = &Storage::new(extents, strides, ReshapeSide::Input, 8, 0).unwrap();
+            let last = extents.len() - 1;
             for (start, len) in [(0, 60), (7, 1), (3, 29), (13, 40), (59, 1)] {
                 let mut seen = Vec::new();
                 for piece in s.pieces(start, len) {
                     let by_rows = contiguous_rows(&piece, s.strides());
-                    assert_eq!(by_rows, s.strides()[2] == 1 || piece.extents[2] == 1);
+                    assert_eq!(by_rows, strides[last] == 1 || piece.extents[last] == 1);
                     let planes = piece_planes(&piece, s.strides(), by_rows);
                     let (rows, pitch) = (planes.rows, planes.pitch);
                     for row in planes {
