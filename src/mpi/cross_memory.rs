@@ -51,6 +51,18 @@ const IOVECS_PER_CALL: usize = 1024;
 /// gap there, so that one iovec covers both runs on its side as well.
 pub(crate) const SKIPPED_GAP_BYTES: usize = 1024;
 
+/// Whether a read that takes a gap of `remote_gap` bytes of the peer's memory
+/// along may put those bytes in the `local_gap` bytes between two runs here:
+/// the gaps are as long, short ([`SKIPPED_GAP_BYTES`]), and empty or this
+/// rank's scratch. The one rule of every transport that reads gaps along (the
+/// simulated network writes junk wherever it allows).
+#[cfg(any(direct_reads, feature = "testing"))]
+pub(crate) fn gap_lands_here(remote_gap: usize, local_gap: usize, between: Between) -> bool {
+    remote_gap == local_gap
+        && remote_gap <= SKIPPED_GAP_BYTES
+        && (remote_gap == 0 || between == Between::Scratch)
+}
+
 /// The value of the probe word the ranks of a node read from each other.
 static PROBE: u64 = 0x4452_5f52_4541_4431;
 
@@ -209,10 +221,11 @@ unsafe fn read_runs(
 #[cfg(direct_reads)]
 fn spanned(rows: &ReadRows, between: Between) -> Option<ReadRun> {
     let (first, pitch) = (rows.first, rows.pitch);
-    let gap = pitch.remote.checked_sub(first.len)?;
-    let joined = pitch.local == pitch.remote
-        && gap <= SKIPPED_GAP_BYTES
-        && (gap == 0 || between == Between::Scratch);
+    let gaps = (
+        pitch.remote.checked_sub(first.len)?,
+        pitch.local.checked_sub(first.len)?,
+    );
+    let joined = gap_lands_here(gaps.0, gaps.1, between);
     (rows.rows > 1 && joined).then(|| ReadRun {
         len: (rows.rows - 1) * pitch.remote + first.len,
         ..first
@@ -291,8 +304,7 @@ impl Call {
             }
         }
         let inserted = gap.unwrap_or(0);
-        let here = inserted == 0 || between == Between::Scratch;
-        if !(here && self.extend_local(run, inserted)) {
+        if !self.extend_local(run, inserted, between) {
             if inserted > 0 {
                 self.push_local(scratch, inserted);
             }
@@ -301,17 +313,21 @@ impl Call {
         self.bytes += inserted + run.len;
     }
 
-    /// Extends the last local iovec over `gap` bytes and `run` when the run
-    /// starts `gap` bytes after its end; returns whether it did.
-    fn extend_local(&mut self, run: &ReadRun, gap: usize) -> bool {
+    /// Extends the last local iovec over the `gap` bytes the peer's range
+    /// grew by and over `run`, when those bytes may land here
+    /// ([`gap_lands_here`]); returns whether it did.
+    fn extend_local(&mut self, run: &ReadRun, gap: usize, between: Between) -> bool {
         let Some(last) = self.locals.checked_sub(1).map(|last| &mut self.local[last]) else {
             return false;
         };
-        let follows = last.iov_base as usize + last.iov_len + gap == run.local as usize;
-        if follows {
+        let end = last.iov_base as usize + last.iov_len;
+        let lands = (run.local as usize)
+            .checked_sub(end)
+            .is_some_and(|local_gap| gap_lands_here(gap, local_gap, between));
+        if lands {
             last.iov_len += gap + run.len;
         }
-        follows
+        lands
     }
 
     fn push_local(&mut self, at: *mut u8, len: usize) {
@@ -574,6 +590,8 @@ mod tests {
             // SAFETY: the rows (and, as scratch, the gaps between them) lie in
             // `target`, the remote ones in `source`.
             unsafe { read_runs(libc::getpid(), &[read], between) }.expect("read from this process");
+            let unread: Vec<u8> = (0..8192).map(|i: u32| (i % 251) as u8).collect();
+            assert!(source == unread, "the source unchanged");
             let last = (rows - 1) * pitch + len;
             for (at, &byte) in target.iter().enumerate() {
                 let (row, column) = (at / pitch, at % pitch);

@@ -187,6 +187,13 @@ pub struct ReadRun {
 /// (one run when `rows` is 1). Given as rows, a strided box need not be walked
 /// row by row where the transport reads its rows as one run.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(
+    not(any(direct_reads, feature = "testing")),
+    allow(
+        dead_code,
+        reason = "only the transports that read directly look at the rows"
+    )
+)]
 pub struct ReadRows {
     /// The first row.
     pub first: ReadRun,
@@ -234,6 +241,13 @@ impl ReadRows {
     }
 
     /// The rows, in order.
+    #[cfg_attr(
+        not(any(direct_reads, feature = "testing")),
+        allow(
+            dead_code,
+            reason = "only the transports that read directly look at the rows"
+        )
+    )]
     pub fn each(&self) -> impl Iterator<Item = ReadRun> + '_ {
         (0..self.rows).map(|k| ReadRun {
             remote: self.first.remote + k * self.pitch.remote,

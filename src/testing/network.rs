@@ -25,7 +25,7 @@ use std::os::raw::c_int;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::core::error::{Error, Result};
-use crate::mpi::cross_memory::SKIPPED_GAP_BYTES;
+use crate::mpi::cross_memory::gap_lands_here;
 use crate::mpi::transport::{
     Between, Block, Bytes, ControlTags, Envelope, FieldBytes, ListPart, MAX_LIST_PARTS, ReadRows,
     ReadRun, Transport, copy_runs,
@@ -551,9 +551,9 @@ impl Transport for Endpoint<'_> {
 }
 
 /// Writes junk where a cross-memory read may put a short gap's bytes
-/// ([`Between::Scratch`]): between `run` and the run before it, when it follows
-/// that run after the same gap of at most [`SKIPPED_GAP_BYTES`] on both sides,
-/// so that a reader that keeps anything there is caught.
+/// ([`Between::Scratch`]): between `run` and the run before it, when the gap
+/// between them may land there ([`gap_lands_here`]), so that a reader that
+/// keeps anything there is caught.
 ///
 /// # Safety
 /// Those bytes writable (the reader's scratch).
@@ -562,7 +562,7 @@ unsafe fn spoil_kept_gap(before: &ReadRun, run: &ReadRun) {
     let local_end = before.local.wrapping_add(before.len);
     let local_gap = (run.local as usize).checked_sub(local_end as usize);
     match (remote_gap, local_gap) {
-        (Some(gap), Some(local)) if gap == local && gap <= SKIPPED_GAP_BYTES => {
+        (Some(gap), Some(local)) if gap_lands_here(gap, local, Between::Scratch) => {
             // SAFETY: as documented.
             unsafe { std::ptr::write_bytes(local_end, 0xA5, gap) }
         }

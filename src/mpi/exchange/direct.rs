@@ -113,13 +113,22 @@ enum ReadFrom {
 /// The box a receive stream reads, its axes ordered by the sender's strides
 /// (outermost first), in the sender's input, in this rank's output, and in
 /// the bounce buffer (the sender's storage with only its short gaps kept); and
-/// the lengths of the chunks it is read in, one bounce each ([`fitting_len`]),
-/// found when the plan is made.
+/// the chunks it is read in, one bounce each ([`fitting_len`]), found when the
+/// plan is made.
 struct BoxRead {
     remote: Window,
     local: Window,
     bounce: Storage,
-    chunks: Vec<u64>,
+    chunks: Vec<Chunk>,
+}
+
+/// A chunk of a box read: `len` elements in C order from the end of the chunk
+/// before, whose first lies `base` elements into the bounce storage (which
+/// the chunk is read to the start of the bounce buffer from).
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    len: u64,
+    base: u64,
 }
 
 /// The direct reads of the execution in flight.
@@ -490,8 +499,7 @@ impl<T: Transport> DirectReads<T> {
         let remote_at = remote_base + read.remote.offset as usize * size;
         let local_base = output.bases[0].wrapping_add(read.local.offset as usize * size);
         let mut start = 0;
-        for &len in &read.chunks {
-            let base = read.bounce.range_span(0, start + 1) - 1;
+        for &Chunk { len, base } in &read.chunks {
             let bounce_at = bounce.wrapping_sub(base as usize * size);
             self.runs.clear();
             let pieces = read.remote.storage.pieces(start, len);
@@ -782,7 +790,9 @@ impl StreamBox {
         let (mut chunks, mut start) = (Vec::new(), 0);
         while start < total {
             let len = fitting_len(&bounce, start, total - start, room);
-            try_push(&mut chunks, len, "the direct reads' chunks", plan.rank)?;
+            let base = bounce.range_span(0, start + 1) - 1;
+            let chunk = Chunk { len, base };
+            try_push(&mut chunks, chunk, "the direct reads' chunks", plan.rank)?;
             start += len;
         }
         Ok(BoxRead {
