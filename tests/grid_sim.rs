@@ -32,6 +32,10 @@ const CASES: u64 = 4000;
 /// Cases run through every rank's real exchange engine (a thread each).
 const ENGINE_CASES: u64 = 600;
 
+/// Random cases through the real exchange on strided storage: more, so that
+/// every way of reading a strided input directly comes up tens of times.
+const STRIDED_ENGINE_CASES: u64 = 3 * ENGINE_CASES;
+
 /// Random batches run through every rank's real exchange engine.
 const BATCH_CASES: u64 = 400;
 
@@ -447,14 +451,15 @@ fn real_exchange_delivers_random_grid_redistributions() {
 
 /// Every rank's real exchange engine on random grid redistributions (reshapes,
 /// slabs, replication, empty blocks, 1-8 ranks) with each rank's boxes stored at
-/// random strides (any axis order, padding on every axis, or C order): every
-/// output element arrives right, no gap of either buffer is touched, the input
-/// is unchanged, and a rank receives exactly the bytes its plan says (a local
-/// transpose sends nothing), blocking or not, lists kept or cut.
+/// random strides (any axis order, padding on every axis, a step along the
+/// fastest, or C order): every output element arrives right, no gap of either
+/// buffer is touched, the input is unchanged, and a rank receives exactly the
+/// bytes its plan says (a local transpose sends nothing), blocking or not,
+/// lists kept or cut.
 #[test]
 fn real_exchange_delivers_random_redistributions_on_strided_storage() {
-    let (mut rng, mut into_strided, mut from_strided) = (Rng(0x57d1), 0, 0);
-    for case in 0..ENGINE_CASES {
+    let (mut rng, mut into_strided, mut from_strided, mut from_stepped) = (Rng(0x57d1), 0, 0, 0);
+    for case in 0..STRIDED_ENGINE_CASES {
         let c = random_plans(&mut rng, case);
         let p = c.plans.len();
         let dense_inputs = rng.chance(2);
@@ -484,10 +489,12 @@ fn real_exchange_delivers_random_redistributions_on_strided_storage() {
             run_strided_exchange(&strided, limits, &nonblocking, keep, direct_pairs, &context);
         into_strided += counts.into_strided;
         from_strided += counts.from_strided;
+        from_stepped += counts.from_stepped;
     }
     assert!(
-        into_strided > 100 && from_strided > 100,
-        "{into_strided} streams read into strided outputs, {from_strided} from strided inputs"
+        into_strided > 300 && from_strided > 100 && from_stepped > 20,
+        "{into_strided} streams read into strided outputs, {from_strided} from strided \
+         inputs, {from_stepped} from inputs with a step"
     );
 }
 

@@ -18,7 +18,9 @@ pub const SENTINEL: u64 = 0xEEEE_EEEE_EEEE_EEEE;
 pub const SLACK: usize = 3;
 
 /// Random strides for a box of `extents`: `None` (C order without gaps) one time
-/// in four, else a random axis order with up to two elements of padding per axis.
+/// in four, else a random axis order with up to two elements of padding per axis
+/// and, one time in four, a step of 2 along the fastest (a view of every other
+/// element, as of the real parts of a complex array).
 pub fn random_strides(below: &mut dyn FnMut(u64) -> u64, extents: &[u64]) -> Option<Vec<i64>> {
     if below(4) == 0 {
         return None;
@@ -29,7 +31,7 @@ pub fn random_strides(below: &mut dyn FnMut(u64) -> u64, extents: &[u64]) -> Opt
         order.swap(i, below(i as u64 + 1) as usize);
     }
     let mut strides = vec![0i64; n];
-    let mut weight = 1i64;
+    let mut weight = if below(4) == 0 { 2 } else { 1 };
     for &k in order.iter().rev() {
         strides[k] = weight;
         weight *= (extents[k] + below(3)) as i64;
@@ -124,6 +126,8 @@ pub struct DirectCounts {
     pub into_strided: usize,
     /// From a strided input.
     pub from_strided: usize,
+    /// From an input with no contiguous axis (a step along its fastest).
+    pub from_stepped: usize,
 }
 
 /// Runs every rank's real exchange engine out of place on its strided buffers
@@ -134,7 +138,7 @@ pub struct DirectCounts {
 /// them (by every rank's input storage where some input is strided); the
 /// network then sees exactly the bytes of the other streams, plus 8 per
 /// control message. Returns how many streams read directly into strided
-/// outputs and from strided inputs.
+/// outputs, from strided inputs, and from inputs with a step.
 pub fn run_strided_exchange(
     case: &StridedCase<'_>,
     limits: MessageLimits,
@@ -194,6 +198,7 @@ pub fn run_strided_exchange(
     DirectCounts {
         into_strided: count(&|s| !s.output.is_dense()),
         from_strided: count(&|s| !s.input.is_dense()),
+        from_stepped: count(&|s| !s.input.is_dense() && !s.input.strides().contains(&1)),
     }
 }
 

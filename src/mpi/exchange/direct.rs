@@ -654,8 +654,11 @@ struct Row {
 
 /// The planes of `piece` at `strides`, in its C order: with `by_rows`
 /// ([`contiguous_rows`]) and two axes or more, all its rows at one index of
-/// the axes before its last two, `pitch` elements apart; else one row a plane,
-/// along its last axis when `by_rows`, else one element.
+/// the axes before its last two, `pitch` elements apart; with `by_rows` and one
+/// axis, the one row; else the elements along its last axis, as rows of one
+/// element that axis's stride apart (which a read spans, gaps along, where
+/// they are short: the real part of a complex array is not read element by
+/// element).
 fn piece_planes(piece: &Piece, strides: &[u64], by_rows: bool) -> PiecePlanes {
     let n = piece.ndims;
     let mut axes = [Axis::default(); MAX_DIMS];
@@ -673,7 +676,7 @@ fn piece_planes(piece: &Piece, strides: &[u64], by_rows: bool) -> PiecePlanes {
             strides[n - 2],
         ),
         (true, _) => (piece.extents[n - 1], n - 1, 1, 0),
-        (false, _) => (1, n, 1, 0),
+        (false, _) => (1, n - 1, piece.extents[n - 1], strides[n - 1]),
     };
     PiecePlanes {
         axes,
