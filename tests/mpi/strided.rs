@@ -47,6 +47,18 @@ impl Stored {
         Stored::halo(extents, 0)
     }
 
+    /// A box of `extents` in C order with a step of 2 along the last axis (the
+    /// real parts of a complex array).
+    fn stepped(extents: &[u64]) -> Stored {
+        let mut strides = vec![0i64; extents.len()];
+        let mut weight = 2i64;
+        for k in (0..extents.len()).rev() {
+            strides[k] = weight;
+            weight *= extents[k] as i64;
+        }
+        Stored::at(extents, strides, 0, weight as usize)
+    }
+
     /// A box of `extents` with the first axis fastest and the last slowest,
     /// every axis padded by one.
     fn reversed_padded(extents: &[u64]) -> Stored {
@@ -126,14 +138,18 @@ fn layouts(c: &GridCase, rank: usize) -> (Layout, Layout, Vec<u64>, Vec<u64>) {
     (input, output, in_box, out_box)
 }
 
-/// Long runs from dense inputs, and from inputs inside a halo, into outputs
-/// stored first axis fastest and padded: every element and gap checked,
-/// blocking and not. Such a plan reads directly by default where the kernel
-/// allows it (from a halo'd input, each stream's box by the sender's strides),
-/// unless [`DIRECT_READS_VARIABLE`] is `0`.
+/// Long runs from dense inputs, from inputs inside a halo and from inputs with
+/// a step, into outputs stored first axis fastest and padded: every element
+/// and gap checked, blocking and not. Such a plan reads directly by default
+/// where the kernel allows it (from a strided input, each stream's box by the
+/// sender's strides), unless [`DIRECT_READS_VARIABLE`] is `0`.
 fn strided_output_reads_directly(w: &World) {
     let c = long_runs_case(w.size);
-    let inputs: [fn(&[u64]) -> Stored; 2] = [Stored::dense, |extents| Stored::halo(extents, 2)];
+    let inputs: [fn(&[u64]) -> Stored; 3] = [
+        Stored::dense,
+        |extents| Stored::halo(extents, 2),
+        Stored::stepped,
+    ];
     for (input_storage, nonblocking) in inputs.into_iter().flat_map(|i| [(i, false), (i, true)]) {
         let plan = check_case_stored(w, &c, nonblocking, input_storage);
         let reads = plan.to_string().contains("direct reads");
