@@ -679,6 +679,12 @@ mod tests {
                 check(size, &extents, &src, &permuted_at(&extents, &order, to));
             }
             check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
+            // Streamed in the destination's order (source rows less than a
+            // page long): rows 16 bytes past a line, and rows that alternate
+            // between starting 32-byte units and 16 bytes past them.
+            for pad in [3, 4] {
+                check_unpack(size, [8, 67, 2400 / size], pad, 16);
+            }
         }
     }
 
