@@ -9,9 +9,10 @@
 //!   (`stream.rs`) when the box (or the destination it is part of, in
 //!   [`copy_box_within`]) is large and its runs long;
 //! - **a transpose**, when the source's fastest axis is not the destination's:
-//!   of elements of 4, 8 or 16 bytes with both those axes contiguous, in
-//!   line-sized register tiles (`tiles.rs`); else in blocks staged whole through
-//!   a buffer (`staged.rs`), the other axes in an odometer;
+//!   of elements of 4, 8 or 16 bytes, in line-sized tiles (`tiles.rs`), moved
+//!   through registers where both those axes are contiguous and gathered or
+//!   scattered element by element where one has a step; else in blocks staged
+//!   whole through a buffer (`staged.rs`), the other axes in an odometer;
 //! - **strided**, otherwise (no axis fast in both): element by element along the
 //!   destination's fastest axis, the other axes in an odometer.
 //!
@@ -656,6 +657,45 @@ mod tests {
             for start in [0, size] {
                 check_unpack(size, [3, 2 * side + 3, side + 5], 7, start);
                 check_unpack(size, [2, 2 * side + 1, far], 5, start);
+            }
+        }
+    }
+
+    #[test]
+    fn transposes_in_tiles_rows_with_a_step() {
+        for size in [4, 8, 16] {
+            let side = 64 / size;
+            // Steps of 2, 3 and 9 elements in the source's rows, the
+            // destination's, or both; part tiles at every edge, into rows
+            // starting lines or not, in the destination's order and in the
+            // source's.
+            let extents = [3, 2 * side + 3, 3 * side + 5];
+            for (from, to) in [(2, 1), (3, 1), (9, 1), (1, 2), (1, 3), (3, 2)] {
+                let src = Storage {
+                    strides: strides(&extents, &[0, 1, 2], &[0, 0, 0], from),
+                    start: size,
+                };
+                for (order, start) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], 3 * size)] {
+                    let dst = Storage {
+                        strides: strides(&extents, &order, &[0, 0, 0], to),
+                        start,
+                    };
+                    check(size, &extents, &src, &dst);
+                }
+            }
+            // Large enough to stream, in the destination's order, into rows
+            // 16 bytes past a line (streamed), or with a step (not).
+            let extents = [8, 67, 2400 / size];
+            let stepped = Storage {
+                strides: strides(&extents, &[0, 1, 2], &[0, 0, 0], 2),
+                start: 0,
+            };
+            for to in [1, 2] {
+                let dst = Storage {
+                    strides: strides(&extents, &[0, 2, 1], &[0, 3, 0], to),
+                    start: 16,
+                };
+                check(size, &extents, &stepped, &dst);
             }
         }
     }

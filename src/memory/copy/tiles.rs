@@ -1,6 +1,8 @@
-//! The transpose of a plane whose source rows and destination rows are both
-//! contiguous, for elements of 4, 8 or 16 bytes: square tiles of one cache line
-//! a side, each read as rows and written as columns straight from registers.
+//! The transpose of a plane for elements of 4, 8 or 16 bytes: square tiles of
+//! one cache line a side, each read as rows and written as columns straight
+//! from registers where the source's rows and the destination's are both
+//! contiguous, and gathered or scattered element by element where either has
+//! a step (`stepped.rs`).
 //!
 //! The tiles go along one side's rows, every tile of a row of tiles in turn,
 //! the other axes outside in that side's order: along the source's (read as a
@@ -45,6 +47,7 @@
 use super::stream::{STREAM_BYTES, copy_element_streamed, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
+use stepped::{Gather, Scatter};
 
 /// The bytes of a cache line: one side of a tile.
 const LINE: usize = 64;
@@ -64,10 +67,11 @@ const TLB_REACH: usize = 64 * PAGE;
 /// moves when its rows lie in distinct pages.
 const FAR_BURST: usize = 4;
 
-/// Copies the plane of `a` (unit source stride) and `b` (unit destination
-/// stride) at every index of `rest` in tiles, when elements of `size` bytes
-/// have a tile kernel, as part of a destination of `whole` bytes
-/// ([`super::copy_box_within`]). Returns whether it copied.
+/// Copies the plane of `a` (the source's fastest axis) and `b` (the
+/// destination's), either with a step or not, at every index of `rest` in
+/// tiles, when elements of `size` bytes have a tile kernel, as part of a
+/// destination of `whole` bytes ([`super::copy_box_within`]). Returns whether
+/// it copied.
 ///
 /// # Safety
 /// As [`super::copy_box_within`], for the box of `a`, `b` and `rest`.
@@ -79,9 +83,6 @@ pub(super) unsafe fn copy_tiled(
     whole: usize,
 ) -> bool {
     let (a, b) = plane;
-    if a.src != size || b.dst != size {
-        return false;
-    }
     let tiled = Tiled { a, b, rest, whole };
     // SAFETY: forwarded from the caller.
     unsafe { tiled.copy_sized(size, Isa::detected(), src, dst) }
@@ -160,9 +161,11 @@ pub(super) fn for_each_kernel_set(mut f: impl FnMut()) {
 
 /// The box of a tiled transpose.
 struct Tiled<'a> {
-    /// The source's fastest axis, of unit source stride.
+    /// The source's fastest axis (a step where its stride is more than one
+    /// element).
     a: Axis,
-    /// The destination's fastest axis, of unit destination stride.
+    /// The destination's fastest axis (a step where its stride is more than
+    /// one element).
     b: Axis,
     /// The other axes.
     rest: &'a [Axis],
@@ -198,6 +201,15 @@ impl Span {
         }
     }
 
+    /// The span along an axis of `n` elements of `N` bytes whose first tile
+    /// starts at its first element.
+    fn from_first<const N: usize>(n: usize) -> Span {
+        Span {
+            start: 0,
+            count: n / (LINE / N),
+        }
+    }
+
     /// One past the last element in a tile.
     fn end<const N: usize>(self) -> usize {
         self.start + self.count * (LINE / N)
@@ -214,7 +226,14 @@ impl Tiled<'_> {
         // SAFETY: forwarded from the caller; the AVX and wide kernels only
         // where the processor has AVX and AVX-512F.
         unsafe {
+            let (gathered, scattered) = (self.a.src != size, self.b.dst != size);
             match (size, isa) {
+                (4, _) if scattered => self.copy::<4, Scatter<4>>(src, dst),
+                (8, _) if scattered => self.copy::<8, Scatter<8>>(src, dst),
+                (16, _) if scattered => self.copy::<16, Scatter<16>>(src, dst),
+                (4, _) if gathered => self.copy::<4, Gather<4>>(src, dst),
+                (8, _) if gathered => self.copy::<8, Gather<8>>(src, dst),
+                (16, _) if gathered => self.copy::<16, Gather<16>>(src, dst),
                 (4, Isa::Narrow) => self.copy::<4, Tile<4>>(src, dst),
                 (8, Isa::Narrow) => self.copy::<8, Tile<8>>(src, dst),
                 (16, Isa::Narrow) => self.copy::<16, Tile<16>>(src, dst),
@@ -240,13 +259,13 @@ impl Tiled<'_> {
     ///
     /// # Safety
     /// As [`copy_tiled`], and `K` runnable on this processor.
-    unsafe fn copy<const N: usize, K: Kernel>(&self, src: *const u8, dst: *mut u8) {
+    unsafe fn copy<const N: usize, K: RowKernel>(&self, src: *const u8, dst: *mut u8) {
         let (a, b) = (self.a, self.b);
-        let span_a = Span {
-            start: 0,
-            count: a.n / (LINE / N),
+        let span_a = Span::from_first::<N>(a.n);
+        let span_b = match b.dst == N {
+            true => Span::new::<N>(b.n, dst),
+            false => Span::from_first::<N>(b.n),
         };
-        let span_b = Span::new::<N>(b.n, dst);
         // SAFETY: the tiles (with the elements beside them in their bands of
         // destination rows, when they go in the destination's order), then
         // the elements outside them, cover the box once.
@@ -276,7 +295,7 @@ impl Tiled<'_> {
     /// # Safety
     /// As [`copy_tiled`], for the tiles and, in the destination's order, the
     /// elements beside them.
-    unsafe fn copy_tiles<const N: usize, K: Kernel>(
+    unsafe fn copy_tiles<const N: usize, K: RowKernel>(
         &self,
         (span_a, span_b): (Span, Span),
         src: *const u8,
@@ -297,7 +316,7 @@ impl Tiled<'_> {
                 && a.dst.is_multiple_of(unit)
                 && self.rest.iter().all(|axis| axis.dst.is_multiple_of(unit))
         };
-        let lines = large && starts(LINE);
+        let lines = large && self.b.dst == N && starts(LINE);
         let far_source = lines && bytes >= STREAM_BYTES && b.n * b.src >= TLB_REACH;
         let dst_order = !far_source && b.n * b.src < a.n * a.dst;
         let (across, along, far) = if dst_order {
@@ -309,8 +328,14 @@ impl Tiled<'_> {
         // Part lines (rows starting 16-byte units) are completed by the next
         // tile along the same rows only in the destination's order, one tile a
         // visit, and only while few: 8 or 4 rows a tile.
-        let stream =
-            lines || (large && dst_order && burst == 1 && N >= 8 && a.dst < PAGE && starts(STORE));
+        let stream = lines
+            || (large
+                && self.b.dst == N
+                && dst_order
+                && burst == 1
+                && N >= 8
+                && a.dst < PAGE
+                && starts(STORE));
         let whole = across.n / burst;
         let beside = Beside {
             before: span_b.start,
@@ -326,6 +351,7 @@ impl Tiled<'_> {
             burst: (burst, across),
             along,
             dst_order,
+            beside: dst_order && self.b.dst == N,
             stream,
         };
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
@@ -345,18 +371,18 @@ impl Tiled<'_> {
             }
         }
         Tiles {
-            beside: dst_order,
+            beside: sweep.beside,
             stream,
         }
     }
 
-    /// Copies the tiles of `sweep` from `src` and `dst`, and in the
-    /// destination's order the elements `beside` each row of tiles, while
-    /// the rows they lie in are fresh.
+    /// Copies the tiles of `sweep` from `src` and `dst`, and when
+    /// `sweep.beside` the elements `beside` each row of tiles, while the rows
+    /// they lie in are fresh.
     ///
     /// # Safety
     /// As [`copy_tiled`], for the tiles and the elements beside them.
-    unsafe fn sweep<const N: usize, K: Kernel>(
+    unsafe fn sweep<const N: usize, K: RowKernel>(
         &self,
         sweep: Sweep,
         beside: Beside,
@@ -377,6 +403,7 @@ impl Tiled<'_> {
             along: sweep.along,
             burst: sweep.burst,
             rows: (b.src, a.dst),
+            steps: (a.src, b.dst),
             stream: sweep.stream,
         };
         let band = sweep.burst.0 * (LINE / N);
@@ -385,11 +412,11 @@ impl Tiled<'_> {
             // order the elements beside it; streamed rows start 16-byte units;
             // `K` runs here (the caller's contract).
             unsafe {
-                if sweep.dst_order {
+                if sweep.beside {
                     self.prefetch_beside::<N>(beside, band, src.add(s));
                 }
                 K::row(&row, src.add(s), dst.add(d));
-                match (sweep.dst_order, sweep.stream) {
+                match (sweep.beside, sweep.stream) {
                     (true, true) => {
                         self.copy_beside::<N, true>(beside, band, src.add(s), dst.add(d))
                     }
@@ -412,21 +439,21 @@ impl Tiled<'_> {
         let columns = before
             .map(|j| src.wrapping_sub(j * row))
             .chain(after.map(|j| src.wrapping_add(j * row)));
-        // A column's elements of the band are contiguous (unit source stride
-        // along `a`): its lines are those of its first byte, every line on,
-        // and its last byte.
-        let bytes = band * N;
+        // A column's elements of the band lie `a.src` bytes apart: its lines
+        // are those of its first byte and every line on (or every element's,
+        // when they lie a line apart or more), and of its last byte.
+        let bytes = (band - 1) * self.a.src + N;
         for column in columns {
             (0..bytes)
-                .step_by(LINE)
+                .step_by(LINE.max(self.a.src))
                 .for_each(|at| prefetch(column.wrapping_add(at)));
             prefetch(column.wrapping_add(bytes - 1));
         }
     }
 
-    /// Copies the elements beside a row of tiles along `b` whose first tile
-    /// is at `src` and `dst`, in its `band` of destination rows, with
-    /// non-temporal stores when `STREAM`.
+    /// Copies the elements beside a row of tiles along `b` (contiguous in the
+    /// destination) whose first tile is at `src` and `dst`, in its `band` of
+    /// destination rows, with non-temporal stores when `STREAM`.
     ///
     /// # Safety
     /// As [`copy_tiled`], for those elements.
@@ -558,6 +585,9 @@ struct Sweep {
     along: Axis,
     /// Whether the other axes go in the destination's order, else the source's.
     dst_order: bool,
+    /// Whether the elements beside each row of tiles go with it: in the
+    /// destination's order, into contiguous destination rows.
+    beside: bool,
     /// Whether the tiles are stored non-temporally.
     stream: bool,
 }
@@ -571,6 +601,9 @@ struct TileRow {
     burst: (usize, Axis),
     /// The source's and the destination's row strides in bytes.
     rows: (usize, usize),
+    /// The bytes from one element of a source row to the next, and of a
+    /// destination row.
+    steps: (usize, usize),
     /// Whether the tiles are stored non-temporally.
     stream: bool,
 }
@@ -579,32 +612,51 @@ struct TileRow {
 struct Tile<const N: usize>;
 
 /// Copies the tiles of `row`, the first at `src` and `dst`, with `K`'s tile
-/// kernel: inlined into each kernel set's [`Kernel::row`], so that the tile
+/// kernel: inlined into each kernel set's [`RowKernel::row`], so that the tile
 /// kernel is inlined with the instructions it was compiled for.
 ///
 /// # Safety
-/// As [`Kernel::row`].
+/// As [`RowKernel::row`], the source rows contiguous.
 #[inline(always)]
 unsafe fn tiles_of_row<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
-    let (along, (burst, across)) = (row.along, row.burst);
     let (src_row, dst_row) = row.rows;
+    // SAFETY: forwarded from the caller, one tile at a time.
+    unsafe {
+        for_each_tile(row, src, dst, |from, to| {
+            if row.stream {
+                K::stream(from, src_row, to, dst_row);
+            } else {
+                K::copy(from, src_row, to, dst_row);
+            }
+        })
+    }
+}
+
+/// Calls `tile` with the first source and destination element of every tile
+/// of `row`, the first at `src` and `dst`, in the row's order.
+///
+/// # Safety
+/// The tiles of `row` in the buffers at `src` and `dst`.
+#[inline(always)]
+unsafe fn for_each_tile(
+    row: &TileRow,
+    src: *const u8,
+    dst: *mut u8,
+    mut tile: impl FnMut(*const u8, *mut u8),
+) {
+    let (along, (burst, across)) = (row.along, row.burst);
     for t in 0..along.n {
         for g in 0..burst {
             let from = t * along.src + g * across.src;
             let to = t * along.dst + g * across.dst;
-            // SAFETY: one tile of the row (the caller's contract).
-            unsafe {
-                if row.stream {
-                    K::stream(src.add(from), src_row, dst.add(to), dst_row);
-                } else {
-                    K::copy(src.add(from), src_row, dst.add(to), dst_row);
-                }
-            }
+            // SAFETY: one tile of the row, in both buffers (the caller's
+            // contract).
+            unsafe { tile(src.add(from), dst.add(to)) }
         }
     }
 }
 
-/// How a tile moves.
+/// How a tile whose source rows are contiguous moves.
 trait Kernel {
     /// Copies the tile whose source rows start at `src`, `src_row` bytes apart,
     /// into the destination rows from `dst`, `dst_row` bytes apart: element
@@ -621,12 +673,16 @@ trait Kernel {
     /// # Safety
     /// As [`Kernel::copy`], and `dst` and `dst_row` multiples of 16.
     unsafe fn stream(src: *const u8, src_row: usize, dst: *mut u8, dst_row: usize);
+}
 
+/// How a row of tiles moves.
+trait RowKernel {
     /// Copies the tiles of `row`, the first at `src` and `dst`.
     ///
     /// # Safety
-    /// Every tile of `row` as [`Kernel::copy`] requires it (and as
-    /// [`Kernel::stream`] does when `row.stream`); the processor runs the
+    /// Every tile of `row` readable and writable as [`Kernel::copy`] requires
+    /// (the elements of its rows `row.steps` bytes apart), and aligned as
+    /// [`Kernel::stream`] requires when `row.stream`; the processor runs the
     /// kernel's instructions.
     unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8);
 }
@@ -636,7 +692,7 @@ mod sse2 {
     //! The tile kernels with SSE2 (every x86-64 has it): 16-byte loads, the
     //! shuffles of a 2 × 2 (8-byte) or 4 × 4 (4-byte) transpose, 16-byte stores.
 
-    use super::{Kernel, Tile};
+    use super::{Kernel, RowKernel, Tile};
     use std::arch::x86_64::{
         __m128i, _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_stream_si128,
         _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
@@ -648,7 +704,7 @@ mod sse2 {
     /// # Safety
     /// 16 bytes writable at `at`.
     #[inline(always)]
-    unsafe fn store<const STREAM: bool>(at: *mut u8, value: __m128i) {
+    pub(super) unsafe fn store<const STREAM: bool>(at: *mut u8, value: __m128i) {
         // SAFETY: as documented; streamed stores are aligned by the caller.
         unsafe {
             if STREAM {
@@ -664,7 +720,7 @@ mod sse2 {
     /// # Safety
     /// 16 bytes readable at `at`.
     #[inline(always)]
-    unsafe fn load(at: *const u8) -> __m128i {
+    pub(super) unsafe fn load(at: *const u8) -> __m128i {
         // SAFETY: as documented; the load is unaligned.
         unsafe { _mm_loadu_si128(at.cast()) }
     }
@@ -751,7 +807,9 @@ mod sse2 {
                     // SAFETY: forwarded, `dst` and `dr` aligned as required.
                     unsafe { $copy::<true>(src, sr, dst, dr) }
                 }
+            }
 
+            impl RowKernel for Tile<$n> {
                 #[inline(always)]
                 unsafe fn row(row: &super::TileRow, src: *const u8, dst: *mut u8) {
                     // SAFETY: forwarded; SSE2 is in every x86-64.
@@ -783,7 +841,10 @@ impl<const N: usize> Kernel for Tile<N> {
         // SAFETY: forwarded.
         unsafe { Self::copy(src, sr, dst, dr) }
     }
+}
 
+#[cfg(not(target_arch = "x86_64"))]
+impl<const N: usize> RowKernel for Tile<N> {
     #[inline(always)]
     unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
         // SAFETY: forwarded.
@@ -795,3 +856,4 @@ impl<const N: usize> Kernel for Tile<N> {
 mod avx;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod stepped;

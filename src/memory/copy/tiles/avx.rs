@@ -13,7 +13,7 @@ use std::arch::x86_64::{
     _mm256_unpacklo_pd,
 };
 
-use super::{Kernel, Tile, TileRow, tiles_of_row};
+use super::{Kernel, RowKernel, Tile, TileRow, tiles_of_row};
 
 /// The tile of elements of `N` bytes in 32-byte registers.
 pub(super) struct Avx<const N: usize>;
@@ -97,7 +97,7 @@ unsafe fn copy16<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr
 /// inlined with it.
 ///
 /// # Safety
-/// As [`Kernel::row`]; AVX.
+/// As [`RowKernel::row`] (the source rows contiguous); AVX.
 #[target_feature(enable = "avx")]
 unsafe fn row_of<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
     // SAFETY: forwarded.
@@ -128,7 +128,9 @@ macro_rules! kernel {
                     }
                 }
             }
+        }
 
+        impl RowKernel for Avx<$n> {
             unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
                 // SAFETY: forwarded; the caller checked the processor.
                 unsafe { row_of::<Self>(row, src, dst) }

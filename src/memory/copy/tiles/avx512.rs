@@ -15,7 +15,7 @@ use std::arch::x86_64::{
     _mm512_unpacklo_epi64,
 };
 
-use super::{Kernel, LINE, Tile, TileRow, tiles_of_row};
+use super::{Kernel, LINE, RowKernel, Tile, TileRow, tiles_of_row};
 
 /// The tile of elements of `N` bytes (`64 / N` a side) in 64-byte registers.
 pub(super) struct Wide<const N: usize>;
@@ -189,7 +189,7 @@ unsafe fn store_rows<const STREAM: bool>(rows: &Rows, count: usize, dst: *mut u8
 /// kernel is inlined with it.
 ///
 /// # Safety
-/// As [`Kernel::row`]; AVX-512F.
+/// As [`RowKernel::row`] (the source rows contiguous); AVX-512F.
 #[target_feature(enable = "avx512f")]
 unsafe fn row_of<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
     // SAFETY: forwarded.
@@ -221,7 +221,9 @@ macro_rules! kernel {
                     }
                 }
             }
+        }
 
+        impl RowKernel for Wide<$n> {
             unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
                 // SAFETY: forwarded; the caller checked the processor.
                 unsafe { row_of::<Self>(row, src, dst) }
