@@ -8,9 +8,11 @@
 //! For elements of 8 bytes (float64), 16 (complex128) and 4 (float32), in cubes
 //! of side 256 and 128: the time of a `memcpy` of the box into a destination
 //! touched beforehand, then each local transpose (source in C order,
-//! destination in C order of the box's axes permuted) and the copy of the
+//! destination in C order of the box's axes permuted), the copy of the
 //! interior of a C-order array with a halo of 2 on every side into a contiguous
-//! destination, each with its ratio to the `memcpy`. Then the copies a
+//! destination, and the transpose of the last two axes from one field of an
+//! array of 3-element structures (a step of 3) and into one of 2-element
+//! structures (a step of 2), each with its ratio to the `memcpy`. Then the copies a
 //! message's unpack and pack make: 4 messages of (64, 256, 64) elements, each
 //! contiguous, into and out of y-fastest pencils of (64, 64, 1024) (the message
 //! of rank q at y = 256 q), against a `memcpy` of all 4. Every time is the best
@@ -188,6 +190,50 @@ fn bench_cube(n: usize, size: usize) {
         copy.time(&src, &mut dst),
         memcpy,
     );
+    drop(padded);
+    bench_fields(&copy, memcpy, &mut output);
+}
+
+/// Prints the transpose of the last two axes of `copy`'s cube from one field
+/// of an array of 3-element structures into `output`, and from `output` into
+/// one field of an array of 2-element structures.
+fn bench_fields(copy: &Copy, memcpy: f64, output: &mut [u8]) {
+    let (size, extents) = (copy.size, copy.extents);
+    let count: usize = extents.iter().product();
+    let stepped = |step: usize, order: &[usize]| -> Vec<usize> {
+        permuted_strides(extents, order)
+            .iter()
+            .map(|s| s * step)
+            .collect()
+    };
+    let structures = filled(3 * count, size);
+    let (field, transposed) = (
+        stepped(3, &[0, 1, 2]),
+        permuted_strides(extents, &[0, 2, 1]),
+    );
+    let src = Side {
+        bytes: &structures[..],
+        strides: &field,
+    };
+    let mut dst = Side {
+        bytes: &mut output[..],
+        strides: &transposed,
+    };
+    let t = copy.time(&src, &mut dst);
+    report("field of 3 to order [0, 2, 1]", t, memcpy);
+    drop(structures);
+    let mut pairs = vec![0u8; 2 * count * size];
+    let (c_order, field) = (c_strides(extents), stepped(2, &[0, 2, 1]));
+    let src = Side {
+        bytes: &output[..],
+        strides: &c_order,
+    };
+    let mut dst = Side {
+        bytes: &mut pairs[..],
+        strides: &field,
+    };
+    let t = copy.time(&src, &mut dst);
+    report("to order [0, 2, 1], field of 2", t, memcpy);
 }
 
 /// Prints the unpack of 4 messages of (64, 256, 64) elements of `size` bytes
