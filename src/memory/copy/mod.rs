@@ -549,10 +549,28 @@ mod tests {
         })
     }
 
+    /// A random box of tiles: elements of a tile kernel's size, two or three
+    /// axes of up to a few tiles, both storages random.
+    fn tiled_case() -> impl Strategy<Value = (usize, Vec<usize>, Storage, Storage)> {
+        let sizes = prop::sample::select(vec![4usize, 8, 16]);
+        (sizes, prop::collection::vec(1usize..50, 2..=3)).prop_flat_map(|(size, extents)| {
+            let e = extents.clone();
+            (Just(size), Just(extents), storage(e.clone()), storage(e))
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
         #[test]
         fn copies_every_element_and_nothing_else((size, extents, src, dst) in case()) {
+            check(size, &extents, &src, &dst);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn copies_boxes_of_whole_and_part_tiles((size, extents, src, dst) in tiled_case()) {
             check(size, &extents, &src, &dst);
         }
     }
