@@ -189,16 +189,28 @@ pub fn run_strided_exchange(
             assert_eq!(moved, expected, "rank {r}: {}", context());
         }
     }
-    let count = |strided: &dyn Fn(&Storages) -> bool| {
+    // The streams a rank reads land in its output; those it is read in come
+    // from its input.
+    let count = |strided: &dyn Fn(&Storages) -> bool, reads: bool| {
         (exchanges.iter().zip(case.storages))
             .filter(|(_, s)| strided(s))
-            .map(|(e, _)| e.direct_streams().count)
+            .map(|(e, _)| {
+                let direct = e.direct_streams();
+                if reads {
+                    direct.reads
+                } else {
+                    direct.count - direct.reads
+                }
+            })
             .sum()
     };
     DirectCounts {
-        into_strided: count(&|s| !s.output.is_dense()),
-        from_strided: count(&|s| !s.input.is_dense()),
-        from_stepped: count(&|s| !s.input.is_dense() && !s.input.strides().contains(&1)),
+        into_strided: count(&|s| !s.output.is_dense(), true),
+        from_strided: count(&|s| !s.input.is_dense(), false),
+        from_stepped: count(
+            &|s| !s.input.is_dense() && !s.input.strides().contains(&1),
+            false,
+        ),
     }
 }
 

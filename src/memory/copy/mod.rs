@@ -11,7 +11,7 @@
 //! - **a transpose**, when the source's fastest axis is not the destination's:
 //!   of elements of 4, 8 or 16 bytes, in line-sized tiles (`tiles.rs`), moved
 //!   through registers where both those axes are contiguous and gathered or
-//!   scattered element by element where one has a step; else in blocks staged
+//!   scattered element by element where either has a step; else in blocks staged
 //!   whole through a buffer (`staged.rs`), the other axes in an odometer;
 //! - **strided**, otherwise (no axis fast in both): element by element along the
 //!   destination's fastest axis, the other axes in an odometer.
@@ -685,15 +685,15 @@ mod tests {
             let side = 64 / size;
             // Steps of 2, 3 and 9 elements in the source's rows, the
             // destination's, or both; part tiles at every edge, into rows
-            // starting lines or not, in the destination's order and in the
-            // source's.
+            // starting lines or not, in the destination's order (a step of
+            // 2 into C-order rows) and in the source's.
             let extents = [3, 2 * side + 3, 3 * side + 5];
             for (from, to) in [(2, 1), (3, 1), (9, 1), (1, 2), (1, 3), (3, 2)] {
                 let src = Storage {
                     strides: strides(&extents, &[0, 1, 2], &[0, 0, 0], from),
                     start: size,
                 };
-                for (order, start) in [([0, 2, 1], 0), ([2, 1, 0], 0), ([0, 2, 1], 3 * size)] {
+                for (order, start) in [([0, 2, 1], 0), ([2, 0, 1], 0), ([0, 2, 1], 3 * size)] {
                     let dst = Storage {
                         strides: strides(&extents, &order, &[0, 0, 0], to),
                         start,
@@ -701,19 +701,25 @@ mod tests {
                     check(size, &extents, &src, &dst);
                 }
             }
-            // Large enough to stream, in the destination's order, into rows
-            // 16 bytes past a line (streamed), or with a step (not).
-            let extents = [8, 67, 2400 / size];
-            let stepped = Storage {
-                strides: strides(&extents, &[0, 1, 2], &[0, 0, 0], 2),
+            // Large enough to stream, from a step of 2: into rows that start
+            // lines (streamed, in the source's order), into rows 16 bytes
+            // past a line less than a page long (streamed, in the
+            // destination's order), and into rows with a step (not streamed).
+            let stepped = |extents: &[usize]| Storage {
+                strides: strides(extents, &[0, 1, 2], &[0, 0, 0], 2),
                 start: 0,
             };
-            for to in [1, 2] {
+            let cases = [
+                ([8, 67, 2400 / size], 13, 0, 1),
+                ([8, 67, 2000 / size], 71, 16, 1),
+                ([8, 67, 2400 / size], 3, 16, 2),
+            ];
+            for (extents, pad, start, step) in cases {
                 let dst = Storage {
-                    strides: strides(&extents, &[0, 2, 1], &[0, 3, 0], to),
-                    start: 16,
+                    strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], step),
+                    start,
                 };
-                check(size, &extents, &stepped, &dst);
+                check(size, &extents, &stepped(&extents), &dst);
             }
         }
     }
@@ -737,9 +743,10 @@ mod tests {
                 check(size, &extents, &src, &permuted_at(&extents, &order, to));
             }
             check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
-            // Streamed in the destination's order (source rows less than a
-            // page long): rows 16 bytes past a line, and rows that alternate
-            // between starting 32-byte units and 16 bytes past them.
+            // In the destination's order (source rows less than a page long),
+            // streamed for elements of 8 and 16 bytes: rows 16 bytes past a
+            // line, and (8 bytes, pad 3) rows that alternate between starting
+            // 32-byte units and 16 bytes past them.
             for pad in [3, 4] {
                 check_unpack(size, [8, 67, 2400 / size], pad, 16);
             }

@@ -15,22 +15,25 @@
 //! lines in any order. The other side is met a line per row per tile, or,
 //! when its rows lie in distinct pages, [`FAR_BURST`] lines per row (tiles in
 //! bursts), so that a visit to a page moves more than a line. The tiles start
-//! where the destination's rows start a line, so that a tile writes whole
-//! lines, and where the source's rows start (a line read in part by one tile
+//! where the destination's rows start a line when they are contiguous, so that
+//! a tile writes whole lines (rows with a step start them at their first
+//! element), and where the source's rows start (a line read in part by one tile
 //! is read by the next, or, in the destination's order, stays in the caches
 //! until the next pass): peeling the source too would leave whole strips to
 //! move element by element. The elements outside the tiles move one by one,
-//! those beside a row of tiles in the destination's order along with it
-//! (their source lines asked for before its tiles, as no prefetcher goes back
-//! to the start of a row of tiles), and
+//! those beside a row of tiles in the destination's order into contiguous
+//! destination rows along with it (their source lines asked for before its
+//! tiles, as no prefetcher goes back to the start of a row of tiles), and
 //! with non-temporal stores when the tiles have them: their part lines, which
 //! another copy (or nothing) completes, are then not read from memory first,
 //! which was most of what a transpose into rows that do not start a line
 //! cost over one into rows that do. A box
 //! of [`STREAM_BYTES`] or more, or part of a destination that large
-//! ([`super::copy_box_within`]), is written with non-temporal stores (where
-//! the target has them): its lines are then never read before they are
-//! written, and no line of it is evicted and written twice. So it is when
+//! ([`super::copy_box_within`]), into contiguous destination rows, is
+//! written with non-temporal stores (where the target has them): its lines
+//! are then never read before they are written, and no line of it is evicted
+//! and written twice (a destination with a step is written in part lines,
+//! read first whatever the stores). So it is when
 //! every destination row starts a line, each tile then writing whole lines;
 //! or, for elements of 8 or 16 bytes, when the rows start at multiples of
 //! [`STORE`] bytes less than a page apart (a halo'd or padded output) and the
@@ -39,10 +42,11 @@
 //! completes while they are still being combined (the 16 rows of a 4-byte
 //! tile would leave too many).
 //!
-//! The kernels come in three sets, chosen once per copy by what the processor
-//! runs: narrow (16-byte registers, SSE2 on every x86-64; element moves
-//! elsewhere), AVX (32-byte registers, each loaded from two source rows) and
-//! wide (a tile row in one 64-byte register, AVX-512F).
+//! The kernels of contiguous rows come in three sets, chosen once per copy by
+//! what the processor runs: narrow (16-byte registers, SSE2 on every x86-64;
+//! element moves elsewhere), AVX (32-byte registers, each loaded from two
+//! source rows) and wide (a tile row in one 64-byte register, AVX-512F). Rows
+//! with a step take the kernels of `stepped.rs` whatever the set.
 
 use super::stream::{STREAM_BYTES, copy_element_streamed, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
@@ -267,8 +271,9 @@ impl Tiled<'_> {
             false => Span::from_first::<N>(b.n),
         };
         // SAFETY: the tiles (with the elements beside them in their bands of
-        // destination rows, when they go in the destination's order), then
-        // the elements outside them, cover the box once.
+        // destination rows, when they go in the destination's order into
+        // contiguous rows), then the elements outside them, cover the box
+        // once.
         unsafe {
             let mut tiled = Tiles::default();
             if span_a.count > 0 && span_b.count > 0 {
@@ -288,12 +293,12 @@ impl Tiled<'_> {
     }
 
     /// Copies the tiles of the box, the first at `src` and `dst`; in the
-    /// destination's order, also the elements beside them along `b` (before
-    /// and after them in each band of destination rows). A fence must follow
-    /// when they were streamed.
+    /// destination's order into contiguous destination rows, also the
+    /// elements beside them along `b` (before and after them in each band of
+    /// destination rows). A fence must follow when they were streamed.
     ///
     /// # Safety
-    /// As [`copy_tiled`], for the tiles and, in the destination's order, the
+    /// As [`copy_tiled`], for the tiles and, when they go with them, the
     /// elements beside them.
     unsafe fn copy_tiles<const N: usize, K: RowKernel>(
         &self,
@@ -325,9 +330,10 @@ impl Tiled<'_> {
             (tiles_b, tiles_a, a.dst)
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
-        // Part lines (rows starting 16-byte units) are completed by the next
-        // tile along the same rows only in the destination's order, one tile a
-        // visit, and only while few: 8 or 4 rows a tile.
+        // Only contiguous destination rows are streamed. Part lines (rows
+        // starting 16-byte units) are completed by the next tile along the
+        // same rows only in the destination's order, one tile a visit, and
+        // only while few: 8 or 4 rows a tile.
         let stream = lines
             || (large
                 && self.b.dst == N
@@ -408,9 +414,9 @@ impl Tiled<'_> {
         };
         let band = sweep.burst.0 * (LINE / N);
         for_each_offset(outer, |s, d| {
-            // SAFETY: a row of tiles of the box, and in the destination's
-            // order the elements beside it; streamed rows start 16-byte units;
-            // `K` runs here (the caller's contract).
+            // SAFETY: a row of tiles of the box, and with `sweep.beside` the
+            // elements beside it; streamed rows start 16-byte units; `K` runs
+            // here (the caller's contract).
             unsafe {
                 if sweep.beside {
                     self.prefetch_beside::<N>(beside, band, src.add(s));
@@ -616,7 +622,8 @@ struct Tile<const N: usize>;
 /// kernel is inlined with the instructions it was compiled for.
 ///
 /// # Safety
-/// As [`RowKernel::row`], the source rows contiguous.
+/// As [`RowKernel::row`], the rows of both sides contiguous (`row.steps` the
+/// element size).
 #[inline(always)]
 unsafe fn tiles_of_row<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
     let (src_row, dst_row) = row.rows;
@@ -656,7 +663,7 @@ unsafe fn for_each_tile(
     }
 }
 
-/// How a tile whose source rows are contiguous moves.
+/// How a tile whose source rows and destination rows are contiguous moves.
 trait Kernel {
     /// Copies the tile whose source rows start at `src`, `src_row` bytes apart,
     /// into the destination rows from `dst`, `dst_row` bytes apart: element

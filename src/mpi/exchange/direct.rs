@@ -638,7 +638,7 @@ fn fitting_len(storage: &Storage, start: u64, left: u64, room: u64) -> u64 {
 }
 
 /// Whether the rows of `piece` at `strides` run along its last axis (which is
-/// contiguous or of extent 1), rather than element by element.
+/// contiguous or of extent 1), rather than as rows of one element along it.
 fn contiguous_rows(piece: &Piece, strides: &[u64]) -> bool {
     let inner = piece.ndims - 1;
     strides[inner] == 1 || piece.extents[inner] == 1

@@ -97,7 +97,7 @@ unsafe fn copy16<const STREAM: bool>(src: *const u8, sr: usize, dst: *mut u8, dr
 /// inlined with it.
 ///
 /// # Safety
-/// As [`RowKernel::row`] (the source rows contiguous); AVX.
+/// As [`RowKernel::row`] (the rows of both sides contiguous); AVX.
 #[target_feature(enable = "avx")]
 unsafe fn row_of<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
     // SAFETY: forwarded.

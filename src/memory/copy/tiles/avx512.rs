@@ -189,7 +189,7 @@ unsafe fn store_rows<const STREAM: bool>(rows: &Rows, count: usize, dst: *mut u8
 /// kernel is inlined with it.
 ///
 /// # Safety
-/// As [`RowKernel::row`] (the source rows contiguous); AVX-512F.
+/// As [`RowKernel::row`] (the rows of both sides contiguous); AVX-512F.
 #[target_feature(enable = "avx512f")]
 unsafe fn row_of<K: Kernel>(row: &TileRow, src: *const u8, dst: *mut u8) {
     // SAFETY: forwarded.
