@@ -110,11 +110,16 @@ impl Copy<'_> {
         }
     }
 
-    /// Times the copy, after checking it once.
-    fn time(&self, src: &Side<&[u8]>, dst: &mut Side<&mut [u8]>) -> f64 {
-        self.run(src, dst);
-        self.verify(src, dst);
-        best_of(|| self.run(src, dst))
+    /// Times the copy from `src` to `dst` at their strides, after checking it
+    /// once.
+    fn time(&self, src: (&[u8], &[usize]), dst: (&mut [u8], &[usize])) -> f64 {
+        let (bytes, strides) = src;
+        let src = Side { bytes, strides };
+        let (bytes, strides) = dst;
+        let mut dst = Side { bytes, strides };
+        self.run(&src, &mut dst);
+        self.verify(&src, &dst);
+        best_of(|| self.run(&src, &mut dst))
     }
 }
 
@@ -149,10 +154,6 @@ fn bench_cube(n: usize, size: usize) {
         extents: &extents,
     };
     let c_order = c_strides(&extents);
-    let src = Side {
-        bytes: &input[..],
-        strides: &c_order,
-    };
     for order in [
         [0, 1, 2],
         [0, 2, 1],
@@ -162,34 +163,16 @@ fn bench_cube(n: usize, size: usize) {
         [2, 1, 0],
     ] {
         let strides = permuted_strides(&extents, &order);
-        let mut dst = Side {
-            bytes: &mut output[..],
-            strides: &strides,
-        };
-        report(
-            &format!("to order {order:?}"),
-            copy.time(&src, &mut dst),
-            memcpy,
-        );
+        let t = copy.time((&input, &c_order), (&mut output, &strides));
+        report(&format!("to order {order:?}"), t, memcpy);
     }
     drop(input);
     let halo = [n + 4, n + 4, n + 4];
     let padded = filled(halo.iter().product(), size);
     let strides = c_strides(&halo);
     let interior = 2 * (strides[0] + strides[1] + strides[2]) * size;
-    let src = Side {
-        bytes: &padded[interior..],
-        strides: &strides,
-    };
-    let mut dst = Side {
-        bytes: &mut output[..],
-        strides: &c_order,
-    };
-    report(
-        "halo 2 interior to contiguous",
-        copy.time(&src, &mut dst),
-        memcpy,
-    );
+    let t = copy.time((&padded[interior..], &strides), (&mut output, &c_order));
+    report("halo 2 interior to contiguous", t, memcpy);
     drop(padded);
     bench_fields(&copy, memcpy, &mut output);
 }
@@ -211,28 +194,12 @@ fn bench_fields(copy: &Copy, memcpy: f64, output: &mut [u8]) {
         stepped(3, &[0, 1, 2]),
         permuted_strides(extents, &[0, 2, 1]),
     );
-    let src = Side {
-        bytes: &structures[..],
-        strides: &field,
-    };
-    let mut dst = Side {
-        bytes: &mut output[..],
-        strides: &transposed,
-    };
-    let t = copy.time(&src, &mut dst);
+    let t = copy.time((&structures, &field), (output, &transposed));
     report("field of 3 to order [0, 2, 1]", t, memcpy);
     drop(structures);
     let mut pairs = vec![0u8; 2 * count * size];
     let (c_order, field) = (c_strides(extents), stepped(2, &[0, 2, 1]));
-    let src = Side {
-        bytes: &output[..],
-        strides: &c_order,
-    };
-    let mut dst = Side {
-        bytes: &mut pairs[..],
-        strides: &field,
-    };
-    let t = copy.time(&src, &mut dst);
+    let t = copy.time((output, &c_order), (&mut pairs, &field));
     report("to order [0, 2, 1], field of 2", t, memcpy);
 }
 
