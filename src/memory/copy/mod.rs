@@ -725,6 +725,29 @@ mod tests {
     }
 
     #[test]
+    fn copies_the_elements_beside_the_tiles_in_blocks() {
+        // Destination rows whose lengths are multiples of 16 bytes, each
+        // starting every element position of a 16-byte unit: the elements
+        // beside the tiles in 16-byte blocks after a lead of single elements,
+        // with single elements after; small (not streamed) and part of a large
+        // destination (streamed).
+        for size in [4, 8] {
+            let (side, block) = (64 / size, 16 / size);
+            let extents = [3, 2 * side + 5, 3 * side + 7];
+            let pad = block - extents[1] % block;
+            let src = permuted_at(&extents, &[0, 1, 2], size);
+            for start in (0..16).step_by(size) {
+                let dst = Storage {
+                    strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], 1),
+                    start,
+                };
+                check(size, &extents, &src, &dst);
+                check_within(size, &extents, (&src, &dst), 1 << 20);
+            }
+        }
+    }
+
+    #[test]
     fn streams_the_tiles_of_a_box_larger_than_the_caches() {
         // 1 MiB boxes or more: destination rows starting lines (streamed), or
         // 16 bytes past them (streamed in 16-byte stores, as a halo of two

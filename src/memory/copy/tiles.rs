@@ -21,9 +21,11 @@
 //! is read by the next, or, in the destination's order, stays in the caches
 //! until the next pass): peeling the source too would leave whole strips to
 //! move element by element. The elements outside the tiles move one by one,
-//! those beside a row of tiles in the destination's order into contiguous
-//! destination rows along with it (their source lines asked for before its
-//! tiles, as no prefetcher goes back to the start of a row of tiles), and
+//! except those beside a row of tiles in the destination's order into
+//! contiguous destination rows: they go along with it (their source lines
+//! asked for before its tiles, as no prefetcher goes back to the start of a
+//! row of tiles), in 16-byte blocks of each destination row where the rows
+//! keep 16-byte units and the source's rows are contiguous, and
 //! with non-temporal stores when the tiles have them: their part lines, which
 //! another copy (or nothing) completes, are then not read from memory first,
 //! which was most of what a transpose into rows that do not start a line
@@ -471,18 +473,24 @@ impl Tiled<'_> {
         dst: *mut u8,
     ) {
         let (a, b) = (self.a, self.b);
-        for i in 0..band {
-            let (s, d) = (i * a.src, i * a.dst);
-            for j in (1..=beside.before).rev() {
-                // SAFETY: an element of the band before its first tile.
-                unsafe {
-                    copy_element::<N, STREAM>(src.add(s).sub(j * b.src), dst.add(d).sub(j * N))
-                }
-            }
-            for j in beside.along..beside.along + beside.after {
-                // SAFETY: an element of the band after its last tile.
-                unsafe { copy_element::<N, STREAM>(src.add(s + j * b.src), dst.add(d + j * N)) }
-            }
+        let strips = [
+            (beside.before, src.wrapping_sub(beside.before * b.src)),
+            (beside.after, src.wrapping_add(beside.along * b.src)),
+        ];
+        let columns = [
+            dst.wrapping_sub(beside.before * N),
+            dst.wrapping_add(beside.along * N),
+        ];
+        for ((columns, src), dst) in strips.into_iter().zip(columns) {
+            let strip = Strip {
+                rows: band,
+                columns,
+                src: (a.src, b.src),
+                dst_row: a.dst,
+            };
+            // SAFETY: the elements before the row's first tile, then those
+            // after its last, in the band (the caller's contract).
+            unsafe { strip.copy::<N, STREAM>(src, dst) }
         }
     }
 
@@ -576,6 +584,70 @@ struct Beside {
     after: usize,
     /// From the first tile's start to the last tile's end.
     along: usize,
+}
+
+/// A strip beside a row of tiles: `columns` consecutive elements of each of
+/// `rows` contiguous destination rows, `dst_row` bytes apart; element `j` of
+/// row `i` comes from `i * src.0 + j * src.1` bytes into the source.
+#[derive(Clone, Copy)]
+struct Strip {
+    /// The destination rows.
+    rows: usize,
+    /// The elements of each.
+    columns: usize,
+    /// The source's bytes from one row's element to the next row's, and from
+    /// one column to the next.
+    src: (usize, usize),
+    /// The bytes from one destination row to the next.
+    dst_row: usize,
+}
+
+impl Strip {
+    /// Copies the strip from `src` into `dst`, its first element, with
+    /// non-temporal stores when `STREAM`: in blocks of 16 bytes a destination
+    /// row where the rows are many 16 bytes can hold, each block read whole
+    /// (the source's rows contiguous along the band) and its destination row
+    /// stores 16-byte aligned; the rest element by element.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the strip's elements; when `STREAM`, `dst_row`
+    /// a multiple of 16.
+    #[inline(always)]
+    unsafe fn copy<const N: usize, const STREAM: bool>(self, src: *const u8, dst: *mut u8) {
+        let block = 16 / N;
+        let blocked = cfg!(target_arch = "x86_64")
+            && matches!(N, 4 | 8)
+            && self.src.0 == N
+            && self.rows.is_multiple_of(block)
+            && (dst as usize).is_multiple_of(N)
+            && self.dst_row.is_multiple_of(16);
+        let lead = match blocked {
+            true => ((16 - dst as usize % 16) % 16 / N).min(self.columns),
+            false => self.columns,
+        };
+        let blocks = (self.columns - lead) / block;
+        let tail = lead + blocks * block;
+        let step = if blocked { block } else { 1 };
+        for i in (0..self.rows).step_by(step) {
+            for j in (0..lead).chain(tail..self.columns) {
+                for k in i..i + step {
+                    let (from, to) = (k * self.src.0 + j * self.src.1, k * self.dst_row + j * N);
+                    // SAFETY: an element of the strip.
+                    unsafe { copy_element::<N, STREAM>(src.add(from), dst.add(to)) }
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            for j in (lead..tail).step_by(block) {
+                let (s, d) = (i * self.src.0 + j * self.src.1, i * self.dst_row + j * N);
+                // SAFETY: 16 bytes of each of the strip's destination rows
+                // from row i at column j (16-byte aligned: the lead), from 16
+                // bytes of the source at each of its columns from j.
+                unsafe {
+                    sse2::block::<N, STREAM>(src.add(s), self.src.1, dst.add(d), self.dst_row)
+                }
+            }
+        }
+    }
 }
 
 /// The order of a box's tiles: every tile along `along` (innermost), in
@@ -746,6 +818,51 @@ mod sse2 {
         }
     }
 
+    /// The block of 16 bytes from each of `16 / N` source rows from `src`,
+    /// `sr` bytes apart, into as many destination rows from `dst`, `dr` bytes
+    /// apart (a 2 × 2 transpose of 8-byte elements, 4 × 4 of 4-byte ones).
+    ///
+    /// # Safety
+    /// As [`Kernel::copy`], for the block; `N` is 4 or 8.
+    #[inline(always)]
+    pub(super) unsafe fn block<const N: usize, const STREAM: bool>(
+        src: *const u8,
+        sr: usize,
+        dst: *mut u8,
+        dr: usize,
+    ) {
+        // SAFETY: as documented.
+        unsafe {
+            if N == 8 {
+                let (r0, r1) = (load(src), load(src.add(sr)));
+                store::<STREAM>(dst, _mm_unpacklo_epi64(r0, r1));
+                store::<STREAM>(dst.add(dr), _mm_unpackhi_epi64(r0, r1));
+            } else {
+                let rows = transpose4([0, 1, 2, 3].map(|k| load(src.add(k * sr))));
+                for (k, row) in rows.into_iter().enumerate() {
+                    store::<STREAM>(dst.add(k * dr), row);
+                }
+            }
+        }
+    }
+
+    /// The 4 × 4 transpose of 4-byte elements: register `k` of the result
+    /// holds element `k` of each of `rows`.
+    #[inline(always)]
+    fn transpose4([r0, r1, r2, r3]: [__m128i; 4]) -> [__m128i; 4] {
+        // SAFETY: SSE2, in every x86-64.
+        unsafe {
+            let (low01, low23) = (_mm_unpacklo_epi32(r0, r1), _mm_unpacklo_epi32(r2, r3));
+            let (high01, high23) = (_mm_unpackhi_epi32(r0, r1), _mm_unpackhi_epi32(r2, r3));
+            [
+                _mm_unpacklo_epi64(low01, low23),
+                _mm_unpackhi_epi64(low01, low23),
+                _mm_unpacklo_epi64(high01, high23),
+                _mm_unpackhi_epi64(high01, high23),
+            ]
+        }
+    }
+
     /// The 8 × 8 tile of 8-byte elements, in 2 × 2 blocks, two destination
     /// rows at a time.
     ///
@@ -757,12 +874,7 @@ mod sse2 {
             for i in (0..8).step_by(2) {
                 // SAFETY: the block of source rows i, i + 1 and columns j, j + 1.
                 unsafe {
-                    let (r0, r1) = (
-                        load(src.add(i * sr + 8 * j)),
-                        load(src.add((i + 1) * sr + 8 * j)),
-                    );
-                    store::<STREAM>(dst.add(j * dr + 8 * i), _mm_unpacklo_epi64(r0, r1));
-                    store::<STREAM>(dst.add((j + 1) * dr + 8 * i), _mm_unpackhi_epi64(r0, r1));
+                    block::<8, STREAM>(src.add(i * sr + 8 * j), sr, dst.add(j * dr + 8 * i), dr)
                 }
             }
         }
@@ -781,14 +893,11 @@ mod sse2 {
             for j in (0..16).step_by(4) {
                 let mut rows = [[_mm_setzero_si128(); 4]; 4];
                 for (block, i) in (0..16).step_by(4).enumerate() {
-                    let [r0, r1, r2, r3] =
-                        [0, 1, 2, 3].map(|k| load(src.add((i + k) * sr + 4 * j)));
-                    let (low01, low23) = (_mm_unpacklo_epi32(r0, r1), _mm_unpacklo_epi32(r2, r3));
-                    let (high01, high23) = (_mm_unpackhi_epi32(r0, r1), _mm_unpackhi_epi32(r2, r3));
-                    rows[0][block] = _mm_unpacklo_epi64(low01, low23);
-                    rows[1][block] = _mm_unpackhi_epi64(low01, low23);
-                    rows[2][block] = _mm_unpacklo_epi64(high01, high23);
-                    rows[3][block] = _mm_unpackhi_epi64(high01, high23);
+                    let columns =
+                        transpose4([0, 1, 2, 3].map(|k| load(src.add((i + k) * sr + 4 * j))));
+                    for (k, column) in columns.into_iter().enumerate() {
+                        rows[k][block] = column;
+                    }
                 }
                 for (k, row) in rows.iter().enumerate() {
                     for (block, &value) in row.iter().enumerate() {
