@@ -253,10 +253,8 @@ unsafe fn read_runs(
 /// it ([`Between::Scratch`]).
 #[cfg(direct_reads)]
 struct Call {
-    local: [libc::iovec; IOVECS_PER_CALL],
-    remote: [libc::iovec; IOVECS_PER_CALL],
-    locals: usize,
-    remotes: usize,
+    local: Iovecs,
+    remote: Iovecs,
     /// The bytes the remote iovecs cover.
     bytes: usize,
 }
@@ -264,15 +262,9 @@ struct Call {
 #[cfg(direct_reads)]
 impl Call {
     fn new() -> Call {
-        let empty = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
         Call {
-            local: [empty; IOVECS_PER_CALL],
-            remote: [empty; IOVECS_PER_CALL],
-            locals: 0,
-            remotes: 0,
+            local: Iovecs::new(),
+            remote: Iovecs::new(),
             bytes: 0,
         }
     }
@@ -280,7 +272,7 @@ impl Call {
     /// True when one more run fits: a gap's iovec and its own on this side, one
     /// on the peer's.
     fn has_room(&self) -> bool {
-        self.locals + 2 <= IOVECS_PER_CALL && self.remotes < IOVECS_PER_CALL
+        self.local.len + 2 <= IOVECS_PER_CALL && self.remote.len < IOVECS_PER_CALL
     }
 
     /// Adds `run`; when it starts at most [`SKIPPED_GAP_BYTES`] after the last
@@ -289,26 +281,24 @@ impl Call {
     /// run follows the last after the same gap here, between the two (this
     /// side's range grows too).
     fn push(&mut self, run: &ReadRun, scratch: *mut u8, between: Between) {
-        let end = self.remotes.checked_sub(1).map(|last| {
-            let last = &self.remote[last];
-            last.iov_base as usize + last.iov_len
-        });
-        let gap = end
-            .and_then(|end| run.remote.checked_sub(end))
+        let gap = self
+            .remote
+            .last_mut()
+            .and_then(|last| {
+                run.remote
+                    .checked_sub(last.iov_base as usize + last.iov_len)
+            })
             .filter(|&gap| gap <= SKIPPED_GAP_BYTES);
-        match gap {
-            Some(gap) => self.remote[self.remotes - 1].iov_len += gap + run.len,
-            None => {
-                self.remote[self.remotes] = iovec(run.remote as *mut u8, run.len);
-                self.remotes += 1;
-            }
+        match (gap, self.remote.last_mut()) {
+            (Some(gap), Some(last)) => last.iov_len += gap + run.len,
+            _ => self.remote.push(iovec(run.remote as *mut u8, run.len)),
         }
         let inserted = gap.unwrap_or(0);
         if !self.extend_local(run, inserted, between) {
             if inserted > 0 {
-                self.push_local(scratch, inserted);
+                self.local.push(iovec(scratch, inserted));
             }
-            self.push_local(run.local, run.len);
+            self.local.push(iovec(run.local, run.len));
         }
         self.bytes += inserted + run.len;
     }
@@ -317,7 +307,7 @@ impl Call {
     /// grew by and over `run`, when those bytes may land here
     /// ([`gap_lands_here`]); returns whether it did.
     fn extend_local(&mut self, run: &ReadRun, gap: usize, between: Between) -> bool {
-        let Some(last) = self.locals.checked_sub(1).map(|last| &mut self.local[last]) else {
+        let Some(last) = self.local.last_mut() else {
             return false;
         };
         let end = last.iov_base as usize + last.iov_len;
@@ -330,24 +320,19 @@ impl Call {
         lands
     }
 
-    fn push_local(&mut self, at: *mut u8, len: usize) {
-        self.local[self.locals] = iovec(at, len);
-        self.locals += 1;
-    }
-
     /// Reads the iovecs in one system call, if there are any, and empties them.
     ///
     /// # Safety
     /// The local iovecs are writable ([`NodeReads::read`]'s contract).
     unsafe fn read(&mut self, pid: libc::pid_t) -> std::result::Result<(), c_int> {
-        if self.remotes == 0 {
+        if self.remote.len == 0 {
             return Ok(());
         }
-        let (locals, remotes, bytes) = (self.locals, self.remotes, self.bytes);
-        (self.locals, self.remotes, self.bytes) = (0, 0, 0);
-        // SAFETY: the first `locals` local iovecs are writable (caller's
-        // contract); the kernel checks the remote ones against the peer's
-        // mappings.
+        let (locals, remotes, bytes) = (self.local.len, self.remote.len, self.bytes);
+        (self.local.len, self.remote.len, self.bytes) = (0, 0, 0);
+        // SAFETY: the first `locals` local iovecs are written and writable
+        // (caller's contract); the kernel checks the remote ones against the
+        // peer's mappings.
         let read = unsafe {
             libc::process_vm_readv(
                 pid,
@@ -365,6 +350,42 @@ impl Call {
                 .raw_os_error()
                 .unwrap_or(libc::EIO)),
         }
+    }
+}
+
+/// Up to [`IOVECS_PER_CALL`] iovecs, the first `len` written: a call's are
+/// never cleared first, which cost more than most reads' own iovecs.
+#[cfg(direct_reads)]
+struct Iovecs {
+    slots: [std::mem::MaybeUninit<libc::iovec>; IOVECS_PER_CALL],
+    len: usize,
+}
+
+#[cfg(direct_reads)]
+impl Iovecs {
+    fn new() -> Iovecs {
+        Iovecs {
+            slots: [const { std::mem::MaybeUninit::uninit() }; IOVECS_PER_CALL],
+            len: 0,
+        }
+    }
+
+    /// Appends `iovec`; the caller checked that there is room.
+    fn push(&mut self, iovec: libc::iovec) {
+        self.slots[self.len].write(iovec);
+        self.len += 1;
+    }
+
+    /// The last iovec written, if any.
+    fn last_mut(&mut self) -> Option<&mut libc::iovec> {
+        let last = self.len.checked_sub(1)?;
+        // SAFETY: the slots below `len` were written by `push`.
+        Some(unsafe { self.slots[last].assume_init_mut() })
+    }
+
+    /// The first iovec, followed by the others written.
+    fn as_ptr(&self) -> *const libc::iovec {
+        self.slots.as_ptr().cast()
     }
 }
 
@@ -487,12 +508,12 @@ mod tests {
         let (mut call, mut scratch, mut total) = (Call::new(), [0u8; SKIPPED_GAP_BYTES], 0);
         for run in runs {
             if !call.has_room() {
-                total += call.remotes;
-                (call.locals, call.remotes, call.bytes) = (0, 0, 0);
+                total += call.remote.len;
+                (call.local.len, call.remote.len, call.bytes) = (0, 0, 0);
             }
             call.push(run, scratch.as_mut_ptr(), Between::Untouched);
         }
-        total + call.remotes
+        total + call.remote.len
     }
 
     #[test]
@@ -628,7 +649,11 @@ mod tests {
             } else {
                 2 * rows - 1
             };
-            assert_eq!((call.locals, call.remotes), (locals, 1), "{between:?}");
+            assert_eq!(
+                (call.local.len, call.remote.len),
+                (locals, 1),
+                "{between:?}"
+            );
             // SAFETY: the local runs (and the gaps between them) lie in
             // `target`, the remote ones in `source`.
             unsafe { read_runs(libc::getpid(), &single(&runs), between) }
