@@ -596,7 +596,9 @@ enum dr_status dr_plan_create_layouts_configured(dr_dtype dtype,
  caller can size its storage (halos, padding, an axis order) before planning.
  The layout is checked as a plan checks it (its errors name the value and
  `rank`); a shape holding -1 has no box until a plan resolves it
- (`DR_ERROR_INVALID_SHAPE`). Either pointer may be NULL.
+ (`DR_ERROR_INVALID_SHAPE`). Its time and memory do not grow with `nranks`
+ (the box comes from the rank's grid coordinates). Either pointer may be
+ NULL.
 
  # Safety
  `layout` NULL or from `dr_layout_create`; non-NULL outputs writable for the

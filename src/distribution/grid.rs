@@ -113,16 +113,10 @@ impl GridLayout {
         lengths: &[BlockLengths],
         nranks: usize,
     ) -> Result<GridLayout> {
-        check_shape(shape)?;
-        let grid_dims = check_grid(grid_dims, nranks)?;
-        let grid_axis_splits = check_axis_grid(axis_grid, shape.len(), &grid_dims)?;
-        if lengths.len() != shape.len() {
-            return Err(Error::InvalidDistribution(format!(
-                "lengths has {} entries but the shape {shape:?} has {} axes",
-                lengths.len(),
-                shape.len()
-            )));
-        }
+        let Checked {
+            grid_dims,
+            grid_axis_splits,
+        } = check_layout(shape, grid_dims, axis_grid, lengths, nranks)?;
         let offsets = (0..shape.len())
             .map(|a| axis_offsets(a, shape[a], axis_grid[a], &grid_dims, &lengths[a]))
             .collect::<Result<Vec<_>>>()?;
@@ -139,6 +133,42 @@ impl GridLayout {
             offsets,
             replicating,
         })
+    }
+
+    /// The box `rank` holds in the layout [`GridLayout::new`] makes of the same
+    /// arguments, checked as it checks them, in O(ndims) time and memory (and
+    /// the explicit lengths given) however many ranks: a caller's rank count
+    /// may be far larger than any communicator ([`crate::Layout::rank_box`]).
+    pub fn rank_box_of(
+        shape: &[u64],
+        grid_dims: &[i64],
+        axis_grid: &[Option<usize>],
+        lengths: &[BlockLengths],
+        nranks: usize,
+        rank: usize,
+    ) -> Result<GridBox> {
+        let Checked { grid_dims, .. } = check_layout(shape, grid_dims, axis_grid, lengths, nranks)?;
+        let strides = row_major_strides(&grid_dims);
+        let blocks = (0..shape.len()).map(|a| {
+            let Some(g) = axis_grid[a] else {
+                check_axis_lengths(a, shape[a], None, &grid_dims, &lengths[a])?;
+                return Ok((0, shape[a]));
+            };
+            check_axis_lengths(a, shape[a], Some(g), &grid_dims, &lengths[a])?;
+            let (n, c) = (grid_dims[g], rank / strides[g] % grid_dims[g]);
+            Ok(match &lengths[a] {
+                BlockLengths::Balanced => {
+                    let slab = balanced_slab(shape[a], n as u64, c as u64);
+                    (slab.offset, slab.len)
+                }
+                BlockLengths::Explicit(l) => {
+                    let offset = l[..c].iter().map(|&len| len as u64).sum();
+                    (offset, l[c] as u64)
+                }
+            })
+        });
+        let (offsets, extents) = blocks.collect::<Result<Vec<_>>>()?.into_iter().unzip();
+        Ok(GridBox { offsets, extents })
     }
 
     /// [`GridLayout::new`] with every split axis balanced.
@@ -444,6 +474,58 @@ fn check_axis_grid(
     Ok(splits)
 }
 
+/// What [`check_layout`] finds of a layout's arguments.
+struct Checked {
+    /// The grid's axes.
+    grid_dims: Vec<usize>,
+    /// For each grid axis, the array axis it splits.
+    grid_axis_splits: Vec<Option<usize>>,
+}
+
+/// Checks the arguments of [`GridLayout::new`] but the block lengths of each
+/// axis ([`check_axis_lengths`]).
+fn check_layout(
+    shape: &[u64],
+    grid_dims: &[i64],
+    axis_grid: &[Option<usize>],
+    lengths: &[BlockLengths],
+    nranks: usize,
+) -> Result<Checked> {
+    check_shape(shape)?;
+    let grid_dims = check_grid(grid_dims, nranks)?;
+    let grid_axis_splits = check_axis_grid(axis_grid, shape.len(), &grid_dims)?;
+    if lengths.len() != shape.len() {
+        return Err(Error::InvalidDistribution(format!(
+            "lengths has {} entries but the shape {shape:?} has {} axes",
+            lengths.len(),
+            shape.len()
+        )));
+    }
+    Ok(Checked {
+        grid_dims,
+        grid_axis_splits,
+    })
+}
+
+/// Checks the block lengths of array axis `axis` of `extent` indices split
+/// over grid axis `grid_axis` (or not split): explicit lengths only for a
+/// split axis, and then as [`check_lengths`] checks them.
+fn check_axis_lengths(
+    axis: usize,
+    extent: u64,
+    grid_axis: Option<usize>,
+    grid_dims: &[usize],
+    lengths: &BlockLengths,
+) -> Result<()> {
+    match (grid_axis, lengths) {
+        (None, BlockLengths::Explicit(l)) => Err(Error::InvalidDistribution(format!(
+            "lengths of axis {axis} = {l:?} are given but axis_grid[{axis}] splits it over no grid axis"
+        ))),
+        (Some(g), BlockLengths::Explicit(l)) => check_lengths(axis, extent, g, grid_dims[g], l),
+        (_, BlockLengths::Balanced) => Ok(()),
+    }
+}
+
 /// The block offsets (plus the extent) of array axis `axis` of `extent` indices split
 /// over grid axis `grid_axis`, or nothing when not split.
 fn axis_offsets(
@@ -453,18 +535,11 @@ fn axis_offsets(
     grid_dims: &[usize],
     lengths: &BlockLengths,
 ) -> Result<Vec<u64>> {
+    check_axis_lengths(axis, extent, grid_axis, grid_dims, lengths)?;
     let Some(g) = grid_axis else {
-        if let BlockLengths::Explicit(l) = lengths {
-            return Err(Error::InvalidDistribution(format!(
-                "lengths of axis {axis} = {l:?} are given but axis_grid[{axis}] splits it over no grid axis"
-            )));
-        }
         return Ok(Vec::new());
     };
     let n = grid_dims[g];
-    if let BlockLengths::Explicit(l) = lengths {
-        check_lengths(axis, extent, g, n, l)?;
-    }
     let what = format!("the block offsets of axis {axis} ({n} coordinates of grid axis {g})");
     let mut offsets = try_room(n + 1, &what)?;
     offsets.push(0);
@@ -636,6 +711,105 @@ mod tests {
         assert!(matches!(e, Error::InvalidShape(_)));
         let e = GridLayout::balanced(&[4], &[2], &[None, None], 2).unwrap_err();
         assert!(matches!(e, Error::InvalidSplit(_)));
+    }
+
+    #[test]
+    fn the_box_of_one_rank_is_the_layouts() {
+        let b = BlockLengths::Balanced;
+        type Case = (
+            Vec<u64>,
+            Vec<i64>,
+            Vec<Option<usize>>,
+            Vec<BlockLengths>,
+            usize,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                vec![4, 5, 5],
+                vec![3, 2, 2],
+                vec![Some(1), None, Some(0)],
+                vec![explicit(&[1, 3]), b.clone(), explicit(&[0, 2, 3])],
+                12,
+            ),
+            (
+                vec![7, 3],
+                vec![3, 1],
+                vec![Some(0), Some(1)],
+                vec![b.clone(), b.clone()],
+                3,
+            ),
+            (
+                vec![6],
+                vec![5],
+                vec![Some(0)],
+                vec![explicit(&[2, 0, 3, 0, 1])],
+                5,
+            ),
+            (
+                vec![2, 9],
+                vec![4, 2],
+                vec![None, Some(0)],
+                vec![b.clone(), b.clone()],
+                8,
+            ),
+            (
+                vec![3, 4],
+                vec![5],
+                vec![None, None],
+                vec![b.clone(), b.clone()],
+                5,
+            ),
+            (
+                vec![4, 7],
+                vec![2],
+                vec![None, Some(0)],
+                vec![b.clone(), explicit(&[3, 3])],
+                2,
+            ),
+            (vec![4], vec![2], vec![None], vec![explicit(&[2, 2])], 2),
+            (vec![4], vec![2], vec![Some(0)], vec![explicit(&[5, -1])], 2),
+            (
+                vec![4, 4],
+                vec![3, 2],
+                vec![Some(0), None],
+                vec![b.clone(), b.clone()],
+                4,
+            ),
+            (vec![4], vec![2], vec![Some(3)], vec![b.clone()], 2),
+            (vec![4], vec![2], vec![None, None], vec![b.clone()], 2),
+        ];
+        for (shape, grid, axis_grid, lengths, nranks) in cases {
+            let layout = GridLayout::new(&shape, &grid, &axis_grid, &lengths, nranks);
+            for rank in 0..nranks {
+                let one =
+                    GridLayout::rank_box_of(&shape, &grid, &axis_grid, &lengths, nranks, rank);
+                match &layout {
+                    Ok(layout) => assert_eq!(one.unwrap(), layout.rank_box(rank)),
+                    Err(e) => assert_eq!(one.unwrap_err().to_string(), e.to_string()),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_box_of_one_rank_of_many_allocates_nothing_per_rank() {
+        // 2^31 - 1 ranks: a layout's offsets would take 16 GiB.
+        let nranks = i32::MAX as usize;
+        let (extent, rank) = (1u64 << 40, 5);
+        let one = GridLayout::rank_box_of(
+            &[extent],
+            &[nranks as i64],
+            &[Some(0)],
+            &[BlockLengths::Balanced],
+            nranks,
+            rank,
+        )
+        .unwrap();
+        let slab = balanced_slab(extent, nranks as u64, rank as u64);
+        assert_eq!(
+            (one.offsets, one.extents),
+            (vec![slab.offset], vec![slab.len])
+        );
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl Layout {
     /// The box rank `rank` of `nranks` holds (local, no MPI), the layout checked as a
     /// plan checks it; errors name the argument, its value and `rank`. A shape
     /// holding `-1` has no box until a plan resolves it ([`Plan::output_box`]).
+    /// Its time and memory do not grow with `nranks`.
     ///
     /// [`Plan::output_box`]: crate::Plan::output_box
     ///
@@ -131,12 +132,29 @@ impl Layout {
             )));
         }
         let shape = known_shape("layout", &self.shape)?;
-        Ok(self.resolve(&shape, nranks, "layout")?.rank_box(rank))
+        let lengths = self.block_lengths(&shape, "layout")?;
+        GridLayout::rank_box_of(
+            &shape,
+            &self.grid_dims,
+            &self.axis_grid,
+            &lengths,
+            nranks,
+            rank,
+        )
+        .map_err(|e| named("layout", e))
     }
 
     /// The grid layout of `shape` (resolved) on `nranks` ranks, or the error that
     /// names `which` layout.
     fn resolve(&self, shape: &[u64], nranks: usize, which: &str) -> Result<GridLayout> {
+        let lengths = self.block_lengths(shape, which)?;
+        GridLayout::new(shape, &self.grid_dims, &self.axis_grid, &lengths, nranks)
+            .map_err(|e| named(which, e))
+    }
+
+    /// The block lengths of each axis of `shape` (resolved), or the error that
+    /// names `which` layout.
+    fn block_lengths(&self, shape: &[u64], which: &str) -> Result<Vec<BlockLengths>> {
         if self.axis_grid.len() != shape.len() {
             return Err(Error::InvalidSplit(format!(
                 "{which}: axis_grid has {} entries but the shape {:?} has {} axes",
@@ -161,9 +179,13 @@ impl Layout {
             }
             *slot = BlockLengths::Explicit(given.clone());
         }
-        GridLayout::new(shape, &self.grid_dims, &self.axis_grid, &lengths, nranks)
-            .map_err(|e| Error::from_status(e.status(), format!("{which}: {}", e.detail())))
+        Ok(lengths)
     }
+}
+
+/// `error` with its detail prefixed by the layout it names.
+fn named(which: &str, error: Error) -> Error {
+    Error::from_status(error.status(), format!("{which}: {}", error.detail()))
 }
 
 /// What a plan between two layouts is made of: the element type and the two

@@ -113,19 +113,25 @@ int main(int argc, char **argv) {
   if (size > 1) CHECK_NAMES_RANK(victim);
   free(buf);
 
-  /* The box of one rank of a layout of 2^20 ranks: its block offsets (one per
-   * grid coordinate) fail to allocate under the limit, a local status naming
-   * the rank, and are found without it. */
+  /* The box of one rank of a layout of 2^20 ranks, then of 2^31 - 1: found
+   * from the rank's coordinates, allocating nothing per rank (under a limit of
+   * 1 MiB, below what the block offsets of every coordinate would take). */
   int64_t many_shape[2] = {3 << 20, 2}, box_off[2] = {-1, -1}, box_ext[2] = {-1, -1};
   int32_t many_dims[1] = {1 << 20}, many_axes[2] = {0, DR_SPLIT_NONE};
   dr_layout *many = NULL;
   CHECK(dr_layout_create(2, many_shape, 1, many_dims, many_axes, &many) == DR_SUCCESS);
   dr_test_set_allocation_limit(1 << 20);
-  if (CHECK_STATUS(dr_layout_rank_box(many, 1 << 20, 5, box_off, box_ext), DR_ERROR_OUT_OF_MEMORY))
-    CHECK_NAMES_RANK(5);
-  dr_test_set_allocation_limit(-1);
   CHECK_STATUS(dr_layout_rank_box(many, 1 << 20, 5, box_off, box_ext), DR_SUCCESS);
   CHECK(box_off[0] == 15 && box_ext[0] == 3 && box_off[1] == 0 && box_ext[1] == 2);
+  dr_layout_destroy(many);
+  int64_t most_shape[2] = {(int64_t)1 << 40, 2};
+  int32_t most_dims[1] = {INT32_MAX};
+  CHECK(dr_layout_create(2, most_shape, 1, most_dims, many_axes, &many) == DR_SUCCESS);
+  CHECK_STATUS(dr_layout_rank_box(many, INT32_MAX, INT32_MAX - 1, box_off, box_ext), DR_SUCCESS);
+  /* 2^40 = 512 (2^31 - 1) + 512: the last rank's block is 512 long, after
+   * 512 blocks of 513 and the rest of 512. */
+  CHECK(box_off[0] == ((int64_t)1 << 40) - 512 && box_ext[0] == 512);
+  dr_test_set_allocation_limit(-1);
   dr_layout_destroy(many);
 
   /* A panic inside the library on one rank. */
