@@ -150,11 +150,10 @@ impl GridLayout {
         let Checked { grid_dims, .. } = check_layout(shape, grid_dims, axis_grid, lengths, nranks)?;
         let strides = row_major_strides(&grid_dims);
         let blocks = (0..shape.len()).map(|a| {
+            check_axis_lengths(a, shape[a], axis_grid[a], &grid_dims, &lengths[a])?;
             let Some(g) = axis_grid[a] else {
-                check_axis_lengths(a, shape[a], None, &grid_dims, &lengths[a])?;
                 return Ok((0, shape[a]));
             };
-            check_axis_lengths(a, shape[a], Some(g), &grid_dims, &lengths[a])?;
             let (n, c) = (grid_dims[g], rank / strides[g] % grid_dims[g]);
             Ok(match &lengths[a] {
                 BlockLengths::Balanced => {
