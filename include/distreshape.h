@@ -597,8 +597,8 @@ enum dr_status dr_plan_create_layouts_configured(dr_dtype dtype,
  The layout is checked as a plan checks it (its errors name the value and
  `rank`); a shape holding -1 has no box until a plan resolves it
  (`DR_ERROR_INVALID_SHAPE`). Its time and memory do not grow with `nranks`
- (the box comes from the rank's grid coordinates). Either pointer may be
- NULL.
+ (the box comes from the rank's grid coordinates; explicit block lengths,
+ one per coordinate, aside). Either pointer may be NULL.
 
  # Safety
  `layout` NULL or from `dr_layout_create`; non-NULL outputs writable for the

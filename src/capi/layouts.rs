@@ -281,8 +281,8 @@ pub(crate) unsafe fn layout_args(
 /// The layout is checked as a plan checks it (its errors name the value and
 /// `rank`); a shape holding -1 has no box until a plan resolves it
 /// (`DR_ERROR_INVALID_SHAPE`). Its time and memory do not grow with `nranks`
-/// (the box comes from the rank's grid coordinates). Either pointer may be
-/// NULL.
+/// (the box comes from the rank's grid coordinates; explicit block lengths,
+/// one per coordinate, aside). Either pointer may be NULL.
 ///
 /// # Safety
 /// `layout` NULL or from `dr_layout_create`; non-NULL outputs writable for the

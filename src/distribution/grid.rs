@@ -135,10 +135,12 @@ impl GridLayout {
         })
     }
 
-    /// The box `rank` holds in the layout [`GridLayout::new`] makes of the same
-    /// arguments, checked as it checks them, in O(ndims) time and memory (and
-    /// the explicit lengths given) however many ranks: a caller's rank count
-    /// may be far larger than any communicator ([`crate::Layout::rank_box`]).
+    /// The box `rank` (below `nranks`) holds in the layout [`GridLayout::new`]
+    /// makes of the same arguments, checked as it checks them but for the
+    /// memory of every block offset, which this never takes: O(ndims) time and
+    /// memory however many ranks, explicit lengths aside (one per coordinate,
+    /// given by the caller). A caller's rank count may be far larger than any
+    /// communicator ([`crate::Layout::rank_box`]).
     pub fn rank_box_of(
         shape: &[u64],
         grid_dims: &[i64],
@@ -791,7 +793,7 @@ mod tests {
     }
 
     #[test]
-    fn the_box_of_one_rank_of_many_allocates_nothing_per_rank() {
+    fn the_box_of_one_rank_of_two_billion() {
         // 2^31 - 1 ranks: a layout's offsets would take 16 GiB.
         let nranks = i32::MAX as usize;
         let (extent, rank) = (1u64 << 40, 5);

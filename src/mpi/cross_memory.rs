@@ -253,7 +253,9 @@ unsafe fn read_runs(
 /// it ([`Between::Scratch`]).
 #[cfg(direct_reads)]
 struct Call {
+    /// The ranges in this rank's memory.
     local: Iovecs,
+    /// The ranges in the peer's memory.
     remote: Iovecs,
     /// The bytes the remote iovecs cover.
     bytes: usize,
@@ -272,7 +274,14 @@ impl Call {
     /// True when one more run fits: a gap's iovec and its own on this side, one
     /// on the peer's.
     fn has_room(&self) -> bool {
-        self.local.len + 2 <= IOVECS_PER_CALL && self.remote.len < IOVECS_PER_CALL
+        self.local.len() + 2 <= IOVECS_PER_CALL && self.remote.len() < IOVECS_PER_CALL
+    }
+
+    /// Empties the iovecs.
+    fn clear(&mut self) {
+        self.local.clear();
+        self.remote.clear();
+        self.bytes = 0;
     }
 
     /// Adds `run`; when it starts at most [`SKIPPED_GAP_BYTES`] after the last
@@ -283,7 +292,7 @@ impl Call {
     fn push(&mut self, run: &ReadRun, scratch: *mut u8, between: Between) {
         let gap = self
             .remote
-            .last_mut()
+            .last()
             .and_then(|last| {
                 run.remote
                     .checked_sub(last.iov_base as usize + last.iov_len)
@@ -325,11 +334,11 @@ impl Call {
     /// # Safety
     /// The local iovecs are writable ([`NodeReads::read`]'s contract).
     unsafe fn read(&mut self, pid: libc::pid_t) -> std::result::Result<(), c_int> {
-        if self.remote.len == 0 {
+        if self.remote.len() == 0 {
             return Ok(());
         }
-        let (locals, remotes, bytes) = (self.local.len, self.remote.len, self.bytes);
-        (self.local.len, self.remote.len, self.bytes) = (0, 0, 0);
+        let (locals, remotes, bytes) = (self.local.len(), self.remote.len(), self.bytes);
+        self.clear();
         // SAFETY: the first `locals` local iovecs are written and writable
         // (caller's contract); the kernel checks the remote ones against the
         // peer's mappings.
@@ -354,20 +363,34 @@ impl Call {
 }
 
 /// Up to [`IOVECS_PER_CALL`] iovecs, the first `len` written: a call's are
-/// never cleared first, which cost more than most reads' own iovecs.
+/// never cleared first, which cost more than most reads' own iovecs. `len`
+/// changes only here, so the slots below it are always written.
 #[cfg(direct_reads)]
 struct Iovecs {
+    /// The iovecs, written below `len`.
     slots: [std::mem::MaybeUninit<libc::iovec>; IOVECS_PER_CALL],
+    /// How many are written.
     len: usize,
 }
 
 #[cfg(direct_reads)]
 impl Iovecs {
+    /// None written.
     fn new() -> Iovecs {
         Iovecs {
             slots: [const { std::mem::MaybeUninit::uninit() }; IOVECS_PER_CALL],
             len: 0,
         }
+    }
+
+    /// How many are written.
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets them all.
+    fn clear(&mut self) {
+        self.len = 0;
     }
 
     /// Appends `iovec`; the caller checked that there is room.
@@ -377,9 +400,17 @@ impl Iovecs {
     }
 
     /// The last iovec written, if any.
+    fn last(&self) -> Option<&libc::iovec> {
+        let last = self.len.checked_sub(1)?;
+        // SAFETY: the slots below `len` were written by `push` (`len` grows
+        // nowhere else).
+        Some(unsafe { self.slots[last].assume_init_ref() })
+    }
+
+    /// The last iovec written, if any, to change.
     fn last_mut(&mut self) -> Option<&mut libc::iovec> {
         let last = self.len.checked_sub(1)?;
-        // SAFETY: the slots below `len` were written by `push`.
+        // SAFETY: as in `last`.
         Some(unsafe { self.slots[last].assume_init_mut() })
     }
 
@@ -508,12 +539,12 @@ mod tests {
         let (mut call, mut scratch, mut total) = (Call::new(), [0u8; SKIPPED_GAP_BYTES], 0);
         for run in runs {
             if !call.has_room() {
-                total += call.remote.len;
-                (call.local.len, call.remote.len, call.bytes) = (0, 0, 0);
+                total += call.remote.len();
+                call.clear();
             }
             call.push(run, scratch.as_mut_ptr(), Between::Untouched);
         }
-        total + call.remote.len
+        total + call.remote.len()
     }
 
     #[test]
@@ -650,7 +681,7 @@ mod tests {
                 2 * rows - 1
             };
             assert_eq!(
-                (call.local.len, call.remote.len),
+                (call.local.len(), call.remote.len()),
                 (locals, 1),
                 "{between:?}"
             );

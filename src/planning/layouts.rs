@@ -111,7 +111,8 @@ impl Layout {
     /// The box rank `rank` of `nranks` holds (local, no MPI), the layout checked as a
     /// plan checks it; errors name the argument, its value and `rank`. A shape
     /// holding `-1` has no box until a plan resolves it ([`Plan::output_box`]).
-    /// Its time and memory do not grow with `nranks`.
+    /// Its time and memory do not grow with `nranks` (but for explicit block
+    /// lengths, which the layout holds one per coordinate).
     ///
     /// [`Plan::output_box`]: crate::Plan::output_box
     ///

@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
   CHECK_STATUS(dr_layout_rank_box(many, INT32_MAX, INT32_MAX - 1, box_off, box_ext), DR_SUCCESS);
   /* 2^40 = 512 (2^31 - 1) + 512: the last rank's block is 512 long, after
    * 512 blocks of 513 and the rest of 512. */
-  CHECK(box_off[0] == ((int64_t)1 << 40) - 512 && box_ext[0] == 512);
+  CHECK(box_off[0] == ((int64_t)1 << 40) - 512 && box_ext[0] == 512 && box_off[1] == 0 &&
+        box_ext[1] == 2);
   dr_test_set_allocation_limit(-1);
   dr_layout_destroy(many);
 

@@ -729,8 +729,8 @@ mod tests {
         // Destination rows whose lengths are multiples of 16 bytes, each
         // starting every element position of a 16-byte unit: the elements
         // beside the tiles in 16-byte blocks after a lead of single elements,
-        // with single elements after; small (not streamed) and part of a large
-        // destination (streamed).
+        // with single elements after; alone, and part of a large destination
+        // (streamed for elements of 8 bytes, in 16-byte units).
         for size in [4, 8] {
             let (side, block) = (64 / size, 16 / size);
             let extents = [3, 2 * side + 5, 3 * side + 7];
@@ -745,6 +745,15 @@ mod tests {
                 check_within(size, &extents, (&src, &dst), 1 << 20);
             }
         }
+        // 4-byte elements streamed in whole lines (rows of 48 elements, the
+        // last 5 of 37 beside the tiles: one block, then one element).
+        let extents = [3, 37, 70];
+        let dst = Storage {
+            strides: strides(&extents, &[0, 2, 1], &[0, 11, 0], 1),
+            start: 0,
+        };
+        let src = permuted_at(&extents, &[0, 1, 2], 4);
+        check_within(4, &extents, (&src, &dst), 1 << 20);
     }
 
     #[test]

@@ -25,17 +25,16 @@
 //! contiguous destination rows: they go along with it (their source lines
 //! asked for before its tiles, as no prefetcher goes back to the start of a
 //! row of tiles), in 16-byte blocks of each destination row where the rows
-//! keep 16-byte units and the source's rows are contiguous, and
-//! with non-temporal stores when the tiles have them: their part lines, which
+//! keep 16-byte units and the source's rows are contiguous, and with
+//! non-temporal stores when the tiles have them: their part lines, which
 //! another copy (or nothing) completes, are then not read from memory first,
-//! which was most of what a transpose into rows that do not start a line
-//! cost over one into rows that do. A box
-//! of [`STREAM_BYTES`] or more, or part of a destination that large
-//! ([`super::copy_box_within`]), into contiguous destination rows, is
-//! written with non-temporal stores (where the target has them): its lines
-//! are then never read before they are written, and no line of it is evicted
-//! and written twice (a destination with a step is written in part lines,
-//! read first whatever the stores). So it is when
+//! which was most of what a transpose into rows that do not start a line cost
+//! over one into rows that do. A box of [`STREAM_BYTES`] or more, or part of
+//! a destination that large ([`super::copy_box_within`]), into contiguous
+//! destination rows, is written with non-temporal stores (where the target
+//! has them): its lines are then never read before they are written, and no
+//! line of it is evicted and written twice (a destination with a step is
+//! written in part lines, read first whatever the stores). So it is when
 //! every destination row starts a line, each tile then writing whole lines;
 //! or, for elements of 8 or 16 bytes, when the rows start at multiples of
 //! [`STORE`] bytes less than a page apart (a halo'd or padded output) and the
@@ -473,21 +472,26 @@ impl Tiled<'_> {
         dst: *mut u8,
     ) {
         let (a, b) = (self.a, self.b);
+        let strip = |columns| Strip {
+            rows: band,
+            columns,
+            src_row: a.src,
+            src_column: b.src,
+            dst_row: a.dst,
+        };
         let strips = [
-            (beside.before, src.wrapping_sub(beside.before * b.src)),
-            (beside.after, src.wrapping_add(beside.along * b.src)),
+            (
+                strip(beside.before),
+                src.wrapping_sub(beside.before * b.src),
+                dst.wrapping_sub(beside.before * N),
+            ),
+            (
+                strip(beside.after),
+                src.wrapping_add(beside.along * b.src),
+                dst.wrapping_add(beside.along * N),
+            ),
         ];
-        let columns = [
-            dst.wrapping_sub(beside.before * N),
-            dst.wrapping_add(beside.along * N),
-        ];
-        for ((columns, src), dst) in strips.into_iter().zip(columns) {
-            let strip = Strip {
-                rows: band,
-                columns,
-                src: (a.src, b.src),
-                dst_row: a.dst,
-            };
+        for (strip, src, dst) in strips {
             // SAFETY: the elements before the row's first tile, then those
             // after its last, in the band (the caller's contract).
             unsafe { strip.copy::<N, STREAM>(src, dst) }
@@ -588,39 +592,46 @@ struct Beside {
 
 /// A strip beside a row of tiles: `columns` consecutive elements of each of
 /// `rows` contiguous destination rows, `dst_row` bytes apart; element `j` of
-/// row `i` comes from `i * src.0 + j * src.1` bytes into the source.
+/// row `i` comes from `i * src_row + j * src_column` bytes into the source.
 #[derive(Clone, Copy)]
 struct Strip {
     /// The destination rows.
     rows: usize,
     /// The elements of each.
     columns: usize,
-    /// The source's bytes from one row's element to the next row's, and from
-    /// one column to the next.
-    src: (usize, usize),
+    /// The source's bytes from an element of one destination row to the same
+    /// column's element of the next row.
+    src_row: usize,
+    /// The source's bytes from one column to the next.
+    src_column: usize,
     /// The bytes from one destination row to the next.
     dst_row: usize,
 }
 
 impl Strip {
     /// Copies the strip from `src` into `dst`, its first element, with
-    /// non-temporal stores when `STREAM`: in blocks of 16 bytes a destination
-    /// row where the rows are many 16 bytes can hold, each block read whole
-    /// (the source's rows contiguous along the band) and its destination row
-    /// stores 16-byte aligned; the rest element by element.
+    /// non-temporal stores when `STREAM`. Where 16 bytes hold a whole number
+    /// of elements of `N` bytes (4 or 8), the destination rows lie a multiple
+    /// of 16 bytes apart, the first element is aligned to `N` and the source
+    /// holds each column's elements of consecutive rows contiguous (`src_row`
+    /// is `N`), it goes in 16-byte blocks of `16 / N` rows by as many
+    /// columns ([`sse2::block`]), each row's block stored 16-byte aligned,
+    /// after single elements up to the first 16-byte unit (the lead) and
+    /// before single elements past the last; otherwise element by element.
     ///
     /// # Safety
-    /// As [`copy_tiled`], for the strip's elements; when `STREAM`, `dst_row`
-    /// a multiple of 16.
+    /// As [`copy_tiled`], for the strip's elements.
     #[inline(always)]
     unsafe fn copy<const N: usize, const STREAM: bool>(self, src: *const u8, dst: *mut u8) {
         let block = 16 / N;
         let blocked = cfg!(target_arch = "x86_64")
             && matches!(N, 4 | 8)
-            && self.src.0 == N
+            && self.src_row == N
             && self.rows.is_multiple_of(block)
             && (dst as usize).is_multiple_of(N)
             && self.dst_row.is_multiple_of(16);
+        // A lead longer than the strip (its rows offset from 16-byte units
+        // by their band's position) leaves no block.
         let lead = match blocked {
             true => ((16 - dst as usize % 16) % 16 / N).min(self.columns),
             false => self.columns,
@@ -631,19 +642,25 @@ impl Strip {
         for i in (0..self.rows).step_by(step) {
             for j in (0..lead).chain(tail..self.columns) {
                 for k in i..i + step {
-                    let (from, to) = (k * self.src.0 + j * self.src.1, k * self.dst_row + j * N);
+                    let from = k * self.src_row + j * self.src_column;
                     // SAFETY: an element of the strip.
-                    unsafe { copy_element::<N, STREAM>(src.add(from), dst.add(to)) }
+                    unsafe {
+                        copy_element::<N, STREAM>(src.add(from), dst.add(k * self.dst_row + j * N))
+                    }
                 }
             }
             #[cfg(target_arch = "x86_64")]
             for j in (lead..tail).step_by(block) {
-                let (s, d) = (i * self.src.0 + j * self.src.1, i * self.dst_row + j * N);
-                // SAFETY: 16 bytes of each of the strip's destination rows
-                // from row i at column j (16-byte aligned: the lead), from 16
-                // bytes of the source at each of its columns from j.
+                let (s, d) = (
+                    i * self.src_row + j * self.src_column,
+                    i * self.dst_row + j * N,
+                );
+                // SAFETY: 16 bytes of each of the strip's destination rows i..
+                // from column j, 16-byte aligned (past the lead, the rows a
+                // multiple of 16 bytes apart), from 16 bytes of the source at
+                // each of its columns j.. (contiguous along the rows).
                 unsafe {
-                    sse2::block::<N, STREAM>(src.add(s), self.src.1, dst.add(d), self.dst_row)
+                    sse2::block::<N, STREAM>(src.add(s), self.src_column, dst.add(d), self.dst_row)
                 }
             }
         }
@@ -823,7 +840,8 @@ mod sse2 {
     /// apart (a 2 × 2 transpose of 8-byte elements, 4 × 4 of 4-byte ones).
     ///
     /// # Safety
-    /// As [`Kernel::copy`], for the block; `N` is 4 or 8.
+    /// As [`Kernel::copy`] for the block, or [`Kernel::stream`] when
+    /// `STREAM`; `N` is 4 or 8.
     #[inline(always)]
     pub(super) unsafe fn block<const N: usize, const STREAM: bool>(
         src: *const u8,
@@ -892,16 +910,16 @@ mod sse2 {
         unsafe {
             for j in (0..16).step_by(4) {
                 let mut rows = [[_mm_setzero_si128(); 4]; 4];
-                for (block, i) in (0..16).step_by(4).enumerate() {
+                for (unit, i) in (0..16).step_by(4).enumerate() {
                     let columns =
                         transpose4([0, 1, 2, 3].map(|k| load(src.add((i + k) * sr + 4 * j))));
                     for (k, column) in columns.into_iter().enumerate() {
-                        rows[k][block] = column;
+                        rows[k][unit] = column;
                     }
                 }
                 for (k, row) in rows.iter().enumerate() {
-                    for (block, &value) in row.iter().enumerate() {
-                        store::<STREAM>(dst.add((j + k) * dr + 16 * block), value);
+                    for (unit, &value) in row.iter().enumerate() {
+                        store::<STREAM>(dst.add((j + k) * dr + 16 * unit), value);
                     }
                 }
             }
