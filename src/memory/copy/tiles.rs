@@ -322,7 +322,10 @@ impl Tiled<'_> {
                 && a.dst.is_multiple_of(unit)
                 && self.rest.iter().all(|axis| axis.dst.is_multiple_of(unit))
         };
-        let lines = large && self.b.dst == N && starts(LINE);
+        // Only contiguous destination rows are streamed, or take the
+        // elements beside the tiles along.
+        let dst_rows = b.dst == N;
+        let lines = large && dst_rows && starts(LINE);
         let far_source = lines && bytes >= STREAM_BYTES && b.n * b.src >= TLB_REACH;
         let dst_order = !far_source && b.n * b.src < a.n * a.dst;
         let (across, along, far) = if dst_order {
@@ -331,13 +334,12 @@ impl Tiled<'_> {
             (tiles_b, tiles_a, a.dst)
         };
         let burst = if far >= PAGE { FAR_BURST } else { 1 };
-        // Only contiguous destination rows are streamed. Part lines (rows
-        // starting 16-byte units) are completed by the next tile along the
-        // same rows only in the destination's order, one tile a visit, and
-        // only while few: 8 or 4 rows a tile.
+        // Part lines (rows starting 16-byte units) are completed by the next
+        // tile along the same rows only in the destination's order, one tile
+        // a visit, and only while few: 8 or 4 rows a tile.
         let stream = lines
             || (large
-                && self.b.dst == N
+                && dst_rows
                 && dst_order
                 && burst == 1
                 && N >= 8
@@ -358,7 +360,7 @@ impl Tiled<'_> {
             burst: (burst, across),
             along,
             dst_order,
-            beside: dst_order && self.b.dst == N,
+            beside: dst_order && dst_rows,
             stream,
         };
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.

@@ -19,7 +19,8 @@ use super::sse2::{load, store};
 use super::{LINE, RowKernel, TileRow, for_each_tile};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
-    _mm_castpd_si128, _mm_cvtsi32_si128, _mm_set_pd, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
+    __m128i, _mm_castpd_si128, _mm_cvtsi32_si128, _mm_set_pd, _mm_unpacklo_epi32,
+    _mm_unpacklo_epi64,
 };
 
 /// The tile of elements of `N` bytes gathered from source rows with a step.
@@ -38,8 +39,9 @@ struct Source {
     step: usize,
 }
 
-/// The 16 × 16 tile of 4-byte elements: each destination row as four
-/// registers of four elements, each joined from four loads.
+/// The tile of elements of `N` bytes (4, 8 or 16), `LINE / N` a side: each
+/// destination row as 16-byte registers, each gathered from `16 / N` source
+/// rows ([`gather_unit`]) and stored as the narrow kernels store theirs.
 ///
 /// # Safety
 /// The tile's elements readable at `src` (by `from`) and writable at `dst`
@@ -47,97 +49,72 @@ struct Source {
 /// `dst` and `dr` multiples of 16.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn gather4<const STREAM: bool>(src: *const u8, from: Source, dst: *mut u8, dr: usize) {
-    for j in 0..16 {
+unsafe fn gather<const N: usize, const STREAM: bool>(
+    src: *const u8,
+    from: Source,
+    dst: *mut u8,
+    dr: usize,
+) {
+    let side = LINE / N;
+    for j in 0..side {
         let column = src.wrapping_add(j * from.step);
-        for i in (0..16).step_by(4) {
-            // SAFETY: element j of source rows i..i + 4, to elements i..i + 4
-            // of destination row j.
+        for i in (0..side).step_by(16 / N) {
+            // SAFETY: element j of source rows i..i + 16 / N, to elements
+            // i..i + 16 / N of destination row j.
             unsafe {
-                let one = |k: usize| {
-                    let at = column.add((i + k) * from.row).cast::<i32>();
-                    _mm_cvtsi32_si128(at.read_unaligned())
-                };
+                let unit = gather_unit::<N>(column.add(i * from.row), from.row);
+                store::<STREAM>(dst.add(j * dr + N * i), unit);
+            }
+        }
+    }
+}
+
+/// The 16 bytes of `16 / N` elements of `N` bytes (4, 8 or 16), the first at
+/// `at`, the others `row` bytes apart, in one register.
+///
+/// # Safety
+/// Each element readable, any alignment.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn gather_unit<const N: usize>(at: *const u8, row: usize) -> __m128i {
+    // SAFETY: as documented; the loads are unaligned.
+    unsafe {
+        match N {
+            4 => {
+                let one =
+                    |k: usize| _mm_cvtsi32_si128(at.add(k * row).cast::<i32>().read_unaligned());
                 let (low, high) = (
                     _mm_unpacklo_epi32(one(0), one(1)),
                     _mm_unpacklo_epi32(one(2), one(3)),
                 );
-                store::<STREAM>(dst.add(j * dr + 4 * i), _mm_unpacklo_epi64(low, high));
+                _mm_unpacklo_epi64(low, high)
             }
+            8 => {
+                let one = |k: usize| at.add(k * row).cast::<f64>().read_unaligned();
+                _mm_castpd_si128(_mm_set_pd(one(1), one(0)))
+            }
+            _ => load(at),
         }
     }
 }
 
-/// The 8 × 8 tile of 8-byte elements: each destination row as four
-/// registers of two elements, each from two loads.
-///
-/// # Safety
-/// As [`gather4`].
+/// Gathered tiles where SSE2 is (every x86-64).
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn gather8<const STREAM: bool>(src: *const u8, from: Source, dst: *mut u8, dr: usize) {
-    for j in 0..8 {
-        let column = src.wrapping_add(j * from.step);
-        for i in (0..8).step_by(2) {
-            // SAFETY: element j of source rows i, i + 1, to elements i, i + 1
-            // of destination row j.
-            unsafe {
-                let one = |k: usize| {
-                    column
-                        .add((i + k) * from.row)
-                        .cast::<f64>()
-                        .read_unaligned()
-                };
-                let pair = _mm_castpd_si128(_mm_set_pd(one(1), one(0)));
-                store::<STREAM>(dst.add(j * dr + 8 * i), pair);
-            }
+impl<const N: usize> RowKernel for Gather<N> {
+    #[inline(always)]
+    unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
+        let ((sr, dr), (step, _)) = (row.rows, row.steps);
+        let from = Source { row: sr, step };
+        // SAFETY: forwarded, one tile at a time (`N` is 4, 8 or 16, the
+        // element sizes with tiles).
+        unsafe {
+            for_each_tile(row, src, dst, |s, d| match row.stream {
+                true => gather::<N, true>(s, from, d, dr),
+                false => gather::<N, false>(s, from, d, dr),
+            })
         }
     }
 }
-
-/// The 4 × 4 tile of 16-byte elements: each element one load and one store.
-///
-/// # Safety
-/// As [`gather4`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn gather16<const STREAM: bool>(src: *const u8, from: Source, dst: *mut u8, dr: usize) {
-    for j in 0..4 {
-        let column = src.wrapping_add(j * from.step);
-        for i in 0..4 {
-            // SAFETY: element j of source row i, to element i of row j.
-            unsafe { store::<STREAM>(dst.add(j * dr + 16 * i), load(column.add(i * from.row))) }
-        }
-    }
-}
-
-/// A row kernel from the gather of one element size.
-#[cfg(target_arch = "x86_64")]
-macro_rules! kernel {
-    ($n:literal, $gather:ident) => {
-        impl RowKernel for Gather<$n> {
-            #[inline(always)]
-            unsafe fn row(row: &TileRow, src: *const u8, dst: *mut u8) {
-                let ((sr, dr), (step, _)) = (row.rows, row.steps);
-                let from = Source { row: sr, step };
-                // SAFETY: forwarded, one tile at a time; SSE2 is in every
-                // x86-64.
-                unsafe {
-                    for_each_tile(row, src, dst, |s, d| match row.stream {
-                        true => $gather::<true>(s, from, d, dr),
-                        false => $gather::<false>(s, from, d, dr),
-                    })
-                }
-            }
-        }
-    };
-}
-#[cfg(target_arch = "x86_64")]
-kernel!(4, gather4);
-#[cfg(target_arch = "x86_64")]
-kernel!(8, gather8);
-#[cfg(target_arch = "x86_64")]
-kernel!(16, gather16);
 
 /// Elsewhere, element by element.
 #[cfg(not(target_arch = "x86_64"))]
