@@ -757,6 +757,31 @@ mod tests {
     }
 
     #[test]
+    fn streams_rows_that_start_at_many_offsets_in_a_line_through_a_band() {
+        // Part of a large destination, y-fastest rows a stride apart that is
+        // not a multiple of 32 bytes (so they start at four offsets in a line
+        // or more), each row long enough for two whole parts of the band and
+        // a third in part, with elements beside the tiles at both ends and
+        // partial tiles across: first rows at every offset of a 16-byte
+        // unit that is a multiple of the element's size, and 48 bytes in.
+        for size in [4, 8, 16] {
+            let side = 64 / size;
+            let max_tiles = (16 << 10) / side / 64 - 1;
+            let extents = [2, (2 * max_tiles + 1) * side + 5, 2 * side + 3];
+            let src = permuted_at(&extents, &[0, 1, 2], 3 * size);
+            for pad in [1, 2, 3] {
+                for start in (0..16).step_by(size).chain([48]) {
+                    let dst = Storage {
+                        strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], 1),
+                        start,
+                    };
+                    check_within(size, &extents, (&src, &dst), 1 << 20);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn streams_the_tiles_of_a_box_larger_than_the_caches() {
         // 1 MiB boxes or more: destination rows starting lines (streamed), or
         // 16 bytes past them (streamed in 16-byte stores, as a halo of two

@@ -17,6 +17,54 @@ pub(super) const STREAM_RUN: usize = 256;
 /// # Safety
 /// `bytes` readable at `src` and writable at `dst`, not overlapping.
 pub(super) unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize) {
+    // SAFETY: forwarded from the caller; the edges are inside its bytes.
+    unsafe {
+        stream_between_edges(src, dst, bytes, |from, to, len| {
+            std::ptr::copy_nonoverlapping(from, to, len)
+        })
+    }
+}
+
+/// Copies a row of `bytes / N` elements of `N` bytes from `src` to `dst`, a
+/// multiple of `N`, with non-temporal stores where the target has them, the
+/// elements before the first 16-byte unit and after the last included (each
+/// alone): no line of the row is read from memory before it is written, even
+/// its first and last, which other copies complete. [`store_fence`] must follow
+/// before the destination is read.
+///
+/// # Safety
+/// `bytes` (a multiple of `N`) readable at `src` and writable at `dst`, not
+/// overlapping.
+pub(super) unsafe fn copy_streamed_elements<const N: usize>(
+    src: *const u8,
+    dst: *mut u8,
+    bytes: usize,
+) {
+    // SAFETY: forwarded from the caller; the edges are whole elements inside
+    // its bytes, since `dst` is a multiple of `N` (so is every 16-byte unit).
+    unsafe {
+        stream_between_edges(src, dst, bytes, |from, to, len| {
+            for at in (0..len).step_by(N) {
+                copy_element_streamed::<N>(from.add(at), to.add(at));
+            }
+        })
+    }
+}
+
+/// Copies `bytes` bytes from `src` to `dst`: the 16-byte units of the
+/// destination with non-temporal stores where the target has them, the bytes
+/// before the first and after the last with `edge` (from, to, length).
+///
+/// # Safety
+/// `bytes` readable at `src` and writable at `dst`, not overlapping; `edge`
+/// copies what it is given.
+#[inline(always)]
+unsafe fn stream_between_edges(
+    src: *const u8,
+    dst: *mut u8,
+    bytes: usize,
+    edge: impl Fn(*const u8, *mut u8, usize),
+) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
@@ -35,21 +83,18 @@ pub(super) unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize) {
         // bytes.
         unsafe {
             if stores_alias_next_loads(src, dst) {
-                std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), bytes - done);
+                edge(src.add(done), dst.add(done), bytes - done);
                 (0..chunks).rev().for_each(chunk);
-                std::ptr::copy_nonoverlapping(src, dst, head);
+                edge(src, dst, head);
             } else {
-                std::ptr::copy_nonoverlapping(src, dst, head);
+                edge(src, dst, head);
                 (0..chunks).for_each(chunk);
-                std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), bytes - done);
+                edge(src.add(done), dst.add(done), bytes - done);
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: as documented.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, bytes)
-    };
+    edge(src, dst, bytes);
 }
 
 /// Copies one element of `N` bytes from `src` to `dst`, with a non-temporal

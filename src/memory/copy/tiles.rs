@@ -41,7 +41,13 @@
 //! tiles go in the destination's order one at a time: a tile then leaves two
 //! part lines in each of its 8 or 4 rows, which the next tile along those rows
 //! completes while they are still being combined (the 16 rows of a 4-byte
-//! tile would leave too many).
+//! tile would leave too many). Rows a stride apart that is not a multiple of
+//! 32 bytes (rows of 256 8-byte elements inside a halo of one or three, or
+//! of 256 4-byte ones inside a halo of one to three) start at four offsets in
+//! a line or more, which leave too many part lines
+//! for any tile order: the tiles start at each row's first element, and a
+//! large box's rows of tiles in the destination's order go through a
+//! [`Band`], a buffer in the caches, out of which each row is streamed whole.
 //!
 //! The kernels of contiguous rows come in three sets, chosen once per copy by
 //! what the processor runs: narrow (16-byte registers, SSE2 on every x86-64;
@@ -49,9 +55,10 @@
 //! source rows) and wide (a tile row in one 64-byte register, AVX-512F). Rows
 //! with a step take the kernels of `stepped.rs` whatever the set.
 
-use super::stream::{STREAM_BYTES, copy_element_streamed, store_fence};
+use super::stream::{STREAM_BYTES, copy_element_streamed, copy_streamed_elements, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
+use std::mem::MaybeUninit;
 use stepped::{Gather, Scatter};
 
 /// The bytes of a cache line: one side of a tile.
@@ -71,6 +78,14 @@ const TLB_REACH: usize = 64 * PAGE;
 /// The tiles of a burst: the lines a visit to a row of the strided side
 /// moves when its rows lie in distinct pages.
 const FAR_BURST: usize = 4;
+
+/// Destination rows this many bytes apart start at one or two offsets in a
+/// line; rows a stride apart that is not a multiple of it start at four or
+/// more, and a row of tiles into them goes through a [`Band`].
+const ROW_PHASES: usize = 32;
+
+/// The bytes of a [`Band`]'s buffer.
+const BAND_BYTES: usize = 16 << 10;
 
 /// Copies the plane of `a` (the source's fastest axis) and `b` (the
 /// destination's), either with a step or not, at every index of `rest` in
@@ -267,7 +282,9 @@ impl Tiled<'_> {
     unsafe fn copy<const N: usize, K: RowKernel>(&self, src: *const u8, dst: *mut u8) {
         let (a, b) = (self.a, self.b);
         let span_a = Span::from_first::<N>(a.n);
-        let span_b = match b.dst == N {
+        // Rows that start at four offsets in a line or more have no line
+        // start the tiles could share: they start at the rows' first elements.
+        let span_b = match b.dst == N && a.dst.is_multiple_of(ROW_PHASES) {
             true => Span::new::<N>(b.n, dst),
             false => Span::from_first::<N>(b.n),
         };
@@ -345,6 +362,18 @@ impl Tiled<'_> {
                 && N >= 8
                 && a.dst < PAGE
                 && starts(STORE));
+        // Rows that start at four offsets in a line or more take too many
+        // lines in part for a tile's stores to be combined into whole lines:
+        // their tiles go through a band buffer, and each row out of it in
+        // whole lines.
+        let staged = cfg!(target_arch = "x86_64")
+            && large
+            && dst_rows
+            && dst_order
+            && burst == 1
+            && !a.dst.is_multiple_of(ROW_PHASES)
+            && starts(N);
+        let stream = stream || staged;
         let whole = across.n / burst;
         let beside = Beside {
             before: span_b.start,
@@ -362,6 +391,7 @@ impl Tiled<'_> {
             dst_order,
             beside: dst_order && dst_rows,
             stream,
+            staged,
         };
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
         unsafe {
@@ -416,15 +446,20 @@ impl Tiled<'_> {
             stream: sweep.stream,
         };
         let band = sweep.burst.0 * (LINE / N);
+        let mut buffer = BandBuffer([MaybeUninit::uninit(); BAND_BYTES]);
+        let staging = Band::new::<N>(&mut buffer);
         for_each_offset(outer, |s, d| {
             // SAFETY: a row of tiles of the box, and with `sweep.beside` the
-            // elements beside it; streamed rows start 16-byte units; `K` runs
-            // here (the caller's contract).
+            // elements beside it; streamed rows start 16-byte units, or, staged,
+            // their elements' multiples; `K` runs here (the caller's contract).
             unsafe {
                 if sweep.beside {
                     self.prefetch_beside::<N>(beside, band, src.add(s));
                 }
-                K::row(&row, src.add(s), dst.add(d));
+                match sweep.staged {
+                    true => staging.copy::<N, K>(&row, src.add(s), dst.add(d)),
+                    false => K::row(&row, src.add(s), dst.add(d)),
+                }
                 match (sweep.beside, sweep.stream) {
                     (true, true) => {
                         self.copy_beside::<N, true>(beside, band, src.add(s), dst.add(d))
@@ -687,6 +722,84 @@ struct Sweep {
     beside: bool,
     /// Whether the tiles are stored non-temporally.
     stream: bool,
+    /// Whether each row of tiles goes through a [`Band`] (then streamed).
+    staged: bool,
+}
+
+/// A buffer of [`BAND_BYTES`], aligned to a line.
+#[repr(C, align(64))]
+struct BandBuffer([MaybeUninit<u8>; BAND_BYTES]);
+
+/// Where a row of tiles into contiguous destination rows that start at many
+/// offsets in a line goes first: the tiles, in parts of at most
+/// `max_tiles`, are copied into a buffer whose rows start lines (in the
+/// caches), and each of its rows out into the destination with non-temporal
+/// stores, every line whole but the row's first and last, which other copies
+/// complete. Written straight from the tiles, such rows leave more lines in
+/// part than the stores can combine, and each goes to memory in pieces
+/// (docs/src/performance/grids.md, "Rows at many offsets in a line").
+struct Band {
+    /// The buffer's first byte, a line's.
+    at: *mut u8,
+    /// The most tiles of a part.
+    max_tiles: usize,
+}
+
+impl Band {
+    /// The band of elements of `N` bytes through `buffer`.
+    fn new<const N: usize>(buffer: &mut BandBuffer) -> Band {
+        let rows = LINE / N;
+        Band {
+            at: buffer.0.as_mut_ptr().cast(),
+            max_tiles: BAND_BYTES / rows / LINE - 1,
+        }
+    }
+
+    /// Copies the tiles of `row` (one burst a tile, along contiguous
+    /// destination rows), the first at `src` and `dst`, through the buffer,
+    /// part by part; the buffer's rows lie a line more apart than a part's
+    /// rows are long, so that they start at other sets of the caches.
+    ///
+    /// # Safety
+    /// As [`RowKernel::row`] for `row`, `dst` and `row.rows.1` multiples of
+    /// `N`, and `K` the kernel of contiguous destination rows.
+    unsafe fn copy<const N: usize, K: RowKernel>(
+        &self,
+        row: &TileRow,
+        src: *const u8,
+        dst: *mut u8,
+    ) {
+        let (along, dst_row) = (row.along, row.rows.1);
+        for first in (0..along.n).step_by(self.max_tiles) {
+            let tiles = self.max_tiles.min(along.n - first);
+            let pitch = (tiles + 1) * LINE;
+            let part = TileRow {
+                along: Axis {
+                    n: tiles,
+                    dst: LINE,
+                    ..along
+                },
+                rows: (row.rows.0, pitch),
+                stream: false,
+                ..*row
+            };
+            let (from, to) = (
+                src.wrapping_add(first * along.src),
+                dst.wrapping_add(first * along.dst),
+            );
+            // SAFETY: the part's tiles, from the source (the caller's
+            // contract) into the buffer, whose `LINE / N` rows of `pitch`
+            // bytes it holds; then each row out, `tiles` lines of it, into
+            // the destination's rows (the caller's contract).
+            unsafe {
+                K::row(&part, from, self.at);
+                for r in 0..LINE / N {
+                    let out = self.at.add(r * pitch);
+                    copy_streamed_elements::<N>(out, to.add(r * dst_row), tiles * LINE);
+                }
+            }
+        }
+    }
 }
 
 /// The tiles a kernel copies in one call: every tile along `along`
