@@ -726,15 +726,16 @@ mod tests {
 
     #[test]
     fn copies_the_elements_beside_the_tiles_in_blocks() {
-        // Destination rows whose lengths are multiples of 16 bytes, each
-        // starting every element position of a 16-byte unit: the elements
-        // beside the tiles in 16-byte blocks after a lead of single elements,
-        // with single elements after; alone, and part of a large destination
-        // (streamed for elements of 8 bytes, in 16-byte units).
+        // Destination rows 160 bytes apart (starting at two offsets in a
+        // line), each starting every element position of a 16-byte unit:
+        // the elements beside the tiles in 16-byte blocks after a lead of
+        // single elements, with single elements after; alone, and part of a
+        // large destination (streamed for elements of 8 bytes, in 16-byte
+        // units).
         for size in [4, 8] {
-            let (side, block) = (64 / size, 16 / size);
-            let extents = [3, 2 * side + 5, 3 * side + 7];
-            let pad = block - extents[1] % block;
+            let side = 64 / size;
+            let extents = [3, 2 * side + 3, 3 * side + 7];
+            let pad = 160 / size - extents[1];
             let src = permuted_at(&extents, &[0, 1, 2], size);
             for start in (0..16).step_by(size) {
                 let dst = Storage {
@@ -760,22 +761,37 @@ mod tests {
     fn streams_rows_that_start_at_many_offsets_in_a_line_through_a_band() {
         // Part of a large destination, y-fastest rows a stride apart that is
         // not a multiple of 32 bytes (so they start at four offsets in a line
-        // or more), each row long enough for two whole parts of the band and
-        // a third in part, with elements beside the tiles at both ends and
-        // partial tiles across: first rows at every offset of a 16-byte
-        // unit that is a multiple of the element's size, and 48 bytes in.
+        // or more), each row long enough for three parts of the band, the
+        // last elements after the tiles, and partial tiles across: first rows
+        // at every offset of a 16-byte unit that is a multiple of the
+        // element's size, and 48 bytes in; from contiguous source rows and
+        // from source rows with a step.
         for size in [4, 8, 16] {
             let side = 64 / size;
-            let max_tiles = (16 << 10) / side / 64 - 1;
+            let max_tiles = tiles::BAND_BYTES / side / 64;
             let extents = [2, (2 * max_tiles + 1) * side + 5, 2 * side + 3];
-            let src = permuted_at(&extents, &[0, 1, 2], 3 * size);
-            for pad in [1, 2, 3] {
-                for start in (0..16).step_by(size).chain([48]) {
+            let sources = [
+                permuted_at(&extents, &[0, 1, 2], 3 * size),
+                Storage {
+                    strides: strides(&extents, &[0, 1, 2], &[0, 0, 0], 2),
+                    start: size,
+                },
+            ];
+            for pad in [2, 4, 6] {
+                let dst_strides = strides(&extents, &[0, 2, 1], &[0, pad, 0], 1);
+                assert!(
+                    !(dst_strides[2] * size).is_multiple_of(32),
+                    "rows {pad} apart"
+                );
+                for (src, start) in sources
+                    .iter()
+                    .flat_map(|s| (0..16).step_by(size).chain([48]).map(move |at| (s, at)))
+                {
                     let dst = Storage {
-                        strides: strides(&extents, &[0, 2, 1], &[0, pad, 0], 1),
+                        strides: dst_strides.clone(),
                         start,
                     };
-                    check_within(size, &extents, (&src, &dst), 1 << 20);
+                    check_within(size, &extents, (src, &dst), 1 << 20);
                 }
             }
         }
@@ -801,10 +817,12 @@ mod tests {
             }
             check_unpack(size, [4, 67, 66 * 64 / size + 3], 5, 0);
             // In the destination's order (source rows less than a page long),
-            // streamed for elements of 8 and 16 bytes: rows 16 bytes past a
-            // line, and (8 bytes, pad 3) rows that alternate between starting
-            // 32-byte units and 16 bytes past them.
-            for pad in [3, 4] {
+            // streamed: rows 16 bytes past a line, straight from the tiles
+            // for elements of 8 bytes (pad 1: rows that alternate between
+            // starting 32-byte units and 16 bytes past them) and 16 (pads 1
+            // and 3), through the band for rows at four offsets in a line or
+            // more (the others).
+            for pad in [1, 3, 4] {
                 check_unpack(size, [8, 67, 2400 / size], pad, 16);
             }
         }

@@ -34,12 +34,16 @@ pub(super) unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize) {
 ///
 /// # Safety
 /// `bytes` (a multiple of `N`) readable at `src` and writable at `dst`, not
-/// overlapping.
+/// overlapping; `dst` a multiple of `N`, and `N` a divisor of 16.
 pub(super) unsafe fn copy_streamed_elements<const N: usize>(
     src: *const u8,
     dst: *mut u8,
     bytes: usize,
 ) {
+    debug_assert!(
+        16 % N == 0 && (dst as usize).is_multiple_of(N) && bytes.is_multiple_of(N),
+        "whole elements of {N} bytes at a multiple of {N}"
+    );
     // SAFETY: forwarded from the caller; the edges are whole elements inside
     // its bytes, since `dst` is a multiple of `N` (so is every 16-byte unit).
     unsafe {

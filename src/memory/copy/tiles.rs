@@ -15,8 +15,9 @@
 //! lines in any order. The other side is met a line per row per tile, or,
 //! when its rows lie in distinct pages, [`FAR_BURST`] lines per row (tiles in
 //! bursts), so that a visit to a page moves more than a line. The tiles start
-//! where the destination's rows start a line when they are contiguous, so that
-//! a tile writes whole lines (rows with a step start them at their first
+//! where the destination's rows start a line when they are contiguous and a
+//! multiple of [`ROW_PHASES`] bytes apart, so that a tile writes whole lines
+//! (rows with a step, or at more offsets in a line, start them at their first
 //! element), and where the source's rows start (a line read in part by one tile
 //! is read by the next, or, in the destination's order, stays in the caches
 //! until the next pass): peeling the source too would leave whole strips to
@@ -37,8 +38,9 @@
 //! written in part lines, read first whatever the stores). So it is when
 //! every destination row starts a line, each tile then writing whole lines;
 //! or, for elements of 8 or 16 bytes, when the rows start at multiples of
-//! [`STORE`] bytes less than a page apart (a halo'd or padded output) and the
-//! tiles go in the destination's order one at a time: a tile then leaves two
+//! [`STORE`] bytes a multiple of [`ROW_PHASES`] bytes and less than a page
+//! apart (a halo of two 8-byte elements) and the tiles go in the
+//! destination's order one at a time: a tile then leaves two
 //! part lines in each of its 8 or 4 rows, which the next tile along those rows
 //! completes while they are still being combined (the 16 rows of a 4-byte
 //! tile would leave too many). Rows a stride apart that is not a multiple of
@@ -46,8 +48,9 @@
 //! of 256 4-byte ones inside a halo of one to three) start at four offsets in
 //! a line or more, which leave too many part lines
 //! for any tile order: the tiles start at each row's first element, and a
-//! large box's rows of tiles in the destination's order go through a
-//! [`Band`], a buffer in the caches, out of which each row is streamed whole.
+//! large box's rows of tiles in the destination's order, one tile a visit,
+//! go through a [`Band`], a buffer in the caches, out of which each row is
+//! streamed in whole lines.
 //!
 //! The kernels of contiguous rows come in three sets, chosen once per copy by
 //! what the processor runs: narrow (16-byte registers, SSE2 on every x86-64;
@@ -58,6 +61,7 @@
 use super::stream::{STREAM_BYTES, copy_element_streamed, copy_streamed_elements, store_fence};
 use super::{Axis, Fixed, Mover, for_each_offset};
 use crate::distribution::layout::MAX_DIMS;
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use stepped::{Gather, Scatter};
 
@@ -79,13 +83,20 @@ const TLB_REACH: usize = 64 * PAGE;
 /// moves when its rows lie in distinct pages.
 const FAR_BURST: usize = 4;
 
-/// Destination rows this many bytes apart start at one or two offsets in a
-/// line; rows a stride apart that is not a multiple of it start at four or
-/// more, and a row of tiles into them goes through a [`Band`].
+/// Destination rows a multiple of this many bytes apart start at one or two
+/// offsets in a line; rows a stride apart that is not a multiple of it start
+/// at four or more, and the rows of tiles of a large box into them go through
+/// a [`Band`] (in the destination's order, one tile a visit, the rows'
+/// elements aligned to their size).
 const ROW_PHASES: usize = 32;
 
-/// The bytes of a [`Band`]'s buffer.
-const BAND_BYTES: usize = 16 << 10;
+/// The bytes of a [`Band`]'s tiles at most.
+pub(super) const BAND_BYTES: usize = 16 << 10;
+
+/// The bytes of a [`Band`]'s buffer: its tiles, and a line more on each of
+/// its rows (at most 16, of 4-byte elements), so that its rows start at other
+/// sets of the caches.
+const BAND_BUFFER_BYTES: usize = BAND_BYTES + (LINE / 4) * LINE;
 
 /// Copies the plane of `a` (the source's fastest axis) and `b` (the
 /// destination's), either with a step or not, at every index of `rest` in
@@ -366,14 +377,14 @@ impl Tiled<'_> {
         // lines in part for a tile's stores to be combined into whole lines:
         // their tiles go through a band buffer, and each row out of it in
         // whole lines.
-        let staged = cfg!(target_arch = "x86_64")
+        let banded = cfg!(target_arch = "x86_64")
             && large
             && dst_rows
             && dst_order
             && burst == 1
             && !a.dst.is_multiple_of(ROW_PHASES)
             && starts(N);
-        let stream = stream || staged;
+        let stream = stream || banded;
         let whole = across.n / burst;
         let beside = Beside {
             before: span_b.start,
@@ -391,7 +402,7 @@ impl Tiled<'_> {
             dst_order,
             beside: dst_order && dst_rows,
             stream,
-            staged,
+            banded,
         };
         // SAFETY: the tiles in whole bursts, then the tiles left, in one burst.
         unsafe {
@@ -445,21 +456,69 @@ impl Tiled<'_> {
             steps: (a.src, b.dst),
             stream: sweep.stream,
         };
+        // SAFETY: forwarded from the caller; a band takes rows of tiles in the
+        // destination's order, one tile a visit, into rows of contiguous
+        // elements that start at multiples of their size (`banded`).
+        unsafe {
+            match sweep.banded {
+                true => self.sweep_banded::<N, K>(outer, sweep, beside, &row, (src, dst)),
+                false => self.rows_of_tiles::<N>(outer, sweep, beside, (src, dst), |s, d| {
+                    K::row(&row, s, d)
+                }),
+            }
+        }
+    }
+
+    /// [`Tiled::rows_of_tiles`] through a [`Band`] on this function's stack
+    /// (never inlined, so that other sweeps do not take its room).
+    ///
+    /// # Safety
+    /// As [`Tiled::rows_of_tiles`], and as [`Band::copy`] for `row` at every
+    /// row of tiles.
+    #[inline(never)]
+    unsafe fn sweep_banded<const N: usize, K: RowKernel>(
+        &self,
+        outer: &[Axis],
+        sweep: Sweep,
+        beside: Beside,
+        row: &TileRow,
+        (src, dst): (*const u8, *mut u8),
+    ) {
+        let mut buffer = BandBuffer([MaybeUninit::uninit(); BAND_BUFFER_BYTES]);
+        let band = Band::new::<N>(&mut buffer);
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.rows_of_tiles::<N>(outer, sweep, beside, (src, dst), |s, d| {
+                band.copy::<N, K>(row, s, d)
+            })
+        }
+    }
+
+    /// Copies every row of tiles of `sweep` (at every offset of `outer`) with
+    /// `copy_row` (its first tile's source and destination), and when
+    /// `sweep.beside` the elements `beside` each, while the rows they lie in
+    /// are fresh.
+    ///
+    /// # Safety
+    /// As [`copy_tiled`], for the tiles and the elements beside them;
+    /// `copy_row` copies the row of tiles it is given.
+    unsafe fn rows_of_tiles<const N: usize>(
+        &self,
+        outer: &[Axis],
+        sweep: Sweep,
+        beside: Beside,
+        (src, dst): (*const u8, *mut u8),
+        copy_row: impl Fn(*const u8, *mut u8),
+    ) {
         let band = sweep.burst.0 * (LINE / N);
-        let mut buffer = BandBuffer([MaybeUninit::uninit(); BAND_BYTES]);
-        let staging = Band::new::<N>(&mut buffer);
         for_each_offset(outer, |s, d| {
             // SAFETY: a row of tiles of the box, and with `sweep.beside` the
-            // elements beside it; streamed rows start 16-byte units, or, staged,
-            // their elements' multiples; `K` runs here (the caller's contract).
+            // elements beside it (the caller's contract).
             unsafe {
                 if sweep.beside {
                     self.prefetch_beside::<N>(beside, band, src.add(s));
                 }
-                match sweep.staged {
-                    true => staging.copy::<N, K>(&row, src.add(s), dst.add(d)),
-                    false => K::row(&row, src.add(s), dst.add(d)),
-                }
+                copy_row(src.add(s), dst.add(d));
                 match (sweep.beside, sweep.stream) {
                     (true, true) => {
                         self.copy_beside::<N, true>(beside, band, src.add(s), dst.add(d))
@@ -723,62 +782,65 @@ struct Sweep {
     /// Whether the tiles are stored non-temporally.
     stream: bool,
     /// Whether each row of tiles goes through a [`Band`] (then streamed).
-    staged: bool,
+    banded: bool,
 }
 
-/// A buffer of [`BAND_BYTES`], aligned to a line.
+/// A buffer of [`BAND_BUFFER_BYTES`], aligned to a line.
 #[repr(C, align(64))]
-struct BandBuffer([MaybeUninit<u8>; BAND_BYTES]);
+struct BandBuffer([MaybeUninit<u8>; BAND_BUFFER_BYTES]);
 
-/// Where a row of tiles into contiguous destination rows that start at many
-/// offsets in a line goes first: the tiles, in parts of at most
-/// `max_tiles`, are copied into a buffer whose rows start lines (in the
-/// caches), and each of its rows out into the destination with non-temporal
-/// stores, every line whole but the row's first and last, which other copies
-/// complete. Written straight from the tiles, such rows leave more lines in
-/// part than the stores can combine, and each goes to memory in pieces
-/// (docs/src/performance/grids.md, "Rows at many offsets in a line").
-struct Band {
+/// Where a row of tiles into contiguous destination rows that start at four
+/// offsets in a line or more goes first: the tiles, in parts of at most
+/// `max_tiles` (as even as they can be), are copied into a buffer whose rows
+/// start lines (in the caches), then each of its rows out into the
+/// destination with non-temporal stores, in whole lines but where a row (or
+/// a part of it) starts or ends, and the bytes outside its 16-byte units
+/// element by element ([`copy_streamed_elements`]). Written straight from the
+/// tiles, such rows leave more lines in part than the stores can combine, and
+/// each goes to memory in pieces (docs/src/performance/grids.md, "Rows at
+/// many offsets in a line").
+struct Band<'a> {
     /// The buffer's first byte, a line's.
     at: *mut u8,
-    /// The most tiles of a part.
+    /// The most tiles of a part: [`BAND_BYTES`] of them.
     max_tiles: usize,
+    /// The buffer, borrowed while the band lives.
+    _buffer: PhantomData<&'a mut BandBuffer>,
 }
 
-impl Band {
+impl<'a> Band<'a> {
     /// The band of elements of `N` bytes through `buffer`.
-    fn new<const N: usize>(buffer: &mut BandBuffer) -> Band {
-        let rows = LINE / N;
+    fn new<const N: usize>(buffer: &'a mut BandBuffer) -> Band<'a> {
         Band {
             at: buffer.0.as_mut_ptr().cast(),
-            max_tiles: BAND_BYTES / rows / LINE - 1,
+            max_tiles: BAND_BYTES / (LINE / N) / LINE,
+            _buffer: PhantomData,
         }
     }
 
-    /// Copies the tiles of `row` (one burst a tile, along contiguous
-    /// destination rows), the first at `src` and `dst`, through the buffer,
-    /// part by part; the buffer's rows lie a line more apart than a part's
-    /// rows are long, so that they start at other sets of the caches.
+    /// Copies the tiles of `row` (along contiguous destination rows), the
+    /// first at `src` and `dst`, through the buffer, part by part; the
+    /// buffer's rows lie a line more apart than a part's rows are long.
     ///
     /// # Safety
-    /// As [`RowKernel::row`] for `row`, `dst` and `row.rows.1` multiples of
-    /// `N`, and `K` the kernel of contiguous destination rows.
+    /// As [`RowKernel::row`] for `row`, one tile a visit (`row.burst.0` 1),
+    /// `dst` and `row.rows.1` multiples of `N`, `row.along.dst` a line, and
+    /// `K` a kernel of contiguous destination rows.
     unsafe fn copy<const N: usize, K: RowKernel>(
         &self,
         row: &TileRow,
         src: *const u8,
         dst: *mut u8,
     ) {
+        debug_assert_eq!(row.burst.0, 1, "a band takes one tile a visit");
         let (along, dst_row) = (row.along, row.rows.1);
-        for first in (0..along.n).step_by(self.max_tiles) {
-            let tiles = self.max_tiles.min(along.n - first);
+        let parts = along.n.div_ceil(self.max_tiles);
+        let per_part = along.n.div_ceil(parts.max(1)).max(1);
+        for first in (0..along.n).step_by(per_part) {
+            let tiles = per_part.min(along.n - first);
             let pitch = (tiles + 1) * LINE;
             let part = TileRow {
-                along: Axis {
-                    n: tiles,
-                    dst: LINE,
-                    ..along
-                },
+                along: Axis { n: tiles, ..along },
                 rows: (row.rows.0, pitch),
                 stream: false,
                 ..*row
@@ -789,8 +851,9 @@ impl Band {
             );
             // SAFETY: the part's tiles, from the source (the caller's
             // contract) into the buffer, whose `LINE / N` rows of `pitch`
-            // bytes it holds; then each row out, `tiles` lines of it, into
-            // the destination's rows (the caller's contract).
+            // bytes (at most [`BAND_BUFFER_BYTES`] in all) they fill; then
+            // each row, `tiles` lines of it, out into the destination's rows,
+            // which start at multiples of `N` (the caller's contract).
             unsafe {
                 K::row(&part, from, self.at);
                 for r in 0..LINE / N {

@@ -4,9 +4,9 @@
 //! store moves two 16-byte elements): half the stores of the narrow kernels,
 //! and no shuffle across the registers' halves.
 //!
-//! Streamed destination rows that do not start 32-byte units (a halo'd or
-//! padded output) take the narrow kernels' 16-byte stores, as the wide
-//! kernels do.
+//! Streamed destination rows that do not start 32-byte units (inside a halo
+//! of two 8-byte elements, say) take the narrow kernels' 16-byte stores, as
+//! the wide kernels do.
 
 use std::arch::x86_64::{
     __m256d, _mm256_loadu2_m128d, _mm256_storeu_pd, _mm256_stream_pd, _mm256_unpackhi_pd,
