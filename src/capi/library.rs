@@ -80,6 +80,16 @@ pub extern "C" fn dr_test_set_exchange_failure(enabled: i32) {
 }
 
 /// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
+/// when `enabled` is non-zero, the next datatype the library makes on this
+/// process fails in MPI (a count of -1 handed to MPI in place of the
+/// constructor, which MPI refuses).
+#[cfg(feature = "test-hooks")]
+#[unsafe(no_mangle)]
+pub extern "C" fn dr_test_set_datatype_failure(enabled: i32) {
+    crate::core::faults::set_datatype_failure(enabled != 0);
+}
+
+/// Test hook (only in the `test-hooks` build, declared in `tests/c/test_hooks.h`):
 /// when `enabled` is non-zero, the next exchange on this process panics once all
 /// its first messages are posted (the panic is caught and reported as
 /// DR_ERROR_INTERNAL on this rank).

@@ -14,6 +14,7 @@ mod hooks {
     static PANIC_IN_PLANNING: AtomicBool = AtomicBool::new(false);
     static FAIL_EXCHANGE: AtomicBool = AtomicBool::new(false);
     static PANIC_IN_EXCHANGE: AtomicBool = AtomicBool::new(false);
+    static FAIL_DATATYPE: AtomicBool = AtomicBool::new(false);
 
     /// Test hook: makes every allocation of the library larger than `bytes` fail as
     /// if the machine were out of memory (`None` removes the limit). Process-wide.
@@ -38,8 +39,18 @@ mod hooks {
         PANIC_IN_EXCHANGE.store(enabled, Ordering::Relaxed);
     }
 
+    /// Test hook: makes the next datatype the library makes on this process
+    /// fail in MPI (a count of -1 handed to MPI in place of the constructor).
+    pub fn set_datatype_failure(enabled: bool) {
+        FAIL_DATATYPE.store(enabled, Ordering::Relaxed);
+    }
+
     pub(crate) fn allocation_allowed(bytes: u64) -> bool {
         bytes <= ALLOCATION_LIMIT.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn datatype_failure_requested() -> bool {
+        FAIL_DATATYPE.swap(false, Ordering::Relaxed)
     }
 
     pub(crate) fn panic_requested() -> bool {
@@ -57,7 +68,8 @@ mod hooks {
 pub(crate) use hooks::allocation_allowed;
 #[cfg(feature = "test-hooks")]
 pub use hooks::{
-    set_allocation_limit, set_exchange_failure, set_exchange_panic, set_panic_in_planning,
+    set_allocation_limit, set_datatype_failure, set_exchange_failure, set_exchange_panic,
+    set_panic_in_planning,
 };
 
 /// Without the test hooks nothing is injected.
@@ -78,6 +90,10 @@ mod hooks {
     pub(crate) fn exchange_panic_requested() -> bool {
         false
     }
+
+    pub(crate) fn datatype_failure_requested() -> bool {
+        false
+    }
 }
 
 /// Panics when the test hook asks for it.
@@ -85,6 +101,11 @@ pub(crate) fn injected_panic_point() {
     if hooks::panic_requested() {
         panic!("panic injected by the test hook set_panic_in_planning");
     }
+}
+
+/// Whether the next datatype is to fail in MPI's constructor (a test hook).
+pub(crate) fn injected_datatype_fault() -> bool {
+    hooks::datatype_failure_requested()
 }
 
 /// Panics, or fails like an MPI call, when a test hook asks for it.

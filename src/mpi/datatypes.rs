@@ -12,6 +12,11 @@
 //! in a struct datatype of two entries ([`with_joined`]), made for the message
 //! and freed once it has started, as the two lie a distance apart that only the
 //! execution knows.
+//!
+//! Every datatype is made, committed and freed with `MPI_COMM_WORLD`'s error
+//! handler returning errors where it may be swapped ([`made`], [`free`]): MPI
+//! hands the errors of these calls, on no communicator, to that handler, which
+//! would abort the caller's job on exhausted resources.
 
 use std::os::raw::c_int;
 use std::sync::{Mutex, PoisonError};
@@ -19,8 +24,10 @@ use std::sync::{Mutex, PoisonError};
 use mpi::ffi;
 
 use crate::core::error::Result;
+use crate::core::faults::injected_datatype_fault;
 use crate::mpi::status::{check, count, mpi_is_usable};
 use crate::mpi::transport::{Block, BlockShape};
+use crate::mpi::world_handler::{WorldErrorsReturned, world_swappable};
 
 /// Most datatype shapes one plan keeps.
 const KEPT_DATATYPES: usize = 16;
@@ -71,7 +78,7 @@ impl StridedDatatypes {
         let started = start(datatype);
         // SAFETY: our own datatype, freed once; the started operation keeps what
         // it needs.
-        unsafe { ffi::MPI_Type_free(&mut datatype) };
+        unsafe { free(&mut datatype) };
         started
     }
 }
@@ -87,7 +94,7 @@ impl Drop for StridedDatatypes {
         let kept = self.kept.get_mut().unwrap_or_else(PoisonError::into_inner);
         for mut k in kept.iter_mut().filter_map(Option::take) {
             // SAFETY: a datatype this plan committed, freed exactly once.
-            unsafe { ffi::MPI_Type_free(&mut k.datatype) };
+            unsafe { free(&mut k.datatype) };
         }
     }
 }
@@ -96,30 +103,55 @@ impl Drop for StridedDatatypes {
 fn committed_hvector(shape: BlockShape) -> Result<ffi::MPI_Datatype> {
     let (blocks, block) = (count(shape.blocks)?, count(shape.block)?);
     let stride = shape.stride as ffi::MPI_Aint;
-    // SAFETY: reading MPI constant handles; the datatype is created before it is
-    // committed.
+    // SAFETY: reading an MPI constant handle; the constructor writes the new
+    // datatype.
     unsafe {
-        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
-        let code =
-            ffi::MPI_Type_create_hvector(blocks, block, stride, ffi::RSMPI_UINT8_T, &mut datatype);
-        check(code, "MPI_Type_create_hvector")?;
-        committed(datatype)
+        made("MPI_Type_create_hvector", |datatype| {
+            ffi::MPI_Type_create_hvector(blocks, block, stride, ffi::RSMPI_UINT8_T, datatype)
+        })
     }
 }
 
-/// Commits `datatype`, a datatype just created, or frees it when that fails.
+/// A datatype made by `create` (MPI's constructor `name`) and committed, or
+/// the error of either call (the datatype then freed), with
+/// `MPI_COMM_WORLD`'s error handler returning errors meanwhile where it may
+/// be swapped. When the test hook asks for it, MPI is handed a count of -1
+/// in place of the constructor, which it refuses.
 ///
 /// # Safety
-/// `datatype` is a created datatype owned by the caller.
-unsafe fn committed(mut datatype: ffi::MPI_Datatype) -> Result<ffi::MPI_Datatype> {
-    // SAFETY: as documented; freed once if committing fails.
+/// `create` makes a datatype at the pointer it is given, or returns an error
+/// code.
+unsafe fn made(
+    name: &str,
+    create: impl FnOnce(*mut ffi::MPI_Datatype) -> c_int,
+) -> Result<ffi::MPI_Datatype> {
+    let _returned = WorldErrorsReturned::during(world_swappable());
+    // SAFETY: as documented; reading MPI constant handles; the injected
+    // constructor is refused whole (a negative count) and makes nothing.
     unsafe {
+        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
+        let code = match injected_datatype_fault() {
+            true => ffi::MPI_Type_contiguous(-1, ffi::RSMPI_UINT8_T, &mut datatype),
+            false => create(&mut datatype),
+        };
+        check(code, name)?;
         let done = check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit");
         if done.is_err() {
             ffi::MPI_Type_free(&mut datatype);
         }
         done.map(|()| datatype)
     }
+}
+
+/// Frees `datatype`, with `MPI_COMM_WORLD`'s error handler returning errors
+/// meanwhile where it may be swapped.
+///
+/// # Safety
+/// `datatype` a committed datatype of ours, freed once.
+unsafe fn free(datatype: &mut ffi::MPI_Datatype) {
+    let _returned = WorldErrorsReturned::during(world_swappable());
+    // SAFETY: as documented.
+    unsafe { ffi::MPI_Type_free(datatype) };
 }
 
 /// Calls `start` with a committed struct datatype of `first` then `second`, each
@@ -131,17 +163,15 @@ pub fn with_joined(
     start: impl FnOnce(ffi::MPI_Datatype) -> Result<()>,
 ) -> Result<()> {
     let (lens, displacements, types) = ([1, 1], [0, distance], [first.raw(), second.raw()]);
-    // SAFETY: the arrays hold two entries each; reading an MPI constant handle;
-    // the datatype is created before it is committed, and freed once, after
-    // `start`.
+    // SAFETY: the arrays hold two entries each; the constructor writes the new
+    // datatype, freed once, after `start`.
     unsafe {
-        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
         let (lens, at, types) = (lens.as_ptr(), displacements.as_ptr(), types.as_ptr());
-        let code = ffi::MPI_Type_create_struct(2, lens, at, types, &mut datatype);
-        check(code, "MPI_Type_create_struct")?;
-        let mut datatype = committed(datatype)?;
+        let mut datatype = made("MPI_Type_create_struct", |datatype| {
+            ffi::MPI_Type_create_struct(2, lens, at, types, datatype)
+        })?;
         let started = start(datatype);
-        ffi::MPI_Type_free(&mut datatype);
+        free(&mut datatype);
         started
     }
 }
@@ -177,17 +207,15 @@ pub fn with_fields(
         }
     };
     let (fields, blocklength) = (count(bases.len())?, count(blocklength)?);
-    // SAFETY: the displacements hold `fields` entries; the datatype is created
-    // before it is committed, and freed once, after `start`.
+    // SAFETY: the displacements hold `fields` entries; the constructor writes
+    // the new datatype, freed once, after `start`.
     unsafe {
-        let mut datatype = ffi::RSMPI_DATATYPE_NULL;
         let at = displacements.as_ptr();
-        let code =
-            ffi::MPI_Type_create_hindexed_block(fields, blocklength, at, item, &mut datatype);
-        check(code, "MPI_Type_create_hindexed_block")?;
-        let mut datatype = committed(datatype)?;
+        let mut datatype = made("MPI_Type_create_hindexed_block", |datatype| {
+            ffi::MPI_Type_create_hindexed_block(fields, blocklength, at, item, datatype)
+        })?;
         let started = start(datatype);
-        ffi::MPI_Type_free(&mut datatype);
+        free(&mut datatype);
         started
     }
 }
@@ -211,15 +239,15 @@ impl IndexedDatatype {
             .map(|b| count(b.len))
             .collect::<Result<Vec<c_int>>>()?;
         let offsets: Vec<ffi::MPI_Aint> = blocks.iter().map(|b| b.offset as _).collect();
-        // SAFETY: both lists hold `blocks.len()` entries; reading MPI constants;
-        // the datatype is created before it is committed.
+        let n = count(blocks.len())?;
+        // SAFETY: both lists hold `blocks.len()` entries; reading an MPI
+        // constant; the constructor writes the new datatype.
         unsafe {
-            let mut datatype = ffi::RSMPI_DATATYPE_NULL;
-            let (n, byte) = (count(blocks.len())?, ffi::RSMPI_UINT8_T);
-            let (lens, offsets) = (lens.as_ptr(), offsets.as_ptr());
-            let code = ffi::MPI_Type_create_hindexed(n, lens, offsets, byte, &mut datatype);
-            check(code, "MPI_Type_create_hindexed")?;
-            committed(datatype).map(IndexedDatatype)
+            let (lens, offsets, byte) = (lens.as_ptr(), offsets.as_ptr(), ffi::RSMPI_UINT8_T);
+            made("MPI_Type_create_hindexed", |datatype| {
+                ffi::MPI_Type_create_hindexed(n, lens, offsets, byte, datatype)
+            })
+            .map(IndexedDatatype)
         }
     }
 
@@ -236,7 +264,7 @@ impl Drop for IndexedDatatype {
     fn drop(&mut self) {
         if mpi_is_usable() {
             // SAFETY: a datatype this plan committed, freed exactly once.
-            unsafe { ffi::MPI_Type_free(&mut self.0) };
+            unsafe { free(&mut self.0) };
         }
     }
 }

@@ -22,4 +22,9 @@ void dr_test_set_exchange_failure(int32_t enabled);
  * as DR_ERROR_INTERNAL on this rank; the messages are then cancelled). */
 void dr_test_set_exchange_panic(int32_t enabled);
 
+/* When `enabled` is non-zero, the next MPI datatype the library makes on this
+ * process fails in MPI (a count of -1 handed to MPI in place of the constructor,
+ * which MPI refuses and hands to MPI_COMM_WORLD's error handler). */
+void dr_test_set_datatype_failure(int32_t enabled);
+
 #endif
