@@ -38,19 +38,18 @@
 //! written in part lines, read first whatever the stores). So it is when
 //! every destination row starts a line, each tile then writing whole lines;
 //! or, for elements of 8 or 16 bytes, when the rows start at multiples of
-//! [`STORE`] bytes a multiple of [`ROW_PHASES`] bytes and less than a page
-//! apart (a halo of two 8-byte elements) and the tiles go in the
-//! destination's order one at a time: a tile then leaves two
-//! part lines in each of its 8 or 4 rows, which the next tile along those rows
-//! completes while they are still being combined (the 16 rows of a 4-byte
-//! tile would leave too many). Rows a stride apart that is not a multiple of
-//! 32 bytes (rows of 256 8-byte elements inside a halo of one or three, or
-//! of 256 4-byte ones inside a halo of one to three) start at four offsets in
-//! a line or more, which leave too many part lines
-//! for any tile order: the tiles start at each row's first element, and a
-//! large box's rows of tiles in the destination's order, one tile a visit,
-//! go through a [`Band`], a buffer in the caches, out of which each row is
-//! streamed in whole lines.
+//! [`STORE`] bytes, a multiple of [`ROW_PHASES`] bytes and less than a page
+//! apart (a halo of two 8-byte elements), and the tiles go in the
+//! destination's order one at a time: a tile then leaves two part lines in
+//! each of its 8 or 4 rows, which the next tile along those rows completes
+//! while they are still being combined (the 16 rows of a 4-byte tile would
+//! leave too many). Rows a stride apart that is not a multiple of 32 bytes
+//! (rows of 256 8-byte elements inside a halo of one or three, or of 256
+//! 4-byte ones inside a halo of one to three) start at four offsets in a line
+//! or more, which leave too many part lines for any tile order: the tiles
+//! start at each row's first element, and a large box's rows of tiles in the
+//! destination's order, one tile a visit, go through a [`Band`], a buffer in
+//! the caches, out of which each row is streamed in whole lines.
 //!
 //! The kernels of contiguous rows come in three sets, chosen once per copy by
 //! what the processor runs: narrow (16-byte registers, SSE2 on every x86-64;
@@ -802,7 +801,7 @@ struct BandBuffer([MaybeUninit<u8>; BAND_BUFFER_BYTES]);
 struct Band<'a> {
     /// The buffer's first byte, a line's.
     at: *mut u8,
-    /// The most tiles of a part: [`BAND_BYTES`] of them.
+    /// The most tiles of a part: [`BAND_BYTES`] of its rows' bytes.
     max_tiles: usize,
     /// The buffer, borrowed while the band lives.
     _buffer: PhantomData<&'a mut BandBuffer>,
