@@ -265,8 +265,8 @@ struct Call {
 impl Call {
     fn new() -> Call {
         Call {
-            local: Iovecs::new(),
-            remote: Iovecs::new(),
+            local: Iovecs::new_const(),
+            remote: Iovecs::new_const(),
             bytes: 0,
         }
     }
@@ -334,7 +334,7 @@ impl Call {
     /// # Safety
     /// The local iovecs are writable ([`NodeReads::read`]'s contract).
     unsafe fn read(&mut self, pid: libc::pid_t) -> std::result::Result<(), c_int> {
-        if self.remote.len() == 0 {
+        if self.remote.is_empty() {
             return Ok(());
         }
         let (locals, remotes, bytes) = (self.local.len(), self.remote.len(), self.bytes);
@@ -362,63 +362,11 @@ impl Call {
     }
 }
 
-/// Up to [`IOVECS_PER_CALL`] iovecs, the first `len` written: a call's are
-/// never cleared first, which cost more than most reads' own iovecs. `len`
-/// changes only here, so the slots below it are always written.
+/// Up to [`IOVECS_PER_CALL`] iovecs, none written before it is pushed: a
+/// call's are never cleared first, which cost more than most reads' own
+/// iovecs.
 #[cfg(direct_reads)]
-struct Iovecs {
-    /// The iovecs, written below `len`.
-    slots: [std::mem::MaybeUninit<libc::iovec>; IOVECS_PER_CALL],
-    /// How many are written.
-    len: usize,
-}
-
-#[cfg(direct_reads)]
-impl Iovecs {
-    /// None written.
-    fn new() -> Iovecs {
-        Iovecs {
-            slots: [const { std::mem::MaybeUninit::uninit() }; IOVECS_PER_CALL],
-            len: 0,
-        }
-    }
-
-    /// How many are written.
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Forgets them all.
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Appends `iovec`; the caller checked that there is room.
-    fn push(&mut self, iovec: libc::iovec) {
-        self.slots[self.len].write(iovec);
-        self.len += 1;
-    }
-
-    /// The last iovec written, if any.
-    fn last(&self) -> Option<&libc::iovec> {
-        let last = self.len.checked_sub(1)?;
-        // SAFETY: the slots below `len` were written by `push` (`len` grows
-        // nowhere else).
-        Some(unsafe { self.slots[last].assume_init_ref() })
-    }
-
-    /// The last iovec written, if any, to change.
-    fn last_mut(&mut self) -> Option<&mut libc::iovec> {
-        let last = self.len.checked_sub(1)?;
-        // SAFETY: as in `last`.
-        Some(unsafe { self.slots[last].assume_init_mut() })
-    }
-
-    /// The first iovec, followed by the others written.
-    fn as_ptr(&self) -> *const libc::iovec {
-        self.slots.as_ptr().cast()
-    }
-}
+type Iovecs = arrayvec::ArrayVec<libc::iovec, IOVECS_PER_CALL>;
 
 /// The iovec of `len` bytes at `at`.
 #[cfg(direct_reads)]
