@@ -189,11 +189,12 @@ int main(int argc, char **argv) {
    * -1 in place of the constructor, as when MPI's datatype resources run out):
    * MPI raises that on MPI_COMM_WORLD's handler, fatal here, so each rank with
    * messages must return DR_ERROR_MPI naming the constructor, never abort, and
-   * the next execution makes the datatype and is whole. A split change of long
-   * rows, whose runs at a stride travel as strided sends (through datatypes),
-   * the other ways and direct reads off. */
+   * the next execution makes the datatype and is whole. A split change of two
+   * long rows a rank, whose runs at a stride (128 KiB to each peer) travel as
+   * strided sends (through datatypes), the other ways and direct reads off: so
+   * every rank with messages makes a datatype before it waits for any. */
   {
-    int64_t shape[2] = {8, 1 << 16}, rows, row0, cols, col0;
+    int64_t shape[2] = {2 * size, (int64_t)16384 * size}, rows, row0, cols, col0;
     dr_balanced_slab(shape[0], size, rank, &rows, &row0);
     dr_balanced_slab(shape[1], size, rank, &cols, &col0);
     dr_options *o = NULL;
